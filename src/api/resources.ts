@@ -1,0 +1,119 @@
+/**
+ * The service's resources (spec sections 2.1 to 2.5), declared once.
+ *
+ * Each schema is both the runtime validator and, through z.infer, the TypeScript type.
+ * Objects are "loose": fields the real service may add are kept, never rejected, so that
+ * they reach raw/*.jsonl.gz and the `extra` columns.
+ */
+import { z } from 'zod';
+
+/** A timestamp the service sends: any string Date.parse understands (ISO 8601, Z or an offset). */
+export const Timestamp = z.string().refine((value) => !Number.isNaN(Date.parse(value)), {
+  message: 'expected an ISO 8601 timestamp',
+});
+
+/** 2.1 Study, an element of GET /api/public/list_surveys. */
+export const Study = z.looseObject({
+  id: z.string().min(1),
+  link_id: z.string().min(1),
+  title: z.string(),
+  created_at: Timestamp,
+  desc: z.string(),
+});
+export type Study = z.infer<typeof Study>;
+
+/** 2.3 Answer, an element of answers_array. question_id is deprecated: kept, never used as a key. */
+export const Answer = z.looseObject({
+  answer_id: z.string().min(1),
+  discussion_guide_question_id: z.string(),
+  concept_id: z.string().nullable(),
+  question_id: z.string().optional(),
+  question: z.string(),
+  answer: z.string(),
+});
+export type Answer = z.infer<typeof Answer>;
+
+/** 2.2 Response, an element of GET /api/public/responses/{link_id}. */
+export const ListedResponse = z.looseObject({
+  id: z.string().min(1),
+  // The spec's sample list payload omits these two although its field list names them.
+  response_number: z.number().optional(),
+  created_at: Timestamp,
+  updated_at: Timestamp.optional(),
+  // Summary plus one key per question; each value is everything the user said for it.
+  answers: z.record(z.string(), z.string()),
+  // Tolerated when absent: the answers object then carries the answers (see transform).
+  answers_array: z.array(Answer).optional(),
+  attributes: z.record(z.string(), z.string()),
+  short_transcript: z.string(),
+});
+export type ListedResponse = z.infer<typeof ListedResponse>;
+
+/** 2.5 Video object of a transcript row. */
+export const Video = z.looseObject({
+  stream_url: z.string().min(1),
+  mp4_url: z.string().min(1),
+});
+export type Video = z.infer<typeof Video>;
+
+/** 2.5 Transcript row. answer_id is null on rows that are not questions (intro messages). */
+export const TranscriptRow = z.looseObject({
+  moderator: z.string(),
+  user: z.string(),
+  discussion_guide_question_id: z.string(),
+  concept_id: z.string().nullable(),
+  answer_id: z.string().nullable(),
+  audio: z.string().nullable(),
+  video: Video.nullable(),
+});
+export type TranscriptRow = z.infer<typeof TranscriptRow>;
+
+/** 2.4 Single response, the result of GET /api/public/responses/{link_id}/{response_id}. */
+export const SingleResponse = z.looseObject({
+  id: z.string().min(1),
+  survey: z.string(),
+  transcript: z.array(TranscriptRow),
+});
+export type SingleResponse = z.infer<typeof SingleResponse>;
+
+/** The three operations, named as counters, raw files and errors name them. */
+export type Operation = 'list_surveys' | 'list_responses' | 'get_response';
+
+/** The keys each schema declares; anything else on a payload is an extra field. */
+export const declaredKeys = {
+  study: Object.keys(Study.shape),
+  listedResponse: Object.keys(ListedResponse.shape),
+  answer: Object.keys(Answer.shape),
+  singleResponse: Object.keys(SingleResponse.shape),
+  transcriptRow: Object.keys(TranscriptRow.shape),
+} as const;
+
+/** Fields of `record` that its schema does not declare, or null when there are none. */
+export function extraFields(
+  record: Record<string, unknown>,
+  declared: readonly string[],
+): Record<string, unknown> | null {
+  const extra: Record<string, unknown> = {};
+  let found = false;
+  for (const [key, value] of Object.entries(record)) {
+    if (!declared.includes(key)) {
+      extra[key] = value;
+      found = true;
+    }
+  }
+  return found ? extra : null;
+}
+
+/** Formats a zod error as one line naming each failing path, e.g. "transcript[3].audio: expected string". */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path
+        .map((part, i) =>
+          typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`,
+        )
+        .join('');
+      return `${path || '(root)'}: ${issue.message}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,106 @@
+/**
+ * Typed errors. Each carries a stable code, the context it happened in (study, response,
+ * URL without its query string) and its cause. They are thrown where things fail and
+ * reported once, at the edge (src/cli.ts), which maps them to exit codes.
+ */
+
+export interface ErrorContext {
+  operation?: string;
+  study?: string;
+  response?: string;
+  /** Always without its query string: signed URLs must not leak into logs. */
+  url?: string;
+  file?: string;
+  status?: number;
+}
+
+/** Exit codes of the product: 1 failed, 2 usage/configuration/authentication. */
+export type ExitCode = 1 | 2;
+
+export class StudyExportError extends Error {
+  readonly code: string;
+  readonly context: ErrorContext;
+  readonly exitCode: ExitCode = 1;
+
+  constructor(code: string, message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.context = options.context ?? {};
+  }
+}
+
+/** The pipeline file or the command line is wrong. */
+export class ConfigError extends StudyExportError {
+  override readonly exitCode = 2;
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_CONFIG', message, options);
+  }
+}
+
+/** The service refused the key (401/403 on base_url). */
+export class AuthError extends StudyExportError {
+  override readonly exitCode = 2;
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_AUTH', message, options);
+  }
+}
+
+/** An HTTP answer the client will not retry (400, 404) or gave up on (retries exhausted). */
+export class HttpError extends StudyExportError {
+  readonly status: number | undefined;
+  constructor(
+    code: 'E_NOT_FOUND' | 'E_BAD_REQUEST' | 'E_HTTP' | 'E_RETRIES_EXHAUSTED',
+    message: string,
+    options: { context?: ErrorContext; cause?: unknown } = {},
+  ) {
+    super(code, message, options);
+    this.status = options.context?.status;
+  }
+}
+
+/** The host could not be reached at all (DNS, refused, timeouts). */
+export class NetworkError extends StudyExportError {
+  override readonly exitCode = 2;
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_NETWORK', message, options);
+  }
+}
+
+/** A body that is not JSON, or is truncated, after retries. */
+export class PayloadError extends StudyExportError {
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_PAYLOAD', message, options);
+  }
+}
+
+/** A record that does not match the declared resources: it goes to rejects.jsonl. */
+export class RecordInvalidError extends StudyExportError {
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_RECORD_INVALID', message, options);
+  }
+}
+
+/** A media file that could not be archived after retries. */
+export class MediaError extends StudyExportError {
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_MEDIA', message, options);
+  }
+}
+
+/** A run directory problem: verify failures, a run that could not be committed. */
+export class RunError extends StudyExportError {
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_RUN', message, options);
+  }
+}
+
+/** A URL safe to print: origin and path, no query string, no credentials. */
+export function redactUrl(url: string | URL): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return String(url).split('?')[0] ?? '';
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The tables, declared once. Each declaration drives the CSV header order, the Parquet
+ * schema, datapackage.json and the TypeScript row types (Row<'answers'> and so on).
+ *
+ * Value conventions in rows: timestamps are ISO 8601 UTC strings ("2026-11-21T23:55:00.000Z"),
+ * integers are numbers, json columns hold JSON text, null is a missing value.
+ */
+
+export type ColumnType = 'string' | 'integer' | 'timestamp' | 'json';
+
+export interface Column {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly nullable: boolean;
+  readonly description: string;
+}
+
+export interface ForeignKey {
+  readonly fields: readonly string[];
+  readonly reference: { readonly resource: string; readonly fields: readonly string[] };
+}
+
+export interface TableDeclaration {
+  readonly name: string;
+  readonly description: string;
+  readonly columns: readonly Column[];
+  readonly primaryKey: readonly string[];
+  readonly foreignKeys: readonly ForeignKey[];
+}
+
+const required = <N extends string, T extends ColumnType>(name: N, type: T, description: string) =>
+  ({ name, type, nullable: false, description }) as const;
+const optional = <N extends string, T extends ColumnType>(name: N, type: T, description: string) =>
+  ({ name, type, nullable: true, description }) as const;
+
+const toResponses: ForeignKey = {
+  fields: ['response_id'],
+  reference: { resource: 'responses', fields: ['response_id'] },
+};
+const toStudies: ForeignKey = {
+  fields: ['study_id'],
+  reference: { resource: 'studies', fields: ['study_id'] },
+};
+const extra = optional(
+  'extra',
+  'json',
+  'Fields the service sent beyond its specification, as a JSON object.',
+);
+
+export const tables = {
+  studies: {
+    name: 'studies',
+    description: 'One row per study.',
+    columns: [
+      required('study_id', 'string', 'Permanent study id (uuid); never changes.'),
+      required('link_id', 'string', 'Link id at export time; editable, so it can change between runs.'),
+      required('title', 'string', 'Title of the study.'),
+      required('created_at', 'timestamp', 'Creation time, UTC.'),
+      required('desc', 'string', 'Description as sent, "<title> (<n> Responses)".'),
+      optional('listed_response_count', 'integer', 'The <n> of desc, when desc has that shape.'),
+      extra,
+    ],
+    primaryKey: ['study_id'],
+    foreignKeys: [],
+  },
+  responses: {
+    name: 'responses',
+    description: 'One row per response.',
+    columns: [
+      required('response_id', 'string', 'Response id.'),
+      required('study_id', 'string', 'Permanent id of the study.'),
+      required('link_id', 'string', 'Link id of the study at export time.'),
+      optional('response_number', 'integer', 'Ordered number of the response, when the service sent it.'),
+      required('created_at', 'timestamp', 'Creation time, UTC.'),
+      optional('updated_at', 'timestamp', 'Time of last update, UTC, when the service sent it.'),
+      optional('summary', 'string', 'The Summary answer: a summary of the whole conversation.'),
+      required('short_transcript', 'string', 'The transcript with shortened moderator messages.'),
+      required('answer_count', 'integer', 'Number of rows this response has in answers.'),
+      required('turn_count', 'integer', 'Number of rows this response has in transcript.'),
+      required('modality', 'string', 'text, audio or video: which media the transcript carries.'),
+      extra,
+    ],
+    primaryKey: ['response_id'],
+    foreignKeys: [toStudies],
+  },
+  questions: {
+    name: 'questions',
+    description: 'One row per question slot of a study (a discussion guide question, per concept).',
+    columns: [
+      required('study_id', 'string', 'Permanent id of the study.'),
+      required('discussion_guide_question_id', 'string', 'Discussion guide question id.'),
+      optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
+      required('question', 'string', 'Question text, as first seen.'),
+      required('position', 'integer', 'Order of first appearance in the study, from 1.'),
+    ],
+    primaryKey: ['study_id', 'discussion_guide_question_id', 'concept_id'],
+    foreignKeys: [toStudies],
+  },
+  answers: {
+    name: 'answers',
+    description: 'One row per answer of a response. Joins transcript on (response_id, answer_id).',
+    columns: [
+      required('response_id', 'string', 'Response id.'),
+      required('answer_id', 'string', 'Answer id; equals answer_id on transcript rows.'),
+      required('study_id', 'string', 'Permanent id of the study.'),
+      optional('discussion_guide_question_id', 'string', 'Discussion guide question id.'),
+      optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
+      required('question', 'string', 'Question text.'),
+      required('answer', 'string', 'Everything the user said for this question.'),
+      required('position', 'integer', 'Order of the answer within the response, from 1.'),
+      extra,
+    ],
+    primaryKey: ['response_id', 'answer_id'],
+    foreignKeys: [toResponses],
+  },
+  transcript: {
+    name: 'transcript',
+    description: 'One row per transcript row (turn) of a response.',
+    columns: [
+      required('response_id', 'string', 'Response id.'),
+      required('turn', 'integer', 'Position of the row in the transcript, from 1.'),
+      required('study_id', 'string', 'Permanent id of the study.'),
+      optional('answer_id', 'string', 'Answer id; empty on rows that are not questions (intro messages).'),
+      required('discussion_guide_question_id', 'string', 'Discussion guide question id.'),
+      optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
+      required('moderator', 'string', 'Message from the moderator.'),
+      required('user', 'string', "The user's reply; may be empty."),
+      optional('audio_file', 'string', 'Path of the audio recording inside media.zip.'),
+      optional('video_file', 'string', 'Path of the video recording inside media.zip.'),
+      extra,
+    ],
+    primaryKey: ['response_id', 'turn'],
+    foreignKeys: [toResponses],
+  },
+  attributes: {
+    name: 'attributes',
+    description: 'One row per URL query parameter passed to the study link for a response.',
+    columns: [
+      required('response_id', 'string', 'Response id.'),
+      required('key', 'string', 'Parameter name.'),
+      required('study_id', 'string', 'Permanent id of the study.'),
+      required('value', 'string', 'Parameter value.'),
+    ],
+    primaryKey: ['response_id', 'key'],
+    foreignKeys: [toResponses],
+  },
+  media: {
+    name: 'media',
+    description: 'One row per media file of a transcript row, archived in media.zip or listed as failed.',
+    columns: [
+      required('response_id', 'string', 'Response id.'),
+      required('turn', 'integer', 'Transcript turn the recording belongs to.'),
+      required('kind', 'string', 'audio, video (MP4) or hls (playlist and segments).'),
+      required('study_id', 'string', 'Permanent id of the study.'),
+      optional('answer_id', 'string', 'Answer id of the transcript row, when it has one.'),
+      optional('file', 'string', 'Path inside media.zip; empty when the download failed.'),
+      optional('content_type', 'string', 'Content type the media host sent.'),
+      optional('bytes', 'integer', 'Size in bytes.'),
+      optional('sha256', 'string', 'SHA-256 of the bytes, hex.'),
+      required('status', 'string', 'archived or failed.'),
+      optional('error', 'string', 'Why the download failed.'),
+    ],
+    primaryKey: ['response_id', 'turn', 'kind'],
+    foreignKeys: [toResponses],
+  },
+} as const satisfies Record<string, TableDeclaration>;
+
+export type TableName = keyof typeof tables;
+export const tableNames = Object.keys(tables) as TableName[];
+
+type ValueOf<C extends Column> =
+  | (C['type'] extends 'integer' ? number : string)
+  | (C['nullable'] extends true ? null : never);
+
+/** The row type of a table, derived from its declaration. */
+export type Row<T extends TableName> = {
+  [C in (typeof tables)[T]['columns'][number] as C['name']]: ValueOf<C>;
+};
+
+/** Column names in declaration order: the CSV header. */
+export function columnNames(table: TableName): string[] {
+  return tables[table].columns.map((column) => column.name);
+}
