@@ -1,0 +1,85 @@
+/**
+ * manifest.json: what a run did and what it wrote. Every file of the run is listed with
+ * its bytes and sha256 so `study-export verify` can re-check it later. Nothing secret goes
+ * in: the config carries the name of the key's environment variable, never the key.
+ */
+import { readdir } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import type { PipelineConfig } from '../config/schema.ts';
+import type { Warning } from '../extract/sinks.ts';
+import { hashFile, writeFileAtomic } from '../util/fs.ts';
+
+export const MANIFEST_FILE = 'manifest.json';
+
+export interface ManifestFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface StudyOutcome {
+  study_id: string;
+  link_id: string;
+  /** updated_since used for this study; null for a full export. */
+  since: string | null;
+  responses: number;
+  rejects: number;
+  media_failed: number;
+  /** True when nothing was lost: the study's watermark may advance. */
+  lossless: boolean;
+  error: string | null;
+}
+
+export interface Manifest {
+  tool: { name: string; version: string };
+  run_id: string;
+  pipeline: string;
+  config_file: string;
+  status: 'complete' | 'partial';
+  started_at: string;
+  finished_at: string;
+  timings_ms: Record<string, number>;
+  config: PipelineConfig;
+  studies: StudyOutcome[];
+  tables: Record<string, number>;
+  files: ManifestFile[];
+  requests: unknown;
+  media: unknown;
+  warnings: Warning[];
+  rejects: { count: number; file: string };
+}
+
+/** Every file under `dir` (but the manifest), hashed, with '/'-separated relative paths. */
+export async function listRunFiles(dir: string): Promise<ManifestFile[]> {
+  const files: ManifestFile[] = [];
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const absolute = join(entry.parentPath, entry.name);
+    const path = relative(dir, absolute).split(sep).join('/');
+    if (path === MANIFEST_FILE) continue;
+    files.push({ path, ...(await hashFile(absolute)) });
+  }
+  return files.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+export async function writeManifest(dir: string, manifest: Manifest): Promise<void> {
+  await writeFileAtomic(join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+/** The config as it may be recorded: a base_url never keeps user:password or a query. */
+export function publicConfig(config: PipelineConfig): PipelineConfig {
+  return { ...config, source: { ...config.source, base_url: publicBaseUrl(config.source.base_url) } };
+}
+
+function publicBaseUrl(baseUrl: string): string {
+  if (baseUrl === 'sandbox') return baseUrl;
+  try {
+    const url = new URL(baseUrl);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    return url.toString();
+  } catch {
+    return baseUrl.split('?')[0] ?? baseUrl;
+  }
+}

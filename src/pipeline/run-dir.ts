@@ -1,0 +1,114 @@
+/**
+ * The run directory's life: a run is written under runs/.tmp-<run id>, renamed to
+ * runs/<run id> only when complete, and `latest` is rewritten after that. A lock file keeps
+ * two runs of one pipeline from writing the same state at once.
+ */
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConfigError } from '../errors.ts';
+import { writeFileAtomic } from '../util/fs.ts';
+
+const TEMP_PREFIX = '.tmp-';
+
+/** Run ids are UTC times, e.g. 20261121T235500Z. */
+export function runIdAt(time: number): string {
+  return new Date(time).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+}
+
+export interface RunDirectory {
+  id: string;
+  /** Where files are written while the run is in progress. */
+  tempPath: string;
+  /** Where the run lands when committed. */
+  finalPath: string;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+export interface PipelineDirectory {
+  root: string;
+  runsDir: string;
+  /** Start a run: a fresh, hidden temp directory with a unique run id. */
+  createRun(startedAt: number): Promise<RunDirectory>;
+  release(): Promise<void>;
+}
+
+/** Take the pipeline's lock and clear what killed runs left behind. */
+export async function openPipelineDirectory(root: string): Promise<PipelineDirectory> {
+  const runsDir = join(root, 'runs');
+  await mkdir(runsDir, { recursive: true });
+  const lockPath = join(root, '.lock');
+  await acquireLock(lockPath);
+  await removeStaleTempRuns(runsDir);
+  return {
+    root,
+    runsDir,
+    createRun: (startedAt) => createRun(root, runsDir, startedAt),
+    release: () => rm(lockPath, { force: true }),
+  };
+}
+
+async function acquireLock(lockPath: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(lockPath, 'wx');
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
+      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+        throw new ConfigError(
+          `another run of this pipeline is in progress (process ${holder} holds ${lockPath}); wait for it or stop it`,
+          { context: { file: lockPath } },
+        );
+      }
+      // The holder died (killed mid-run): its lock is stale.
+      await rm(lockPath, { force: true });
+    }
+  }
+  throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Runs that were killed leave a temp directory; under the lock nobody else owns one. */
+async function removeStaleTempRuns(runsDir: string): Promise<void> {
+  for (const name of await readdir(runsDir)) {
+    if (name.startsWith(TEMP_PREFIX)) await rm(join(runsDir, name), { recursive: true, force: true });
+  }
+}
+
+async function createRun(root: string, runsDir: string, startedAt: number): Promise<RunDirectory> {
+  let id = runIdAt(startedAt);
+  // Two runs within one second get distinct ids.
+  for (let n = 2; await exists(join(runsDir, id)); n++) id = `${runIdAt(startedAt)}-${n}`;
+  const tempPath = join(runsDir, `${TEMP_PREFIX}${id}`);
+  const finalPath = join(runsDir, id);
+  await mkdir(tempPath, { recursive: true });
+  return {
+    id,
+    tempPath,
+    finalPath,
+    async commit() {
+      await rename(tempPath, finalPath);
+      await writeFileAtomic(join(root, 'latest'), `${id}\n`);
+    },
+    discard: () => rm(tempPath, { recursive: true, force: true }),
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
