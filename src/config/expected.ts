@@ -1,0 +1,88 @@
+/**
+ * "What was expected" at a key path, read off the zod schema itself so the message and the
+ * rule can never disagree.
+ */
+import type { z } from 'zod';
+import type { KeyPath } from './paths.ts';
+
+type AnySchema = z.ZodType;
+
+interface SchemaDef {
+  type: string;
+  innerType?: AnySchema;
+  element?: AnySchema;
+  shape?: Record<string, AnySchema>;
+  entries?: Record<string, string>;
+}
+
+function defOf(schema: AnySchema): SchemaDef {
+  return (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
+}
+
+const wrappers = new Set(['default', 'prefault', 'optional', 'nullable', 'readonly']);
+
+function unwrap(schema: AnySchema): AnySchema {
+  let current = schema;
+  for (let def = defOf(current); wrappers.has(def.type) && def.innerType; def = defOf(current)) {
+    current = def.innerType;
+  }
+  return current;
+}
+
+/** The schema that governs the value at `path`, or undefined past the end of the schema. */
+export function schemaAt(root: AnySchema, path: KeyPath): AnySchema | undefined {
+  let current: AnySchema | undefined = unwrap(root);
+  for (const segment of path) {
+    if (!current) return undefined;
+    const def = defOf(current);
+    const next: AnySchema | undefined =
+      def.type === 'object' ? def.shape?.[String(segment)] : def.type === 'array' ? def.element : undefined;
+    current = next ? unwrap(next) : undefined;
+  }
+  return current;
+}
+
+/** The keys an object schema allows, for "unknown key" messages. */
+export function allowedKeys(schema: AnySchema | undefined): string[] {
+  if (!schema) return [];
+  const def = defOf(unwrap(schema));
+  return def.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+}
+
+export function describeExpected(schema: AnySchema | undefined): string {
+  if (!schema) return 'a known key';
+  const inner = unwrap(schema);
+  const def = defOf(inner);
+  switch (def.type) {
+    case 'number':
+      return describeNumber(inner);
+    case 'string':
+      return inner.safeParse('').success ? 'a string' : 'a non-empty string';
+    case 'boolean':
+      return 'true or false';
+    case 'enum':
+      return `one of: ${Object.values(def.entries ?? {}).join(', ')}`;
+    case 'array':
+      return `a list of ${plural(describeExpected(def.element))}`;
+    case 'object':
+      return `a mapping with keys: ${allowedKeys(inner).join(', ')}`;
+    default:
+      return `a ${def.type}`;
+  }
+}
+
+// Probing is simpler and safer than reading zod's internal check list.
+function describeNumber(schema: AnySchema): string {
+  const integer = !schema.safeParse(0.5).success;
+  const noun = integer ? 'integer' : 'number';
+  if (!schema.safeParse(0).success && schema.safeParse(1).success) return `a positive ${noun}`;
+  if (schema.safeParse(0).success && !schema.safeParse(-1).success) return `an ${noun} of 0 or more`;
+  return `an ${noun}`;
+}
+
+function plural(description: string): string {
+  if (description.startsWith('one of: ')) return `values, each ${description}`;
+  return description.replace(/^an? (non-empty )?(\w+)/, (_m, adjective: string | undefined, noun: string) => {
+    return `${adjective ?? ''}${noun}s`;
+  });
+}

@@ -1,0 +1,224 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadPipeline, resolveApiKey } from '../../src/config/load.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+let cwd: string;
+
+beforeEach(async () => {
+  cwd = await mkdtemp(path.join(tmpdir(), 'study-export-config-'));
+  await mkdir(path.join(cwd, 'pipelines'));
+});
+
+afterEach(async () => {
+  await rm(cwd, { recursive: true, force: true });
+});
+
+async function writePipeline(name: string, text: string): Promise<void> {
+  await writeFile(path.join(cwd, 'pipelines', `${name}.yaml`), text);
+}
+
+async function loadError(name: string, env: NodeJS.ProcessEnv = {}): Promise<ConfigError> {
+  const error = await loadPipeline({ pipeline: name, cwd, env }).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ConfigError);
+  return error as ConfigError;
+}
+
+describe('loadPipeline: finding the file', () => {
+  it('reads ./pipeline.yaml by default and applies the schema defaults', async () => {
+    await writeFile(path.join(cwd, 'pipeline.yaml'), 'name: default-one\n');
+    const { config, file } = await loadPipeline({ cwd, env: {} });
+    expect(file).toBe('pipeline.yaml');
+    expect(config.name).toBe('default-one');
+    expect(config.source.base_url).toBe('sandbox');
+    expect(config.source.per_page).toBe(1000);
+    expect(config.output.formats).toEqual(['csv', 'parquet']);
+    expect(config.media.video).toBe('mp4');
+  });
+
+  it('reads --config FILE relative to cwd', async () => {
+    await writeFile(path.join(cwd, 'other.yml'), 'name: other\nincremental: false\n');
+    const { config, file } = await loadPipeline({ config: 'other.yml', cwd, env: {} });
+    expect(file).toBe('other.yml');
+    expect(config.incremental).toBe(false);
+  });
+
+  it('names the missing pipeline and lists the available ones', async () => {
+    await writePipeline('demo', 'name: demo\n');
+    const error = await loadError('nope');
+    expect(error.message).toContain('no pipeline named "nope"');
+    expect(error.message).toContain(path.join('pipelines', 'nope.yaml'));
+    expect(error.message).toContain('available: demo');
+    expect(error.exitCode).toBe(2);
+  });
+
+  it('says when the --config file does not exist', async () => {
+    const error = await loadPipeline({ config: 'missing.yaml', cwd, env: {} }).catch((caught) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe('missing.yaml: cannot read the pipeline file (no such file)');
+  });
+});
+
+describe('loadPipeline: interpolation', () => {
+  const text = 'name: x\nsource:\n  base_url: ${BASE:-sandbox}\n  per_page: ${PER_PAGE:-250}\n';
+
+  it('uses the default when the variable is unset or empty', async () => {
+    await writePipeline('x', text);
+    for (const env of [{}, { BASE: '' }]) {
+      const { config } = await loadPipeline({ pipeline: 'x', cwd, env });
+      expect(config.source.base_url).toBe('sandbox');
+      expect(config.source.per_page).toBe(250);
+    }
+  });
+
+  it('uses the variable when set, inside longer strings too', async () => {
+    await writePipeline(
+      'x',
+      'name: x\nsource:\n  base_url: https://${HOST}/v1\n  per_page: ${PER_PAGE:-250}\n',
+    );
+    const { config } = await loadPipeline({
+      pipeline: 'x',
+      cwd,
+      env: { HOST: 'api.example.com', PER_PAGE: '40' },
+    });
+    expect(config.source.base_url).toBe('https://api.example.com/v1');
+    expect(config.source.per_page).toBe(40);
+  });
+
+  it('names the file, the key path and the variable when a variable without default is missing', async () => {
+    await writePipeline('x', 'name: x\nsource:\n  base_url: ${STUDY_HOST}\n');
+    const error = await loadError('x');
+    expect(error.message).toMatch(
+      /^pipelines[/\\]x\.yaml: source\.base_url: environment variable STUDY_HOST is not set/,
+    );
+  });
+
+  it('rejects a malformed placeholder', async () => {
+    await writePipeline('x', 'name: x\nstudies:\n  include: ["${1BAD}"]\n');
+    const error = await loadError('x');
+    expect(error.message).toContain('studies.include[0]: "${1BAD}" is not a valid placeholder');
+  });
+});
+
+describe('loadPipeline: validation messages name file, key, expected and found', () => {
+  it('unknown key at the top', async () => {
+    await writePipeline('x', 'name: x\nsorce:\n  per_page: 10\n');
+    const error = await loadError('x');
+    expect(error.message).toBe(
+      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (expected one of: name, source, studies, incremental, output, media)`,
+    );
+  });
+
+  it('unknown nested key', async () => {
+    await writePipeline('x', 'name: x\nmedia:\n  videos: both\n');
+    const error = await loadError('x');
+    expect(error.message).toContain(
+      'media: unknown key "videos" (expected one of: enabled, video, concurrency)',
+    );
+  });
+
+  it('wrong type', async () => {
+    await writePipeline('x', 'name: x\nsource:\n  per_page: ten\n');
+    const error = await loadError('x');
+    expect(error.message).toBe(
+      `${path.join('pipelines', 'x.yaml')}: source.per_page: expected a positive integer, found "ten"`,
+    );
+  });
+
+  it('out-of-range number, bad enum in a list, bad boolean: every problem listed', async () => {
+    await writePipeline(
+      'x',
+      'name: x\nsource:\n  retries: -1\noutput:\n  formats: [csv, xlsx]\nincremental: "yes"\n',
+    );
+    const lines = (await loadError('x')).message.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines).toContain(
+      `${path.join('pipelines', 'x.yaml')}: source.retries: expected an integer of 0 or more, found -1`,
+    );
+    expect(lines).toContain(
+      `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: csv, parquet, found "xlsx"`,
+    );
+    expect(lines).toContain(
+      `${path.join('pipelines', 'x.yaml')}: incremental: expected true or false, found "yes"`,
+    );
+  });
+
+  it('a missing name and a name that cannot be a folder', async () => {
+    await writePipeline('x', 'incremental: true\n');
+    expect((await loadError('x')).message).toContain(
+      'name: expected a non-empty string, found nothing (the key is missing)',
+    );
+    await writePipeline('x', 'name: my pipeline\n');
+    expect((await loadError('x')).message).toContain(
+      'name: expected letters, digits, ".", "_" or "-" (it names a folder), found "my pipeline"',
+    );
+  });
+
+  it('an empty file', async () => {
+    await writePipeline('x', '# nothing here\n');
+    expect((await loadError('x')).message).toMatch(
+      /x\.yaml: expected a mapping with keys: name, source.*found nothing/,
+    );
+  });
+
+  it('YAML syntax error with line and column', async () => {
+    await writePipeline('x', 'name: x\noutput:\n  formats: [csv, parquet\nmedia: {}\n');
+    const error = await loadError('x');
+    expect(error.message).toMatch(/^pipelines[/\\]x\.yaml: line \d+, column \d+: invalid YAML: /);
+  });
+
+  it('duplicate keys are a YAML error', async () => {
+    await writePipeline('x', 'name: x\nname: y\n');
+    const error = await loadError('x');
+    expect(error.message).toMatch(/line 2, column 1: invalid YAML: .*unique/i);
+  });
+});
+
+describe('resolveApiKey', () => {
+  it('needs no key for the sandbox', async () => {
+    await writePipeline('x', 'name: x\n');
+    const { config } = await loadPipeline({ pipeline: 'x', cwd, env: {} });
+    expect(resolveApiKey(config, {})).toBeUndefined();
+  });
+
+  it('reads the variable named by api_key_env, and names it when missing', async () => {
+    await writePipeline('x', 'name: x\nsource:\n  base_url: http://127.0.0.1:1\n  api_key_env: MY_KEY\n');
+    const { config } = await loadPipeline({ pipeline: 'x', cwd, env: {} });
+    expect(resolveApiKey(config, { MY_KEY: 'k-123' })).toBe('k-123');
+    expect(() => resolveApiKey(config, {})).toThrow(ConfigError);
+    expect(() => resolveApiKey(config, { MY_KEY: ' ' })).toThrow(/environment variable MY_KEY is not set/);
+  });
+});
+
+describe('the shipped pipeline files', () => {
+  const root = path.resolve(import.meta.dirname, '../..');
+  for (const name of ['demo', 'nightly-incremental', 'archive-with-media']) {
+    it(`pipelines/${name}.yaml is valid with no environment`, async () => {
+      const { config } = await loadPipeline({ pipeline: name, cwd: root, env: {} });
+      expect(config.name).toBe(name);
+      expect(config.source.base_url).toBe('sandbox');
+    });
+  }
+
+  it('pipeline.yaml runs against the sandbox by default and follows STUDY_API_BASE_URL', async () => {
+    expect((await loadPipeline({ cwd: root, env: {} })).config.source.base_url).toBe('sandbox');
+    const real = await loadPipeline({ cwd: root, env: { STUDY_API_BASE_URL: 'https://api.example.com' } });
+    expect(real.config.source.base_url).toBe('https://api.example.com');
+  });
+
+  it('archive-with-media archives video both ways, not incrementally', async () => {
+    const { config } = await loadPipeline({
+      pipeline: 'archive-with-media',
+      cwd: root,
+      env: { STUDY_ID: 'abc' },
+    });
+    expect(config.media).toMatchObject({ enabled: true, video: 'both' });
+    expect(config.incremental).toBe(false);
+    expect(config.studies.include).toEqual(['abc']);
+  });
+});
