@@ -1,0 +1,154 @@
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createReporter, formatBytes, formatDuration, formatSummary } from '../../src/pipeline/reporters.ts';
+import type { RunResult } from '../../src/pipeline/run.ts';
+
+function capture(): { stream: NodeJS.WriteStream; text: () => string } {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (chunk: Buffer) => {
+    text += chunk.toString('utf8');
+  });
+  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
+}
+
+describe('plain line reporter (CI or not a TTY)', () => {
+  let clock = 0;
+  beforeEach(() => {
+    vi.useFakeTimers();
+    clock = 0;
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('prints periodic lines with count, percent, rate and eta, and a line at stage end', () => {
+    const out = capture();
+    const reporter = createReporter({ tty: true, ci: true, stream: out.stream, now: () => clock });
+    reporter.start('details', 5000);
+    clock = 4000;
+    reporter.tick('details', 1200);
+    vi.advanceTimersByTime(5000);
+    expect(out.text()).toContain('details started (5,000)\n');
+    expect(out.text()).toContain('details 1,200/5,000 (24%) 300/s eta 13s\n');
+
+    // Nothing moved: no repeated line.
+    const before = out.text();
+    vi.advanceTimersByTime(5000);
+    expect(out.text()).toBe(before);
+
+    clock = 10_000;
+    reporter.tick('details', 3800);
+    expect(out.text()).toContain('details 5,000/5,000 (100%) 500/s\n');
+    reporter.stop();
+  });
+
+  it('media lines carry bytes and a byte rate; stop() closes open stages', () => {
+    const out = capture();
+    const reporter = createReporter({ tty: false, ci: false, stream: out.stream, now: () => clock });
+    reporter.start('media');
+    clock = 2000;
+    reporter.tick('media', 3, 4 * 1024 * 1024);
+    reporter.stop();
+    expect(out.text()).toContain('media 3 4.0 MB 2.0 MB/s\n');
+  });
+
+  it('prints warnings and info as they come', () => {
+    const out = capture();
+    const reporter = createReporter({ tty: false, ci: true, stream: out.stream });
+    reporter.warn({ code: 'W_COUNT', message: 'listed 10 responses, desc says 12', link_id: 'cars-2024' });
+    reporter.info('starting the embedded sandbox');
+    reporter.stop();
+    expect(out.text()).toBe(
+      'warning: listed 10 responses, desc says 12 (study cars-2024)\nstarting the embedded sandbox\n',
+    );
+  });
+});
+
+describe('bar reporter (interactive terminal)', () => {
+  it('draws a line per stage with the counts', () => {
+    const out = capture();
+    Object.assign(out.stream, {
+      isTTY: true,
+      columns: 120,
+      cursorTo: () => true,
+      clearLine: () => true,
+      moveCursor: () => true,
+    });
+    const reporter = createReporter({ tty: true, ci: false, stream: out.stream });
+    reporter.start('studies', 3);
+    reporter.tick('studies', 2);
+    reporter.warn({ code: 'W', message: 'something odd' });
+    reporter.stop();
+    expect(out.text()).toContain('studies');
+    expect(out.text()).toContain('2/3 (66%)');
+    expect(out.text()).toContain('warning: something odd');
+  });
+});
+
+const result: RunResult = {
+  status: 'partial',
+  runDir: 'out/demo/runs/20261121T235500Z',
+  tables: [
+    { table: 'studies', rows: 3 },
+    { table: 'responses', rows: 1234 },
+  ],
+  files: [
+    { path: 'responses.csv', bytes: 2048 },
+    { path: 'wide/cars.csv', bytes: 1024 },
+    { path: 'wide/bikes.csv', bytes: 1024 },
+  ],
+  warnings: 2,
+  rejects: 1,
+  mediaFailed: 0,
+  durationMs: 12_300,
+};
+
+describe('formatSummary', () => {
+  it('names tables, rows, files, bytes, time, problems and where the run is', () => {
+    const text = formatSummary(result);
+    expect(text).toContain('run finished with problems (partial) in 12s');
+    expect(text).toMatch(/responses\s+1,234 rows/);
+    expect(text).toContain('files: 3 (4.0 KB)');
+    expect(text).toMatch(/wide\/\s+2 files\s+2.0 KB/);
+    expect(text).toContain('warnings: 2   rejects: 1   media failed: 0');
+    expect(text).toContain('run: out/demo/runs/20261121T235500Z');
+  });
+
+  it('prints the plan of a dry run', () => {
+    const text = formatSummary({
+      ...result,
+      status: 'planned',
+      runDir: null,
+      plan: {
+        base_url: 'sandbox',
+        studies: [
+          { study_id: 's1', link_id: 'cars', title: 'Cars', expected_responses: 120, since: null },
+          {
+            study_id: 's2',
+            link_id: 'bikes',
+            title: 'Bikes',
+            expected_responses: 5,
+            since: '2026-01-01T00:00:00Z',
+          },
+        ],
+        media: false,
+        formats: ['csv'],
+        out: 'out/demo',
+      },
+    });
+    expect(text).toContain('dry run: nothing was written');
+    expect(text).toContain('studies:  2 (about 125 responses');
+    expect(text).toContain('media:    off');
+    expect(text).toMatch(/bikes\s+Bikes\s+5\s+2026-01-01T00:00:00Z/);
+  });
+});
+
+describe('formatting helpers', () => {
+  it('bytes and durations', () => {
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(1536)).toBe('1.5 KB');
+    expect(formatDuration(1500)).toBe('1.5s');
+    expect(formatDuration(125_000)).toBe('2m05s');
+  });
+});
