@@ -1,0 +1,148 @@
+/**
+ * One study through the stages: its response pages and details (extract), each response's
+ * media (media), rows (transform) into the table writers and the study's wide sheet (load).
+ * Returns what happened, so the run can tell whether the study's watermark may advance.
+ */
+import { join } from 'node:path';
+import type { ApiClient } from '../api/client.ts';
+import { SingleResponse, type Study } from '../api/resources.ts';
+import type { PipelineConfig } from '../config/schema.ts';
+import { AuthError, NetworkError, StudyExportError } from '../errors.ts';
+import { fetchDetails, listResponses } from '../extract/index.ts';
+import type { ExtractSinks, Reject } from '../extract/sinks.ts';
+import type { StudyOutcome } from '../load/manifest.ts';
+import type { TableWriters } from '../load/table-writers.ts';
+import { createWideWriter } from '../load/wide.ts';
+import type { MediaStage } from '../media/stage.ts';
+import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
+import { forEachBounded } from '../util/concurrency.ts';
+import type { ProgressReporter } from './progress.ts';
+
+export interface ExportStudyInput {
+  study: Study;
+  since: string | null;
+  previousLinkId: string | undefined;
+  client: ApiClient;
+  config: PipelineConfig;
+  /** The run's temporary directory. */
+  dir: string;
+  sinks: ExtractSinks;
+  writers: TableWriters;
+  media: MediaStage | null;
+  reporter: ProgressReporter;
+}
+
+/** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
+const INCOMPLETE_LISTING = new Set(['page_repeated', 'page_cap']);
+
+export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome> {
+  const { study, since, config, sinks } = input;
+  const outcome: StudyOutcome = {
+    study_id: study.id,
+    link_id: study.link_id,
+    since,
+    responses: 0,
+    rejects: 0,
+    media_failed: 0,
+    lossless: true,
+    error: null,
+  };
+  if (input.previousLinkId !== undefined && input.previousLinkId !== study.link_id) {
+    sinks.warn({
+      code: 'study_renamed',
+      message: `study ${study.id} was renamed from "${input.previousLinkId}" to "${study.link_id}"; its state and outputs follow the permanent id`,
+      study_id: study.id,
+      link_id: study.link_id,
+    });
+  }
+  const studySinks = trackLoss(sinks, outcome);
+  const wide = createWideWriter(join(input.dir, 'wide'), study.link_id, { csv: config.output.csv });
+  const questions = new QuestionRegistry();
+  try {
+    const listed = listResponses(
+      input.client,
+      study,
+      {
+        perPage: config.source.per_page,
+        updatedSince: since ?? undefined,
+        includeInProgress: config.source.include_in_progress,
+      },
+      studySinks,
+    );
+    const details = fetchDetails(input.client, study, listed, studySinks, {
+      window: config.source.concurrency * 2,
+    });
+    const parallel = input.media ? config.media.concurrency + 1 : 1;
+    await forEachBounded(details, parallel, async ({ listed, detail, fetchedAt }) => {
+      if (detail === null) outcome.lossless = false;
+      const media =
+        detail && input.media
+          ? await input.media.archiveResponse(
+              { study_id: study.id, link_id: study.link_id, response_id: listed.id },
+              detail,
+              fetchedAt,
+              () => refreshDetail(input, listed.id),
+            )
+          : [];
+      const rows = responseRows({ study, listed, detail, media });
+      const { writers } = input;
+      await writers.write('responses', [rows.response]);
+      await writers.write('questions', questions.add(rows.questions));
+      await writers.write('answers', rows.answers);
+      await writers.write('transcript', rows.transcript);
+      await writers.write('attributes', rows.attributes);
+      await writers.write('media', rows.media);
+      await wide.add(rows.wide);
+      const failed = rows.media.filter((m) => m.status === 'failed').length;
+      outcome.media_failed += failed;
+      if (failed > 0) outcome.lossless = false;
+      outcome.responses += 1;
+      input.reporter.tick('details');
+    });
+    await wide.finish(wideColumns(questions.all()));
+  } catch (error) {
+    await wide.abort();
+    // Without a key or a host nothing else can succeed: stop the run.
+    if (error instanceof AuthError || error instanceof NetworkError || !(error instanceof StudyExportError)) {
+      throw error;
+    }
+    outcome.lossless = false;
+    outcome.error = error.message;
+    sinks.warn({ code: 'study_failed', message: error.message, study_id: study.id, link_id: study.link_id });
+  }
+  return outcome;
+}
+
+/** Rejects and incomplete listings of this study mark it as lossy. */
+function trackLoss(sinks: ExtractSinks, outcome: StudyOutcome): ExtractSinks {
+  return {
+    raw: sinks.raw,
+    rejects: {
+      write(reject: Reject) {
+        outcome.rejects += 1;
+        outcome.lossless = false;
+        sinks.rejects.write(reject);
+      },
+    },
+    warn(warning) {
+      if (INCOMPLETE_LISTING.has(warning.code)) outcome.lossless = false;
+      sinks.warn(warning);
+    },
+  };
+}
+
+/** A fresh detail for new signed links, when the media stage finds the old ones expired. */
+async function refreshDetail(input: ExportStudyInput, responseId: string): Promise<SingleResponse> {
+  const fetched = await input.client.getResponse(input.study.link_id, responseId);
+  input.sinks.raw.write({
+    operation: 'get_response',
+    link_id: input.study.link_id,
+    study_id: input.study.id,
+    response_id: responseId,
+    url: fetched.url,
+    status: fetched.status,
+    received_at: fetched.receivedAt,
+    payload: fetched.payload,
+  });
+  return SingleResponse.parse(fetched.payload);
+}
