@@ -1,0 +1,137 @@
+/**
+ * media.zip, written by a single writer (archiver 8's ZipArchive). Finished temporary files
+ * are appended one at a time, stored (media is already compressed), each under 4 GiB so no
+ * entry needs zip64. Any archiver or disk error aborts the archive and removes the partial
+ * zip: a truncated media.zip is never left behind.
+ */
+import { createWriteStream } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import { ZipArchive } from 'archiver';
+import { MediaError } from '../errors.ts';
+
+export interface MediaArchive {
+  /** Appends a finished file as `entryName`; resolves once the entry is in the zip. */
+  add(entryName: string, file: string): Promise<void>;
+  /** Writes the central directory; bytes is the size of the zip file. */
+  finish(): Promise<{ entries: number; bytes: number }>;
+  /** Stops writing and removes the partial zip. */
+  abort(): Promise<void>;
+}
+
+/** Entries this large would need zip64 sizes; refused instead. */
+export const maxEntryBytes = 0xffff_ffff;
+
+interface PendingEntry {
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+export async function openMediaArchive(zipPath: string): Promise<MediaArchive> {
+  const output = createWriteStream(zipPath);
+  await new Promise<void>((resolve, reject) => {
+    output.once('open', () => resolve());
+    output.once('error', reject);
+  });
+  return new ZipWriter(zipPath, output);
+}
+
+class ZipWriter implements MediaArchive {
+  private readonly zip = new ZipArchive({ store: true });
+  private readonly closed: Promise<void>;
+  /** Adds run one after another: the next starts when the previous entry is written. */
+  private queue: Promise<void> = Promise.resolve();
+  private pending: PendingEntry | null = null;
+  private failure: Error | null = null;
+  private state: 'open' | 'finishing' | 'finished' | 'aborted' = 'open';
+  private entries = 0;
+
+  constructor(
+    private readonly zipPath: string,
+    private readonly output: ReturnType<typeof createWriteStream>,
+  ) {
+    this.closed = new Promise((resolve) => output.once('close', () => resolve()));
+    this.zip.on('entry', () => this.settle(null));
+    // Warnings are per entry (a file that could not be read): that entry fails, not the zip.
+    this.zip.on('warning', (error) => this.settle(this.wrap('skipped an entry', error)));
+    this.zip.on('error', (error) => void this.fail(error));
+    output.on('error', (error) => void this.fail(error));
+    this.zip.pipe(output);
+  }
+
+  add(entryName: string, file: string): Promise<void> {
+    const added = this.queue.then(() => this.addNow(entryName, file));
+    this.queue = added.catch(() => {});
+    return added;
+  }
+
+  async finish(): Promise<{ entries: number; bytes: number }> {
+    await this.queue;
+    this.checkOpen();
+    this.state = 'finishing';
+    try {
+      await Promise.all([this.zip.finalize(), this.closed]);
+    } catch (error) {
+      await this.fail(error);
+    }
+    if (this.failure) throw this.failure;
+    this.state = 'finished';
+    return { entries: this.entries, bytes: this.zip.pointer() };
+  }
+
+  async abort(): Promise<void> {
+    if (this.state === 'finished' || this.state === 'aborted') return;
+    this.failure ??= new MediaError('media.zip was aborted', { context: { file: this.zipPath } });
+    await this.shutDown();
+  }
+
+  private async addNow(entryName: string, file: string): Promise<void> {
+    this.checkOpen();
+    const stats = await stat(file);
+    if (stats.size >= maxEntryBytes) {
+      throw new MediaError(`${entryName} is ${stats.size} bytes; entries of 4 GiB or more are not archived`, {
+        context: { file: entryName },
+      });
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.zip.file(file, { name: entryName, stats }); // stored: the archive is opened with store: true
+    });
+    this.entries++;
+  }
+
+  private checkOpen(): void {
+    if (this.failure) throw this.failure;
+    if (this.state !== 'open')
+      throw new MediaError('media.zip is already finished', { context: { file: this.zipPath } });
+  }
+
+  private settle(error: Error | null): void {
+    const pending = this.pending;
+    this.pending = null;
+    if (!pending) return;
+    if (error) pending.reject(error);
+    else pending.resolve();
+  }
+
+  private wrap(what: string, error: unknown): MediaError {
+    const reason = error instanceof Error ? error.message : String(error);
+    return new MediaError(`media.zip ${what}: ${reason}`, { context: { file: this.zipPath }, cause: error });
+  }
+
+  /** An archiver or disk error: the whole archive is lost, so abort and remove it. */
+  private async fail(error: unknown): Promise<void> {
+    if (this.state === 'aborted') return;
+    this.failure ??= this.wrap('could not be written', error);
+    await this.shutDown();
+  }
+
+  private async shutDown(): Promise<void> {
+    this.state = 'aborted';
+    this.settle(this.failure);
+    this.zip.abort();
+    this.zip.unpipe(this.output);
+    this.output.destroy();
+    await this.closed;
+    await rm(this.zipPath, { force: true });
+  }
+}
