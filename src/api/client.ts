@@ -244,7 +244,7 @@ class GotApiClient implements ApiClient {
   private async attempt(spec: RequestSpec): Promise<{ outcome: Outcome; status: number; bytes: number }> {
     const started = performance.now();
     try {
-      const response = await this.http.get(spec.url);
+      const response = await this.http.get(spec.url, { responseType: 'buffer' });
       const body = response.body;
       this.counters.recordAttempt(
         spec.operation,

@@ -1,0 +1,16 @@
+/** The extract stage: validated records as async iterables, everything else to the sinks. */
+export { type DetailResult, type FetchDetailsOptions, fetchDetails } from './details.ts';
+export {
+  type ListingStats,
+  type ListResponsesOptions,
+  listResponses,
+  type ResponseListing,
+} from './responses.ts';
+export type { ExtractSinks, RawRecord, RawSink, Reject, RejectSink, Warning } from './sinks.ts';
+export {
+  expectedResponseCount,
+  globToRegExp,
+  listStudies,
+  type StudySelection,
+  selectStudies,
+} from './studies.ts';

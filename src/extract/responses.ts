@@ -1,0 +1,240 @@
+/**
+ * The responses of one study (spec 4.2), deduplicated, as an async iterable.
+ *
+ * Paging: pages from 0; the service may cap per_page below what was asked and gives no
+ * total, so only an EMPTY page ends the listing, never a short one. A page identical to the
+ * previous one (a server ignoring `page`) and a page cap end it with a warning.
+ *
+ * Dedupe without holding the study: phase 1 spills every valid item to a temporary JSONL file
+ * and keeps only id -> (newest updated_at, line); phase 2 re-reads the spill and yields each
+ * id's winning line. A response edited while being paged can appear twice; the newer wins.
+ */
+import { createHash } from 'node:crypto';
+import type { ApiClient } from '../api/client.ts';
+import { describeIssues, ListedResponse, type Study } from '../api/resources.ts';
+import { PayloadError } from '../errors.ts';
+import type { ExtractSinks } from './sinks.ts';
+import { SpillFile } from './spill.ts';
+import { expectedResponseCount } from './studies.ts';
+
+export interface ListResponsesOptions {
+  perPage: number;
+  updatedSince?: string;
+  includeInProgress: boolean;
+  /** Runaway guard. Default 100 000 pages. */
+  maxPages?: number;
+  /** Where the temporary spill file goes (default: the OS temp dir). */
+  spillDir?: string;
+}
+
+export interface ListingStats {
+  pages: number;
+  /** Valid items seen on all pages, duplicates included. */
+  listed: number;
+  rejected: number;
+  /** Distinct response ids yielded. */
+  unique: number;
+  /** null while paging; then why paging stopped (only empty_page means the listing is known complete). */
+  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | null;
+  /** n from the study's desc, when it has the documented shape. */
+  expected: number | null;
+}
+
+export interface ResponseListing extends AsyncIterable<ListedResponse> {
+  /** Filled in while iterating; final once the iteration ends. */
+  readonly stats: ListingStats;
+}
+
+interface Winner {
+  version: number;
+  line: number;
+}
+
+export function listResponses(
+  client: ApiClient,
+  study: Study,
+  options: ListResponsesOptions,
+  sinks: ExtractSinks,
+): ResponseListing {
+  const stats: ListingStats = {
+    pages: 0,
+    listed: 0,
+    rejected: 0,
+    unique: 0,
+    stoppedBy: null,
+    expected: expectedResponseCount(study.desc),
+  };
+  return {
+    stats,
+    [Symbol.asyncIterator]: () => iterateListing(client, study, options, sinks, stats),
+  };
+}
+
+async function* iterateListing(
+  client: ApiClient,
+  study: Study,
+  options: ListResponsesOptions,
+  sinks: ExtractSinks,
+  stats: ListingStats,
+): AsyncGenerator<ListedResponse> {
+  const spill = await SpillFile.create(options.spillDir);
+  try {
+    const winners = await pageIntoSpill(client, study, options, sinks, stats, spill);
+    await spill.finish();
+    stats.unique = winners.size;
+    warnOnCountMismatch(study, options, sinks, stats);
+    let line = 0;
+    for await (const item of spill.read()) {
+      const response = item as ListedResponse;
+      if (winners.get(response.id)?.line === line) yield response;
+      line += 1;
+    }
+  } finally {
+    await spill.remove();
+  }
+}
+
+/** Phase 1: every page to raw, every valid item to the spill; returns each id's newest line. */
+async function pageIntoSpill(
+  client: ApiClient,
+  study: Study,
+  options: ListResponsesOptions,
+  sinks: ExtractSinks,
+  stats: ListingStats,
+  spill: SpillFile,
+): Promise<Map<string, Winner>> {
+  const maxPages = options.maxPages ?? 100_000;
+  const winners = new Map<string, Winner>();
+  let previousDigest: string | null = null;
+  let line = 0;
+  for (let page = 0; ; page++) {
+    if (page >= maxPages) {
+      stats.stoppedBy = 'page_cap';
+      warn(
+        sinks,
+        study,
+        'page_cap',
+        `stopped after ${maxPages} pages (the page cap); the listing may be incomplete`,
+      );
+      break;
+    }
+    const items = await fetchPage(client, study, options, page, sinks);
+    stats.pages += 1;
+    if (items.length === 0) {
+      stats.stoppedBy = 'empty_page';
+      break;
+    }
+    const digest = createHash('sha256').update(JSON.stringify(items)).digest('hex');
+    if (digest === previousDigest) {
+      stats.stoppedBy = 'repeated_page';
+      warn(
+        sinks,
+        study,
+        'page_repeated',
+        `page ${page} is identical to page ${page - 1}: the service seems to ignore \`page\`; stopped paging, the listing may be incomplete`,
+      );
+      break;
+    }
+    previousDigest = digest;
+    for (const [index, raw] of items.entries()) {
+      const parsed = ListedResponse.safeParse(raw);
+      if (!parsed.success) {
+        stats.rejected += 1;
+        rejectItem(sinks, study, raw, `page ${page} [${index}] ${describeIssues(parsed.error)}`);
+        continue;
+      }
+      stats.listed += 1;
+      await spill.append(parsed.data);
+      keepNewest(winners, parsed.data, line);
+      line += 1;
+    }
+  }
+  return winners;
+}
+
+async function fetchPage(
+  client: ApiClient,
+  study: Study,
+  options: ListResponsesOptions,
+  page: number,
+  sinks: ExtractSinks,
+): Promise<unknown[]> {
+  const query = { page, perPage: options.perPage, includeInProgress: options.includeInProgress };
+  const fetched = await client.listResponses(
+    study.link_id,
+    options.updatedSince === undefined ? query : { ...query, updatedSince: options.updatedSince },
+  );
+  const record = {
+    operation: 'list_responses' as const,
+    link_id: study.link_id,
+    study_id: study.id,
+    page,
+    url: fetched.url,
+    status: fetched.status,
+    received_at: fetched.receivedAt,
+    payload: fetched.payload,
+  };
+  sinks.raw.write(fetched.query === undefined ? record : { ...record, query: fetched.query });
+  if (!Array.isArray(fetched.payload)) {
+    throw new PayloadError(
+      `list_responses for study "${study.link_id}": page ${page} is not a JSON array of responses (${fetched.url})`,
+      {
+        context: {
+          operation: 'list_responses',
+          study: study.link_id,
+          url: fetched.url,
+          status: fetched.status,
+        },
+      },
+    );
+  }
+  return fetched.payload;
+}
+
+/** Newest updated_at (else created_at) wins; on a tie the later listing wins. */
+function keepNewest(winners: Map<string, Winner>, response: ListedResponse, line: number): void {
+  const version = Date.parse(response.updated_at ?? response.created_at);
+  const current = winners.get(response.id);
+  if (current === undefined || version >= current.version) winners.set(response.id, { version, line });
+}
+
+function rejectItem(sinks: ExtractSinks, study: Study, raw: unknown, reason: string): void {
+  const id = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).id : undefined;
+  sinks.rejects.write({
+    stage: 'extract',
+    operation: 'list_responses',
+    study_id: study.id,
+    link_id: study.link_id,
+    ...(typeof id === 'string' ? { response_id: id } : {}),
+    reason,
+    raw,
+    at: new Date().toISOString(),
+  });
+}
+
+/** The desc count covers every response, so compare only an unfiltered listing. */
+function warnOnCountMismatch(
+  study: Study,
+  options: ListResponsesOptions,
+  sinks: ExtractSinks,
+  stats: ListingStats,
+): void {
+  if (options.updatedSince !== undefined || !options.includeInProgress || stats.expected === null) return;
+  const found = stats.unique + stats.rejected;
+  if (found === stats.expected) return;
+  warn(
+    sinks,
+    study,
+    'response_count_mismatch',
+    `found ${found} responses (${stats.unique} valid, ${stats.rejected} rejected) but the study's desc says ${stats.expected}`,
+  );
+}
+
+function warn(sinks: ExtractSinks, study: Study, code: string, message: string): void {
+  sinks.warn({
+    code,
+    message: `study "${study.link_id}": ${message}`,
+    study_id: study.id,
+    link_id: study.link_id,
+  });
+}

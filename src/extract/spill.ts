@@ -1,0 +1,54 @@
+/**
+ * A temporary JSON-lines file: lets a stage see a whole study (to deduplicate) while keeping
+ * only an index in memory. Writes wait for the stream to drain.
+ */
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export class SpillFile {
+  private constructor(
+    private readonly dir: string,
+    readonly path: string,
+    private readonly stream: WriteStream,
+  ) {}
+
+  static async create(parent = tmpdir()): Promise<SpillFile> {
+    const dir = await mkdtemp(join(parent, 'study-export-spill-'));
+    const path = join(dir, 'spill.jsonl');
+    const stream = createWriteStream(path);
+    await once(stream, 'open');
+    return new SpillFile(dir, path, stream);
+  }
+
+  /** Appends one line; resolves once the stream can take more. */
+  async append(value: unknown): Promise<void> {
+    if (!this.stream.write(`${JSON.stringify(value)}\n`)) await once(this.stream, 'drain');
+  }
+
+  async finish(): Promise<void> {
+    if (this.stream.writableFinished) return;
+    this.stream.end();
+    await once(this.stream, 'finish');
+  }
+
+  /** The lines in the order written (call after finish). */
+  async *read(): AsyncGenerator<unknown> {
+    const input = createReadStream(this.path);
+    const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+    try {
+      for await (const line of lines) yield JSON.parse(line);
+    } finally {
+      lines.close();
+      input.destroy();
+    }
+  }
+
+  async remove(): Promise<void> {
+    this.stream.destroy();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The study list (spec 4.1) and which studies a run exports.
+ *
+ * Selection follows the permanent id: a pattern matches a study by its current link_id, its
+ * id, or the link_id the previous run knew it by (state.json), so a rename between runs does
+ * not lose a study.
+ */
+import type { ApiClient } from '../api/client.ts';
+import { describeIssues, Study } from '../api/resources.ts';
+import { ConfigError, PayloadError } from '../errors.ts';
+import type { ExtractSinks, Reject } from './sinks.ts';
+
+/** Lists the studies, archives the payload raw, and returns the valid ones (invalid ones go to rejects). */
+export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promise<Study[]> {
+  const fetched = await client.listStudies();
+  sinks.raw.write({
+    operation: 'list_surveys',
+    url: fetched.url,
+    status: fetched.status,
+    received_at: fetched.receivedAt,
+    payload: fetched.payload,
+  });
+  if (!Array.isArray(fetched.payload)) {
+    throw new PayloadError(`list_surveys: expected a JSON array of studies from ${fetched.url}`, {
+      context: { operation: 'list_surveys', url: fetched.url, status: fetched.status },
+    });
+  }
+  const studies: Study[] = [];
+  const seen = new Set<string>();
+  for (const [index, raw] of fetched.payload.entries()) {
+    const parsed = Study.safeParse(raw);
+    if (!parsed.success) {
+      sinks.rejects.write(studyReject(raw, `[${index}] ${describeIssues(parsed.error)}`));
+      continue;
+    }
+    if (seen.has(parsed.data.id)) {
+      sinks.rejects.write(studyReject(raw, `[${index}] id: study "${parsed.data.id}" listed twice`));
+      continue;
+    }
+    seen.add(parsed.data.id);
+    studies.push(parsed.data);
+  }
+  return studies;
+}
+
+function studyReject(raw: unknown, reason: string): Reject {
+  const reject: Reject = {
+    stage: 'extract',
+    operation: 'list_surveys',
+    reason,
+    raw,
+    at: new Date().toISOString(),
+  };
+  if (raw !== null && typeof raw === 'object') {
+    const { id, link_id } = raw as Record<string, unknown>;
+    if (typeof id === 'string') reject.study_id = id;
+    if (typeof link_id === 'string') reject.link_id = link_id;
+  }
+  return reject;
+}
+
+/** A glob on whole link_ids: `*` any run of characters (slashes included), `?` one character. */
+export function globToRegExp(glob: string): RegExp {
+  let source = '';
+  for (const char of glob) {
+    if (char === '*') source += '.*';
+    else if (char === '?') source += '.';
+    else source += char.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
+  }
+  return new RegExp(`^${source}$`, 'su');
+}
+
+export interface StudySelection {
+  /** link_id globs or permanent ids. */
+  include: string[];
+  exclude: string[];
+  /** --study: exact ids or link_ids; replaces include and exclude (naming a study is explicit). */
+  only?: string[];
+}
+
+/**
+ * The studies to export, in list order. `known` maps permanent study id to the link_id the
+ * last run used (state.json); an --study naming nothing is a ConfigError.
+ */
+export function selectStudies(
+  studies: Study[],
+  selection: StudySelection,
+  known: Map<string, string> = new Map(),
+): Study[] {
+  const namesOf = (study: Study): string[] => {
+    const names = [study.link_id, study.id];
+    const previous = known.get(study.id);
+    if (previous !== undefined && previous !== study.link_id) names.push(previous);
+    return names;
+  };
+  if (selection.only !== undefined && selection.only.length > 0) {
+    return selectOnly(studies, selection.only, namesOf);
+  }
+  const include = selection.include.map(globToRegExp);
+  const exclude = selection.exclude.map(globToRegExp);
+  const matches = (patterns: RegExp[], study: Study) =>
+    patterns.some((pattern) => namesOf(study).some((name) => pattern.test(name)));
+  return studies.filter((study) => matches(include, study) && !matches(exclude, study));
+}
+
+function selectOnly(studies: Study[], only: string[], namesOf: (study: Study) => string[]): Study[] {
+  const wanted = new Set(only);
+  const found = new Set<string>();
+  const selected = studies.filter((study) => {
+    const hits = namesOf(study).filter((name) => wanted.has(name));
+    for (const hit of hits) found.add(hit);
+    return hits.length > 0;
+  });
+  const missing = only.filter((name) => !found.has(name));
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `--study ${missing.map((name) => JSON.stringify(name)).join(', ')} matches no study id or link_id. ` +
+        'A link_id may have been renamed: run `study-export studies` to list the studies, or name the permanent id',
+    );
+  }
+  return selected;
+}
+
+/** n from a desc of the shape "<title> (<n> Responses)", or null when the desc has another shape. */
+export function expectedResponseCount(desc: string): number | null {
+  const match = /\((\d+) Responses?\)\s*$/.exec(desc);
+  return match?.[1] === undefined ? null : Number(match[1]);
+}
