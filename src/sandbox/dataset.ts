@@ -1,0 +1,434 @@
+/**
+ * The sandbox's data set: a deterministic function of (seed, studies, responses).
+ *
+ * Only a compact index is kept per response (id, times, flags); the payloads (answers,
+ * transcript) are generated on demand from (seed, study, response index), so 50k responses
+ * start in well under a second and cost a few MB.
+ *
+ * Choices the spec leaves open, documented here once:
+ * - Studies are listed, and responses paged, by created_at then id (a stable order).
+ * - Every 5th list item (response_number % 5 == 0) omits response_number and updated_at,
+ *   as the spec's sample does. The sandbox still keeps an internal updated_at for each, and
+ *   updated_since filters on it.
+ * - The answers object is keyed by question text; when two questions share a text the later
+ *   keys get " (2)", " (3)" so that there stays one key per question.
+ * - Media paths carry hashes of the ids, not the ids, so hostile ids never reach them.
+ */
+import type { Clock } from './clock.ts';
+import { intBetween, pick, type Random, randomFor, stableHex, stableUuid } from './prng.ts';
+import {
+  followUps,
+  hostileReplies,
+  introMessages,
+  introReplies,
+  outroMessage,
+  plainReplies,
+  studyThemes,
+  summaries,
+  utmSources,
+} from './text.ts';
+
+export type Modality = 'text' | 'audio' | 'video';
+export type KeyName = 'primary' | 'secondary';
+
+export interface Question {
+  questionId: string;
+  dgqId: string;
+  conceptId: string | null;
+  text: string;
+  /** Key of this question in the answers object (unique within the study). */
+  answersKey: string;
+}
+
+export interface ResponseEntry {
+  id: string;
+  /** Generation index: the payload is a function of (seed, study content key, index). */
+  index: number;
+  createdMs: number;
+  /** Internal last update, also for list items that do not show updated_at. */
+  updatedMs: number;
+  inProgress: boolean;
+}
+
+export interface StudyRecord {
+  id: string;
+  linkId: string;
+  title: string;
+  createdMs: number;
+  createdAt: string;
+  modality: Modality;
+  contentKey: string;
+  questions: Question[];
+  entries: ResponseEntry[];
+  byId: Map<string, ResponseEntry>;
+  visibleTo: Set<KeyName>;
+  nextIndex: number;
+}
+
+export interface TranscriptLine {
+  moderator: string;
+  user: string;
+  dgqId: string;
+  conceptId: string | null;
+  answerId: string | null;
+}
+
+/** Signs media paths for the detail payload (provided by the media listeners). */
+export interface MediaLinker {
+  audio(path: string): string;
+  video(path: string): { stream_url: string; mp4_url: string };
+}
+
+const DAY_MS = 86_400_000;
+/** Data set timestamps start here, whatever the clock says, so payloads stay deterministic. */
+const EPOCH_MS = Date.UTC(2025, 2, 3, 9, 0, 0);
+const offsets = ['+02:00', '-05:00', '+05:30', '+00:00', '+09:00', '-03:30'];
+const modalities: readonly Modality[] = ['text', 'audio', 'video'];
+
+export interface DataSetOptions {
+  seed: number;
+  studies: number;
+  responses: number;
+}
+
+export class DataSet {
+  readonly studies: StudyRecord[] = [];
+  private addedStudies = 0;
+
+  constructor(
+    private readonly options: DataSetOptions,
+    private readonly clock: Clock,
+  ) {
+    for (let i = 0; i < options.studies; i++) this.studies.push(this.generateStudy(i));
+  }
+
+  // ---- lookups -------------------------------------------------------------------------
+
+  visibleStudies(key: KeyName): StudyRecord[] {
+    return this.sortedStudies().filter((study) => study.visibleTo.has(key));
+  }
+
+  sortedStudies(): StudyRecord[] {
+    return [...this.studies].sort((a, b) => a.createdMs - b.createdMs || compare(a.id, b.id));
+  }
+
+  byLinkId(linkId: string): StudyRecord | undefined {
+    return this.studies.find((study) => study.linkId === linkId);
+  }
+
+  byLinkIdOrId(value: string): StudyRecord | undefined {
+    return this.byLinkId(value) ?? this.studies.find((study) => study.id === value);
+  }
+
+  // ---- payloads ------------------------------------------------------------------------
+
+  studyPayload(study: StudyRecord): Record<string, unknown> {
+    return {
+      id: study.id,
+      link_id: study.linkId,
+      title: study.title,
+      created_at: study.createdAt,
+      desc: `${study.title} (${study.entries.length} Responses)`,
+    };
+  }
+
+  listItem(study: StudyRecord, entry: ResponseEntry): Record<string, unknown> {
+    const random = randomFor(this.options.seed, study.contentKey, entry.index, 'list');
+    const lines = this.conversation(study, entry);
+    const answers: Record<string, string> = {
+      Summary: entry.inProgress ? '' : pick(random, summaries),
+    };
+    const answersArray = study.questions.map((question, q) => {
+      const said = lines
+        .filter(
+          (line) =>
+            line.answerId !== null && line.dgqId === question.dgqId && line.conceptId === question.conceptId,
+        )
+        .map((line) => line.user)
+        .filter((text) => text !== '')
+        .join('\n');
+      answers[question.answersKey] = said;
+      return {
+        answer_id: answerId(this.options.seed, study, entry, q),
+        discussion_guide_question_id: question.dgqId,
+        concept_id: question.conceptId,
+        question_id: question.questionId,
+        question: question.text,
+        answer: said,
+      };
+    });
+    const bare = (entry.index + 1) % 5 === 0;
+    const item: Record<string, unknown> = { id: entry.id };
+    if (!bare) item['response_number'] = entry.index + 1;
+    item['created_at'] = iso(entry.createdMs);
+    if (!bare) item['updated_at'] = iso(entry.updatedMs);
+    item['answers'] = answers;
+    item['answers_array'] = answersArray;
+    item['attributes'] = attributes(random, this.options.seed, study, entry);
+    item['short_transcript'] = lines.map((line) => `• ${shorten(line.moderator)} → ${line.user}`).join('\n');
+    return item;
+  }
+
+  detail(study: StudyRecord, entry: ResponseEntry, media: MediaLinker): Record<string, unknown> {
+    const mediaBase = `${study.id}/${stableHex(16, study.id, entry.id)}`;
+    const transcript = this.conversation(study, entry).map((line, row) => ({
+      moderator: line.moderator,
+      user: line.user,
+      discussion_guide_question_id: line.dgqId,
+      concept_id: line.conceptId,
+      answer_id: line.answerId,
+      // An audio study has no recording for an empty reply; a video study films question rows only.
+      audio:
+        study.modality === 'audio' && line.user !== '' ? media.audio(`/audio/${mediaBase}/${row}.mp3`) : null,
+      video:
+        study.modality === 'video' && line.answerId !== null
+          ? media.video(`/video/${mediaBase}/${row}`)
+          : null,
+    }));
+    return { id: entry.id, survey: study.linkId, transcript };
+  }
+
+  /** The conversation of one response, row by row, generated from its index. */
+  conversation(study: StudyRecord, entry: ResponseEntry): TranscriptLine[] {
+    const random = randomFor(this.options.seed, study.contentKey, entry.index, 'talk');
+    let forced = entry.index * 8;
+    const reply = (): string => {
+      const hostile = hostileReplies[forced++];
+      if (hostile !== undefined) return hostile;
+      return random() < 0.3 ? pick(random, hostileReplies) : pick(random, plainReplies);
+    };
+    const lines: TranscriptLine[] = [
+      {
+        moderator: pick(random, introMessages),
+        user: pick(random, introReplies),
+        dgqId: 'intro',
+        conceptId: null,
+        answerId: null,
+      },
+    ];
+    // An in-progress response stops before its last question.
+    const asked = entry.inProgress ? study.questions.length - 1 : study.questions.length;
+    study.questions.slice(0, asked).forEach((question, q) => {
+      const id = answerId(this.options.seed, study, entry, q);
+      const base = { dgqId: question.dgqId, conceptId: question.conceptId, answerId: id };
+      lines.push({ moderator: question.text, user: reply(), ...base });
+      if (q === 1 || random() < 0.25)
+        lines.push({ moderator: pick(random, followUps), user: reply(), ...base });
+    });
+    if (!entry.inProgress) {
+      lines.push({
+        moderator: outroMessage,
+        user: pick(random, ['Thanks!', '', 'Bye 👋']),
+        dgqId: 'outro',
+        conceptId: null,
+        answerId: null,
+      });
+    }
+    return lines;
+  }
+
+  // ---- changes (test controls) ---------------------------------------------------------
+
+  addResponse(study: StudyRecord, id?: string): ResponseEntry {
+    const index = study.nextIndex++;
+    const now = this.clock.now();
+    const entry: ResponseEntry = {
+      id: id ?? stableUuid(this.options.seed, study.contentKey, 'response', index),
+      index,
+      createdMs: now,
+      updatedMs: now,
+      inProgress: false,
+    };
+    insertEntry(study, entry);
+    return entry;
+  }
+
+  addStudy(spec: {
+    link_id: string;
+    title?: string;
+    modality?: Modality;
+    responses?: number;
+    responseIds?: string[];
+  }): StudyRecord {
+    const n = this.addedStudies++;
+    const title = spec.title ?? `Added study ${n + 1}`;
+    const now = this.clock.now();
+    const study = this.newStudy({
+      id: stableUuid(this.options.seed, 'added-study', n),
+      linkId: spec.link_id,
+      title,
+      createdMs: now,
+      createdAt: iso(now),
+      modality: spec.modality ?? 'text',
+      contentKey: `added-${n}`,
+      topic: title,
+    });
+    const ids = spec.responseIds ?? [];
+    const count = spec.responseIds ? ids.length : (spec.responses ?? 3);
+    for (let i = 0; i < count; i++) this.addResponse(study, ids[i]);
+    study.visibleTo.add('primary');
+    study.visibleTo.add('secondary');
+    this.studies.push(study);
+    return study;
+  }
+
+  // ---- generation ----------------------------------------------------------------------
+
+  private generateStudy(i: number): StudyRecord {
+    const { seed, responses } = this.options;
+    const theme = studyThemes[i % studyThemes.length]!;
+    const title =
+      i < studyThemes.length ? theme.title : `${theme.title} #${Math.floor(i / studyThemes.length) + 1}`;
+    const createdMs = EPOCH_MS + i * 3 * DAY_MS + i * 3_600_000;
+    const study = this.newStudy({
+      id: stableUuid(seed, 'study', i),
+      linkId: `${slug(title)}-${stableHex(4, seed, 'link', i)}`,
+      title,
+      createdMs,
+      createdAt: isoWithOffset(createdMs, offsets[i % offsets.length]!),
+      modality: modalities[i % modalities.length]!,
+      contentKey: `study-${i}`,
+      topic: theme.topic,
+    });
+    // The primary key sees all but the last study; the secondary key sees odd ones and the last.
+    const last = i === this.options.studies - 1;
+    if (!last || this.options.studies === 1) study.visibleTo.add('primary');
+    if (i % 2 === 1 || last) study.visibleTo.add('secondary');
+    const spacing = Math.max(60_000, Math.floor((30 * DAY_MS) / Math.max(1, responses)));
+    for (let r = 0; r < responses; r++) {
+      const random = randomFor(seed, study.contentKey, r, 'entry');
+      const created = createdMs + 3_600_000 + r * spacing + Math.floor(random() * (spacing / 2));
+      const inProgress = r === 2 || random() < 0.06;
+      let updated = created + intBetween(random, 3, 40) * 60_000 + intBetween(random, 0, 999);
+      // Some analyses are re-run days later.
+      if (!inProgress && random() < 0.2)
+        updated += intBetween(random, 1, 20) * DAY_MS + intBetween(random, 0, 86_399) * 1000;
+      const entry: ResponseEntry = {
+        id: stableUuid(seed, study.contentKey, 'response', r),
+        index: r,
+        createdMs: created,
+        updatedMs: updated,
+        inProgress,
+      };
+      study.entries.push(entry);
+      study.byId.set(entry.id, entry);
+    }
+    study.nextIndex = responses;
+    return study;
+  }
+
+  private newStudy(fields: {
+    id: string;
+    linkId: string;
+    title: string;
+    createdMs: number;
+    createdAt: string;
+    modality: Modality;
+    contentKey: string;
+    topic: string;
+  }): StudyRecord {
+    const { topic, ...rest } = fields;
+    return {
+      ...rest,
+      questions: questionsFor(this.options.seed, fields.contentKey, topic),
+      entries: [],
+      byId: new Map(),
+      visibleTo: new Set<KeyName>(),
+      nextIndex: 0,
+    };
+  }
+}
+
+/** Keeps entries sorted by created_at then id, the paging order. */
+function insertEntry(study: StudyRecord, entry: ResponseEntry): void {
+  study.entries.push(entry);
+  study.byId.set(entry.id, entry);
+  const before = study.entries[study.entries.length - 2];
+  if (
+    before &&
+    (before.createdMs > entry.createdMs ||
+      (before.createdMs === entry.createdMs && compare(before.id, entry.id) > 0))
+  ) {
+    study.entries.sort((a, b) => a.createdMs - b.createdMs || compare(a.id, b.id));
+  }
+}
+
+function questionsFor(seed: number, contentKey: string, topic: string): Question[] {
+  const specs: Array<[string, string | null, string]> = [
+    ['dg-1', null, `What first comes to mind when you think about ${topic}?`],
+    ['dg-2', null, 'How do you do this today, step by step?'],
+    ['dg-3', 'concept-a', 'What do you like or dislike about this concept?'],
+    ['dg-3', 'concept-b', 'What do you like or dislike about this concept?'],
+    ['dg-4', null, 'Which concept do you prefer, and why?'],
+    ['dg-5', null, 'Anything else you would like to add?'],
+  ];
+  const seen = new Map<string, number>();
+  return specs.map(([dgqId, conceptId, text], q) => {
+    const count = (seen.get(text) ?? 0) + 1;
+    seen.set(text, count);
+    return {
+      questionId: `q_${stableHex(12, seed, contentKey, 'question', q)}`,
+      dgqId,
+      conceptId,
+      text,
+      answersKey: count === 1 ? text : `${text} (${count})`,
+    };
+  });
+}
+
+function answerId(seed: number, study: StudyRecord, entry: ResponseEntry, q: number): string {
+  return uuidFrom(randomFor(seed, study.contentKey, entry.index, 'answer', q));
+}
+
+/** A UUID-shaped id drawn from a PRNG: cheap enough to make per answer on every request. */
+function uuidFrom(random: Random): string {
+  let hex = '';
+  while (hex.length < 32)
+    hex += Math.floor(random() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+function attributes(
+  random: Random,
+  seed: number,
+  study: StudyRecord,
+  entry: ResponseEntry,
+): Record<string, string> {
+  const attrs: Record<string, string> = {
+    id: `p-${stableHex(10, seed, study.contentKey, entry.index, 'participant')}`,
+    utm_source: pick(random, utmSources),
+  };
+  if (random() < 0.3) attrs['lang'] = pick(random, ['en', 'ja', 'ar', 'ru']);
+  if (random() < 0.1) attrs['ref'] = '=HYPERLINK("http://example.invalid")';
+  return attrs;
+}
+
+function shorten(message: string): string {
+  const words = message.split(/\s+/);
+  return words.length <= 4 ? message : `${words.slice(0, 4).join(' ')}…`;
+}
+
+function slug(title: string): string {
+  return title
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** An ISO 8601 timestamp of `ms` shown in the given UTC offset, e.g. 2025-03-03T11:00:00.000+02:00. */
+function isoWithOffset(ms: number, offset: string): string {
+  const sign = offset.startsWith('-') ? -1 : 1;
+  const [hours = 0, minutes = 0] = offset.slice(1).split(':').map(Number);
+  const shifted = new Date(ms + sign * (hours * 60 + minutes) * 60_000).toISOString();
+  return `${shifted.slice(0, -1)}${offset}`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
