@@ -1,0 +1,92 @@
+/**
+ * CSV files: RFC 4180 (quoted where needed, CRLF line ends), UTF-8, header row first,
+ * written in batches as rows arrive. null is an empty cell.
+ *
+ * Formula escaping: a spreadsheet runs a cell that starts with = + - @ (and, in some, a
+ * tab, a carriage return or a NUL) as a formula. papaparse's escapeFormulae accepts a
+ * RegExp; matching cells are prefixed with ' and quoted. Its built-in pattern misses \0
+ * and, being anchored at both ends without the s flag, multi-line values, hence ours.
+ */
+import Papa from 'papaparse';
+import { FileSink } from './file-sink.ts';
+import { columnNames, type Row, type TableName } from './tables.ts';
+
+/** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
+export const formulaPattern = /^[=+\-@\t\r\0]/;
+
+export interface CsvOptions {
+  /** Start the file with a UTF-8 byte order mark (for spreadsheets that guess the encoding). */
+  bom: boolean;
+  escape_formulae: boolean;
+}
+
+export const byteOrderMark = '\ufeff';
+const lineEnd = '\r\n';
+
+export type CsvCell = string | number | null;
+
+/** Records as CSV text, each record ending with CRLF; '' for no records. */
+export function csvText(records: readonly (readonly CsvCell[])[], options: CsvOptions): string {
+  if (records.length === 0) return '';
+  const text = Papa.unparse(records as CsvCell[][], {
+    header: false,
+    newline: lineEnd,
+    escapeFormulae: options.escape_formulae ? formulaPattern : false,
+  });
+  return text + lineEnd;
+}
+
+/** A table row as a CSV record, in the declared column order. */
+export function csvRecord<T extends TableName>(columns: readonly string[], row: Row<T>): CsvCell[] {
+  const values = row as Record<string, CsvCell>;
+  return columns.map((column) => values[column] ?? null);
+}
+
+export interface CsvWriter {
+  readonly path: string;
+  write(records: readonly (readonly CsvCell[])[]): Promise<void>;
+  /** Flushes and closes the file; returns its size in bytes. */
+  close(): Promise<number>;
+  abort(): Promise<void>;
+}
+
+/** Opens a CSV file and writes its (optional BOM and) header row. */
+export async function createCsvWriter(
+  path: string,
+  header: readonly string[],
+  options: CsvOptions,
+): Promise<CsvWriter> {
+  const sink = new FileSink(path);
+  await sink.write((options.bom ? byteOrderMark : '') + csvText([header], options));
+  return {
+    path,
+    async write(records) {
+      const text = csvText(records, options);
+      if (text) await sink.write(text);
+    },
+    async close() {
+      await sink.close();
+      return sink.bytes;
+    },
+    abort: () => sink.abort(),
+  };
+}
+
+/** A CSV writer for one declared table: rows in, records in declaration order out. */
+export async function createTableCsvWriter<T extends TableName>(
+  path: string,
+  table: T,
+  options: CsvOptions,
+): Promise<{
+  write(rows: readonly Row<T>[]): Promise<void>;
+  close(): Promise<number>;
+  abort(): Promise<void>;
+}> {
+  const columns = columnNames(table);
+  const writer = await createCsvWriter(path, columns, options);
+  return {
+    write: (rows) => writer.write(rows.map((row) => csvRecord(columns, row))),
+    close: () => writer.close(),
+    abort: () => writer.abort(),
+  };
+}

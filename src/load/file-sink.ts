@@ -1,0 +1,67 @@
+/**
+ * An output file written through a stream with backpressure: each write waits for the
+ * stream to drain when its buffer is full, so memory stays flat however many rows arrive.
+ */
+
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { finished } from 'node:stream/promises';
+import { RunError } from '../errors.ts';
+
+export class FileSink {
+  readonly path: string;
+  #stream: WriteStream;
+  #failure: unknown = null;
+  #bytes = 0;
+
+  constructor(path: string) {
+    this.path = path;
+    this.#stream = createWriteStream(path, { flags: 'w' });
+    // Keep the first error; it is reported by the next write or by close.
+    this.#stream.on('error', (error) => {
+      this.#failure ??= error;
+    });
+  }
+
+  /** Bytes handed to the stream so far. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  async write(chunk: string | Uint8Array): Promise<void> {
+    this.#throwIfFailed();
+    this.#bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    if (!this.#stream.write(chunk)) {
+      try {
+        await once(this.#stream, 'drain');
+      } catch (error) {
+        throw this.#error(error);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#throwIfFailed();
+    try {
+      this.#stream.end();
+      await finished(this.#stream);
+    } catch (error) {
+      throw this.#error(error);
+    }
+  }
+
+  /** Stops writing and removes the partial file. */
+  async abort(): Promise<void> {
+    this.#stream.destroy();
+    await rm(this.path, { force: true });
+  }
+
+  #throwIfFailed(): void {
+    if (this.#failure !== null) throw this.#error(this.#failure);
+  }
+
+  #error(cause: unknown): RunError {
+    return new RunError(`could not write ${this.path}`, { context: { file: this.path }, cause });
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * One writer per table and format for a run directory: <table>.csv and/or <table>.parquet,
+ * every table present (with its header) even when it has no rows. Writes to one table are
+ * chained, so callers may write concurrently.
+ */
+import { join } from 'node:path';
+import type { Format } from '../config/schema.ts';
+import { type CsvOptions, createTableCsvWriter } from './csv.ts';
+import { createParquetWriter, defaultRowGroupSize } from './parquet.ts';
+import { type Row, type TableName, tableNames } from './tables.ts';
+
+export interface TableWritersOptions {
+  formats: readonly Format[];
+  csv: CsvOptions;
+  /** Rows per Parquet row group. */
+  rowGroupSize?: number;
+}
+
+export interface TableFiles {
+  table: TableName;
+  rows: number;
+  /** Absolute or dir-relative paths as built from `dir`, one per format. */
+  files: string[];
+}
+
+export interface TableWriters {
+  write<T extends TableName>(table: T, rows: readonly Row<T>[]): Promise<void>;
+  close(): Promise<TableFiles[]>;
+  abort(): Promise<void>;
+}
+
+/** What each format's writer offers; rows are typed per table by the caller. */
+interface FormatWriter {
+  path: string;
+  write(rows: readonly Row<TableName>[]): Promise<void>;
+  close(): Promise<unknown>;
+  abort(): Promise<void>;
+}
+
+interface TableState {
+  writers: FormatWriter[];
+  rows: number;
+  /** The tail of this table's chain of writes. */
+  queue: Promise<void>;
+}
+
+export async function createTableWriters(dir: string, options: TableWritersOptions): Promise<TableWriters> {
+  const states = new Map<TableName, TableState>();
+  try {
+    for (const table of tableNames) {
+      const writers: FormatWriter[] = [];
+      states.set(table, { writers, rows: 0, queue: Promise.resolve() });
+      for (const format of new Set(options.formats))
+        writers.push(await openWriter(dir, table, format, options));
+    }
+  } catch (error) {
+    await abortAll(states);
+    throw error;
+  }
+
+  const stateOf = (table: TableName): TableState => {
+    const state = states.get(table);
+    if (!state) throw new Error(`unknown table ${table}`);
+    return state;
+  };
+
+  return {
+    write(table, rows) {
+      const state = stateOf(table);
+      if (rows.length === 0) return state.queue;
+      const next = state.queue.then(async () => {
+        // Row<T> of the declared table; the writers serialize by column name.
+        for (const writer of state.writers) await writer.write(rows as readonly Row<TableName>[]);
+        state.rows += rows.length;
+      });
+      // A failed write poisons the table: later writes and close report the same error.
+      state.queue = next;
+      return next;
+    },
+    async close() {
+      const summaries: TableFiles[] = [];
+      for (const [table, state] of states) {
+        await state.queue;
+        for (const writer of state.writers) await writer.close();
+        summaries.push({ table, rows: state.rows, files: state.writers.map((w) => w.path) });
+      }
+      return summaries;
+    },
+    abort: () => abortAll(states),
+  };
+}
+
+async function openWriter(
+  dir: string,
+  table: TableName,
+  format: Format,
+  options: TableWritersOptions,
+): Promise<FormatWriter> {
+  const path = join(dir, `${table}.${format}`);
+  if (format === 'csv') {
+    const writer = await createTableCsvWriter(path, table, options.csv);
+    return { path, ...writer };
+  }
+  return createParquetWriter(path, table, { rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize });
+}
+
+async function abortAll(states: Map<TableName, TableState>): Promise<void> {
+  for (const state of states.values()) {
+    // Let writes in flight settle (their errors no longer matter) before removing files.
+    await state.queue.catch(() => {});
+    for (const writer of state.writers) await writer.abort();
+  }
+}
