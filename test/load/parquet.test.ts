@@ -1,0 +1,141 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createParquetWriter, parquetSchema } from '../../src/load/parquet.ts';
+import { columnNames, type TableName, tableNames } from '../../src/load/tables.ts';
+import { duckdb, readHyparquet, rowGroupCount, withTempDir } from './readers.ts';
+import { answerRow, awkwardAnswers, responseRow } from './samples.ts';
+
+/** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */
+function normalise(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Date) return value.toISOString();
+  return value ?? null;
+}
+const normaliseRow = (row: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(row).map(([key, value]) => [key, normalise(value)]));
+
+const responses = [
+  responseRow('r1'),
+  responseRow('r2', { response_number: null, updated_at: '2026-01-01T00:00:00.000Z', extra: '{"a":[1,2]}' }),
+  responseRow('r3', { summary: null, created_at: '1999-12-31T23:59:59.999Z', answer_count: 2 ** 40 }),
+];
+
+describe('Parquet tables', () => {
+  it('round-trips awkward values through DuckDB and hyparquet, value by value', async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'answers.parquet');
+      const writer = createParquetWriter(path, 'answers');
+      await writer.write(awkwardAnswers);
+      await writer.close();
+
+      const fromDuck = await duckdb((query) => query(`select * from read_parquet('${path}')`));
+      expect(fromDuck.map(normaliseRow)).toEqual(awkwardAnswers);
+      expect((await readHyparquet(path)).map(normaliseRow)).toEqual(awkwardAnswers);
+    });
+  });
+
+  it('types timestamps as UTC timestamps, integers as BIGINT, and marks only nullable columns optional', async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'responses.parquet');
+      const writer = createParquetWriter(path, 'responses', { rowGroupSize: 2 });
+      await writer.write(responses);
+      expect(await writer.close()).toBe(2);
+
+      await duckdb(async (query) => {
+        const described = await query(`describe select * from read_parquet('${path}')`);
+        expect(Object.fromEntries(described.map((c) => [c.column_name, c.column_type]))).toEqual({
+          response_id: 'VARCHAR',
+          study_id: 'VARCHAR',
+          link_id: 'VARCHAR',
+          response_number: 'BIGINT',
+          created_at: 'TIMESTAMP WITH TIME ZONE',
+          updated_at: 'TIMESTAMP WITH TIME ZONE',
+          summary: 'VARCHAR',
+          short_transcript: 'VARCHAR',
+          answer_count: 'BIGINT',
+          turn_count: 'BIGINT',
+          modality: 'VARCHAR',
+          extra: 'VARCHAR',
+        });
+        const schema = await query(
+          `select name, repetition_type from parquet_schema('${path}') where name <> 'root'`,
+        );
+        expect(Object.fromEntries(schema.map((c) => [c.name, c.repetition_type]))).toMatchObject({
+          response_id: 'REQUIRED',
+          response_number: 'OPTIONAL',
+          created_at: 'REQUIRED',
+          updated_at: 'OPTIONAL',
+          extra: 'OPTIONAL',
+        });
+        const codecs = await query(`select distinct compression from parquet_metadata('${path}')`);
+        expect(codecs.map((c) => c.compression)).toEqual(['SNAPPY']);
+        const epoch = await query(
+          `select epoch_ms(created_at) as ms from read_parquet('${path}') order by response_id`,
+        );
+        expect(epoch.map((r) => normalise(r.ms))).toEqual(responses.map((r) => Date.parse(r.created_at)));
+        const rows = await query(`select * from read_parquet('${path}') order by response_id`);
+        expect(rows.map(normaliseRow)).toEqual(responses);
+      });
+      expect((await readHyparquet(path)).map(normaliseRow)).toEqual(responses);
+    });
+  });
+
+  it('streams a 120,000-row answers table in several row groups', async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'answers.parquet');
+      const writer = createParquetWriter(path, 'answers');
+      for (let start = 0; start < 120_000; start += 1000) {
+        await writer.write(
+          Array.from({ length: 1000 }, (_, k) => answerRow(start + k, `answer ${start + k}`)),
+        );
+      }
+      expect(await writer.close()).toBe(3);
+      expect(await rowGroupCount(path)).toBe(3);
+      await duckdb(async (query) => {
+        const [stats] = await query(
+          `select count(*) as n, count(distinct answer_id) as ids, sum(position) as positions,
+                  count(concept_id) as concepts from read_parquet('${path}')`,
+        );
+        expect(normaliseRow(stats!)).toEqual({
+          n: 120_000,
+          ids: 120_000,
+          positions: 12_000 * 55,
+          concepts: 60_000,
+        });
+        const [last] = await query(`select * from read_parquet('${path}') where answer_id = 'a-119999'`);
+        expect(normaliseRow(last!)).toEqual(answerRow(119_999, 'answer 119999'));
+      });
+    });
+  });
+
+  it.each(tableNames)(
+    'writes an empty %s table that readers open with its columns',
+    async (table: TableName) => {
+      await withTempDir(async (dir) => {
+        const path = join(dir, `${table}.parquet`);
+        expect(await createParquetWriter(path, table).close()).toBe(0);
+        await duckdb(async (query) => {
+          const described = await query(`describe select * from read_parquet('${path}')`);
+          expect(described.map((c) => c.column_name)).toEqual(columnNames(table));
+          const [count] = await query(`select count(*) as n from read_parquet('${path}')`);
+          expect(normalise(count!.n)).toBe(0);
+        });
+        expect(await readHyparquet(path)).toEqual([]);
+      });
+    },
+  );
+
+  it('derives its schema from the table declaration', () => {
+    const schema = parquetSchema('media');
+    expect(schema[0]).toEqual({ name: 'root', num_children: columnNames('media').length });
+    expect(schema.slice(1).map((e) => e.name)).toEqual(columnNames('media'));
+    expect(schema.find((e) => e.name === 'bytes')).toMatchObject({
+      type: 'INT64',
+      repetition_type: 'OPTIONAL',
+    });
+    expect(schema.find((e) => e.name === 'kind')).toMatchObject({
+      type: 'BYTE_ARRAY',
+      repetition_type: 'REQUIRED',
+    });
+  });
+});
