@@ -162,7 +162,7 @@ class GotApiClient implements ApiClient {
     return this.fetch({ operation: 'list_surveys', url: this.url('api/public/list_surveys') });
   }
 
-  listResponses(linkId: string, query: ListResponsesQuery): Promise<Fetched> {
+  async listResponses(linkId: string, query: ListResponsesQuery): Promise<Fetched> {
     const params: Record<string, string> = {
       page: String(query.page),
       per_page: String(query.perPage),
@@ -173,7 +173,7 @@ class GotApiClient implements ApiClient {
     return this.fetch({ operation: 'list_responses', url, query: params, study: linkId });
   }
 
-  getResponse(linkId: string, responseId: string): Promise<Fetched> {
+  async getResponse(linkId: string, responseId: string): Promise<Fetched> {
     const path = `api/public/responses/${pathSegment(linkId, 'study link_id')}/${pathSegment(responseId, 'response id')}`;
     return this.fetch({
       operation: 'get_response',
