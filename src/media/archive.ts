@@ -92,6 +92,7 @@ class ZipWriter implements MediaArchive {
         context: { file: entryName },
       });
     }
+    this.checkOpen(); // again: the archive may have failed or been aborted during stat
     await new Promise<void>((resolve, reject) => {
       this.pending = { resolve, reject };
       this.zip.file(file, { name: entryName, stats }); // stored: the archive is opened with store: true
@@ -120,7 +121,10 @@ class ZipWriter implements MediaArchive {
 
   /** An archiver or disk error: the whole archive is lost, so abort and remove it. */
   private async fail(error: unknown): Promise<void> {
-    if (this.state === 'aborted') return;
+    if (this.state === 'aborted') {
+      this.settle(this.failure);
+      return;
+    }
     this.failure ??= this.wrap('could not be written', error);
     await this.shutDown();
   }
