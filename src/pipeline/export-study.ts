@@ -3,7 +3,6 @@
  * media (media), rows (transform) into the table writers and the study's wide sheet (load).
  * Returns what happened, so the run can tell whether the study's watermark may advance.
  */
-import { join } from 'node:path';
 import type { ApiClient } from '../api/client.ts';
 import { SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
@@ -56,7 +55,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
   }
   const studySinks = trackLoss(sinks, outcome);
-  const wide = createWideWriter(join(input.dir, 'wide'), study.link_id, { csv: config.output.csv });
+  const wide = createWideWriter(input.dir, study.link_id, config.output.csv);
   const questions = new QuestionRegistry();
   try {
     const listed = listResponses(

@@ -12,7 +12,10 @@ const TEMP_PREFIX = '.tmp-';
 
 /** Run ids are UTC times, e.g. 20261121T235500Z. */
 export function runIdAt(time: number): string {
-  return new Date(time).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return new Date(time)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
 }
 
 export interface RunDirectory {

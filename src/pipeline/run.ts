@@ -4,6 +4,7 @@
  * configuration) abort the run and leave no trace but the error; everything else that goes
  * wrong for one record or one study is recorded and makes the run partial.
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -223,12 +224,12 @@ async function exportRun(
   const warnings: Warning[] = [];
   const raw = createRawArchive(join(dir, 'raw'));
   const rejects = createRejectsFile(join(dir, 'rejects.jsonl'));
-  const writers = createTableWriters(dir, { formats: config.output.formats, csv: config.output.csv });
+  const writers = await createTableWriters(dir, { formats: config.output.formats, csv: config.output.csv });
   const archive = config.media.enabled ? await openMediaArchive(join(dir, 'media.zip')) : null;
   const media: MediaStage | null = archive
     ? createMediaStage({
         archive,
-        tmpDir: join(dir, '.media-tmp'),
+        tmpDir: join(dir, MEDIA_TEMP_DIR),
         concurrency: config.media.concurrency,
         video: config.media.video,
         retries: config.source.retries,
@@ -289,6 +290,7 @@ async function exportRun(
     await raw.close();
     await rejects.close();
     const archived = archive ? await archive.finish() : null;
+    await rm(join(dir, MEDIA_TEMP_DIR), { recursive: true, force: true });
     timings.close = Date.now() - closeStart;
 
     const files = await listRunFiles(dir);
@@ -354,6 +356,9 @@ async function exportRun(
     throw error;
   }
 }
+
+/** Downloads land here before they are appended to media.zip; removed before the commit. */
+const MEDIA_TEMP_DIR = '.media-tmp';
 
 /** Studies exported at once; the API limit is shared, this only overlaps paging with details. */
 const STUDIES_IN_PARALLEL = 3;

@@ -56,9 +56,12 @@ export async function readState(path: string): Promise<State> {
   }
   const result = StateFile.safeParse(parsed);
   if (!result.success) {
-    throw new ConfigError(`${path}: state file has an unexpected shape (${result.error.issues[0]?.message})`, {
-      context: { file: path },
-    });
+    throw new ConfigError(
+      `${path}: state file has an unexpected shape (${result.error.issues[0]?.message})`,
+      {
+        context: { file: path },
+      },
+    );
   }
   return result.data;
 }
