@@ -56,7 +56,7 @@ export async function createCsvWriter(
   header: readonly string[],
   options: CsvOptions,
 ): Promise<CsvWriter> {
-  const sink = new FileSink(path);
+  const sink = await FileSink.open(path);
   await sink.write((options.bom ? byteOrderMark : '') + csvText([header], options));
   return {
     path,

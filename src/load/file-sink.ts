@@ -15,7 +15,18 @@ export class FileSink {
   #failure: unknown = null;
   #bytes = 0;
 
-  constructor(path: string) {
+  /** Creates (or truncates) the file; a missing folder or a permission problem fails here. */
+  static async open(path: string): Promise<FileSink> {
+    const sink = new FileSink(path);
+    try {
+      await once(sink.#stream, 'open');
+    } catch (error) {
+      throw sink.#error(error);
+    }
+    return sink;
+  }
+
+  private constructor(path: string) {
     this.path = path;
     this.#stream = createWriteStream(path, { flags: 'w' });
     // Keep the first error; it is reported by the next write or by close.

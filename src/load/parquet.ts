@@ -89,14 +89,14 @@ export interface ParquetTableWriter<T extends TableName> {
   abort(): Promise<void>;
 }
 
-export function createParquetWriter<T extends TableName>(
+export async function createParquetWriter<T extends TableName>(
   path: string,
   table: T,
   options: { rowGroupSize?: number } = {},
-): ParquetTableWriter<T> {
+): Promise<ParquetTableWriter<T>> {
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const columns: readonly Column[] = tables[table].columns;
-  const sink = new FileSink(path);
+  const sink = await FileSink.open(path);
   const writer = new FileByteWriter(sink);
   const parquet = new ParquetWriter({ writer, schema: parquetSchema(table), codec: 'SNAPPY' });
   let buffer: Row<T>[] = [];

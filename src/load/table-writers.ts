@@ -101,7 +101,9 @@ async function openWriter(
     const writer = await createTableCsvWriter(path, table, options.csv);
     return { path, ...writer };
   }
-  return createParquetWriter(path, table, { rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize });
+  return await createParquetWriter(path, table, {
+    rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize,
+  });
 }
 
 async function abortAll(states: Map<TableName, TableState>): Promise<void> {

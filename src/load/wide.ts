@@ -54,7 +54,7 @@ export function createWideWriter(dir: string, linkId: string, options: CsvOption
   const openSpill = async (): Promise<FileSink> => {
     if (!spill) {
       await mkdir(wideDir, { recursive: true });
-      spill = new FileSink(spillPath);
+      spill = await FileSink.open(spillPath);
     }
     return spill;
   };

@@ -24,7 +24,7 @@ describe('Parquet tables', () => {
   it('round-trips awkward values through DuckDB and hyparquet, value by value', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = createParquetWriter(path, 'answers');
+      const writer = await createParquetWriter(path, 'answers');
       await writer.write(awkwardAnswers);
       await writer.close();
 
@@ -37,7 +37,7 @@ describe('Parquet tables', () => {
   it('types timestamps as UTC timestamps, integers as BIGINT, and marks only nullable columns optional', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'responses.parquet');
-      const writer = createParquetWriter(path, 'responses', { rowGroupSize: 2 });
+      const writer = await createParquetWriter(path, 'responses', { rowGroupSize: 2 });
       await writer.write(responses);
       expect(await writer.close()).toBe(2);
 
@@ -83,7 +83,7 @@ describe('Parquet tables', () => {
   it('streams a 120,000-row answers table in several row groups', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = createParquetWriter(path, 'answers');
+      const writer = await createParquetWriter(path, 'answers');
       for (let start = 0; start < 120_000; start += 1000) {
         await writer.write(
           Array.from({ length: 1000 }, (_, k) => answerRow(start + k, `answer ${start + k}`)),
@@ -113,7 +113,7 @@ describe('Parquet tables', () => {
     async (table: TableName) => {
       await withTempDir(async (dir) => {
         const path = join(dir, `${table}.parquet`);
-        expect(await createParquetWriter(path, table).close()).toBe(0);
+        expect(await (await createParquetWriter(path, table)).close()).toBe(0);
         await duckdb(async (query) => {
           const described = await query(`describe select * from read_parquet('${path}')`);
           expect(described.map((c) => c.column_name)).toEqual(columnNames(table));
