@@ -229,9 +229,9 @@ export class DataSet {
 
   // ---- changes (test controls) ---------------------------------------------------------
 
-  addResponse(study: StudyRecord, id?: string): ResponseEntry {
+  addResponse(study: StudyRecord, id?: string, createdMs = this.clock.now()): ResponseEntry {
     const index = study.nextIndex++;
-    const now = this.clock.now();
+    const now = createdMs;
     const entry: ResponseEntry = {
       id: id ?? stableUuid(this.options.seed, study.contentKey, 'response', index),
       index,
@@ -265,7 +265,8 @@ export class DataSet {
     });
     const ids = spec.responseIds ?? [];
     const count = spec.responseIds ? ids.length : (spec.responses ?? 3);
-    for (let i = 0; i < count; i++) this.addResponse(study, ids[i]);
+    // One millisecond apart, ending now, so that the list keeps the order they were given in.
+    for (let i = 0; i < count; i++) this.addResponse(study, ids[i], now - (count - 1 - i));
     study.visibleTo.add('primary');
     study.visibleTo.add('secondary');
     this.studies.push(study);
