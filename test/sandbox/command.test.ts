@@ -1,0 +1,40 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { describe, expect, it } from 'vitest';
+
+const entry = new URL('../../src/sandbox/index.ts', import.meta.url).href;
+
+describe('runSandboxCommand', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'prints one JSON line first, serves, and stops cleanly on %s',
+    async (signal) => {
+      const script = `import { runSandboxCommand } from ${JSON.stringify(entry)}; await runSandboxCommand({ seed: 7, studies: 2, responses: 3 });`;
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      try {
+        const lines = createInterface({ input: child.stdout });
+        const first = await new Promise<string>((resolve, reject) => {
+          lines.once('line', resolve);
+          child.once('exit', (code) => reject(new Error(`exited early with ${code}`)));
+        });
+        const info = JSON.parse(first) as Record<string, string>;
+        expect(Object.keys(info)).toEqual(['base_url', 'api_key', 'storage_url', 'stream_url']);
+        for (const key of ['base_url', 'storage_url', 'stream_url'])
+          expect(info[key]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        const reply = await fetch(`${info['base_url']}/api/public/list_surveys`, {
+          headers: { 'x-api-key': info['api_key']! },
+        });
+        expect(reply.status).toBe(200);
+        expect(await reply.json()).toHaveLength(1);
+
+        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+        child.kill(signal);
+        expect(await exited).toBe(0);
+        await expect(fetch(`${info['base_url']}/api/public/list_surveys`)).rejects.toThrow();
+      } finally {
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+    },
+  );
+});
