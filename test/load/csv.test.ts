@@ -10,16 +10,16 @@ const escaped = { bom: false, escape_formulae: true } satisfies CsvOptions;
 const verbatim = { bom: false, escape_formulae: false } satisfies CsvOptions;
 
 /** What a CSV cell holds for a row value: '' for null, numbers as digits, formulas prefixed with '. */
-function expectedCell(value: string | number | null, escape: boolean): string {
+function expectedCell(value: string | number | null, escaping: boolean): string {
   if (value === null) return '';
   if (typeof value === 'number') return String(value);
-  return escape && formulaPattern.test(value) ? `'${value}` : value;
+  return escaping && formulaPattern.test(value) ? `'${value}` : value;
 }
 
-function expectedRecords(rows: readonly Row<'answers'>[], escape: boolean): string[][] {
+function expectedRecords(rows: readonly Row<'answers'>[], escaping: boolean): string[][] {
   const columns = columnNames('answers');
   return rows.map((row) =>
-    columns.map((c) => expectedCell((row as Record<string, string | number | null>)[c]!, escape)),
+    columns.map((c) => expectedCell((row as Record<string, string | number | null>)[c]!, escaping)),
   );
 }
 

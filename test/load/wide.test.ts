@@ -1,0 +1,122 @@
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createWideWriter, safeFileName } from '../../src/load/wide.ts';
+import { questionKey, type WideRow, wideColumns } from '../../src/transform/index.ts';
+import { readCsv, withTempDir } from './readers.ts';
+
+const csv = { bom: false, escape_formulae: true };
+
+const questions = [
+  { study_id: 's', discussion_guide_question_id: 'd1', concept_id: 'A', question: 'Thoughts?', position: 1 },
+  { study_id: 's', discussion_guide_question_id: 'd1', concept_id: 'B', question: 'Thoughts?', position: 2 },
+  { study_id: 's', discussion_guide_question_id: 'd2', concept_id: null, question: 'Age?', position: 3 },
+];
+
+const wideRow = (n: number, cells: Record<string, string>): WideRow => ({
+  response_id: `r-${n}`,
+  response_number: n,
+  created_at: '2026-11-21T23:55:00.000Z',
+  updated_at: n % 2 ? null : '2026-11-22T00:00:00.000Z',
+  summary: n === 1 ? '=SUM(A1)' : `summary ${n}`,
+  cells,
+});
+
+describe('createWideWriter', () => {
+  it('writes one row per response and one column per question slot, with distinct headers', async () => {
+    await withTempDir(async (dir) => {
+      const writer = createWideWriter(dir, 'coffee-habits', csv);
+      await Promise.all([
+        writer.add(
+          wideRow(1, { [questionKey('d1', 'A')]: 'Nice, "really"\nnice', [questionKey('d2', null)]: '42' }),
+        ),
+        writer.add(wideRow(2, { [questionKey('d1', 'B')]: 'line\u2028separator 日本' })),
+      ]);
+      const path = await writer.finish(wideColumns(questions));
+      expect(path).toBe(join(dir, 'wide', 'coffee-habits.csv'));
+      expect(await readdir(join(dir, 'wide'))).toEqual(['coffee-habits.csv']);
+
+      const { records } = await readCsv(path);
+      expect(records).toEqual([
+        [
+          'response_id',
+          'response_number',
+          'created_at',
+          'updated_at',
+          'summary',
+          'Thoughts? [d1 / A]',
+          'Thoughts? [d1 / B]',
+          'Age?',
+        ],
+        ['r-1', '1', '2026-11-21T23:55:00.000Z', '', "'=SUM(A1)", 'Nice, "really"\nnice', '', '42'],
+        [
+          'r-2',
+          '2',
+          '2026-11-21T23:55:00.000Z',
+          '2026-11-22T00:00:00.000Z',
+          'summary 2',
+          '',
+          'line\u2028separator 日本',
+          '',
+        ],
+      ]);
+    });
+  });
+
+  it('writes the header alone for a study without responses', async () => {
+    await withTempDir(async (dir) => {
+      const path = await createWideWriter(dir, 'empty', csv).finish([]);
+      expect((await readCsv(path)).records).toEqual([
+        ['response_id', 'response_number', 'created_at', 'updated_at', 'summary'],
+      ]);
+    });
+  });
+
+  it('keeps the link id out of the path and removes everything on abort', async () => {
+    await withTempDir(async (dir) => {
+      const writer = createWideWriter(dir, '../../etc/passwd', csv);
+      await writer.add(wideRow(1, {}));
+      await writer.abort();
+      expect(await readdir(join(dir, 'wide'))).toEqual([]);
+      expect(await readdir(dir)).toEqual(['wide']);
+
+      const path = await createWideWriter(dir, '../../etc/passwd', csv).finish([]);
+      expect(path.startsWith(join(dir, 'wide'))).toBe(true);
+    });
+  });
+});
+
+describe('safeFileName', () => {
+  it('keeps ordinary link ids as they are', () => {
+    expect(safeFileName('coffee-habits_2026.v2')).toBe('coffee-habits_2026.v2');
+    expect(safeFileName('café-日本')).toBe('café-日本');
+  });
+
+  it('never yields a separator, a dot-name, a control character or a long name', () => {
+    for (const id of [
+      '..',
+      '.',
+      '../x',
+      'a/b',
+      'a\\b',
+      'tab\there',
+      'nul\0',
+      '',
+      ' ',
+      'CON',
+      'x'.repeat(500),
+    ]) {
+      const name = safeFileName(id);
+      expect(name).toMatch(/^[^/\\\0-\x1f.][^/\\\0-\x1f]*$/u);
+      expect(name.length).toBeLessThanOrEqual(109);
+      expect(name).not.toBe(id);
+    }
+  });
+
+  it('gives different link ids different names, readable and stable', () => {
+    expect(safeFileName('a/b')).toMatch(/^a_b-[0-9a-f]{8}$/);
+    expect(safeFileName('a/b')).toBe(safeFileName('a/b'));
+    expect(safeFileName('a/b')).not.toBe(safeFileName('a_b'));
+    expect(safeFileName('a?b')).not.toBe(safeFileName('a/b'));
+  });
+});
