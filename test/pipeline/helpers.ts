@@ -1,0 +1,72 @@
+/** Running the pipeline in-process against a sandbox on loopback. */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parsePipelineConfig } from '../../src/config/load.ts';
+import type { PipelineConfig } from '../../src/config/schema.ts';
+import type { Manifest } from '../../src/load/manifest.ts';
+import { silentReporter } from '../../src/pipeline/progress.ts';
+import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
+
+export const KEY_ENV = 'TEST_STUDY_API_KEY';
+
+export function sandboxConfig(
+  sandbox: Sandbox,
+  out: string,
+  overrides: Record<string, unknown> = {},
+): PipelineConfig {
+  const base = {
+    name: 'test',
+    source: { base_url: sandbox.base_url, api_key_env: KEY_ENV, retries: 3, timeout_ms: 10_000 },
+    output: { dir: out },
+    media: { enabled: false },
+  };
+  return parsePipelineConfig(deepMerge(base, overrides), 'test pipeline');
+}
+
+export function runAgainst(
+  sandbox: Sandbox,
+  config: PipelineConfig,
+  options: Partial<Omit<RunOptions, 'config'>> = {},
+): Promise<RunResult> {
+  return runPipeline({
+    config,
+    configFile: 'test pipeline',
+    reporter: silentReporter,
+    env: { [KEY_ENV]: sandbox.api_key },
+    ...options,
+  });
+}
+
+export async function readManifest(runDir: string): Promise<Manifest> {
+  return JSON.parse(await readFile(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
+}
+
+export async function withTempDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'study-export-pipeline-'));
+  try {
+    return await use(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Requests on the API listener since `from` (an index into sandbox.requests). */
+export function apiRequestsSince(sandbox: Sandbox, from: number) {
+  return sandbox.requests.slice(from).filter((r) => r.listener === 'api');
+}
+
+function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    const current = out[key];
+    out[key] =
+      isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : (value as unknown);
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
