@@ -66,7 +66,8 @@ class StageProgress {
   /** "details 1200/5000 (24%) 310/s eta 12s"; media adds bytes and a byte rate. */
   describe(now: number): string {
     const parts = [stageLabel[this.stage], this.countText()];
-    if (this.stage === 'media') parts.push(formatBytes(this.bytes), `${formatBytes(this.rate(now))}/s`);
+    if (this.stage === 'media')
+      parts.push('files', formatBytes(this.bytes), `${formatBytes(this.rate(now))}/s`);
     else parts.push(`${formatRate(this.rate(now))}/s`);
     const eta = this.etaSeconds(now);
     if (eta !== undefined && !this.isComplete()) parts.push(`eta ${formatDuration(eta * 1000)}`);
@@ -258,16 +259,11 @@ export function formatSummary(result: RunResult): string {
   const lines: string[] = [];
   const headline = result.status === 'complete' ? 'run complete' : 'run finished with problems (partial)';
   lines.push(`${headline} in ${formatDuration(result.durationMs)}`);
-  lines.push('', 'tables');
-  lines.push(
-    ...alignRows(
-      result.tables.map((table) => [`  ${table.table}`, `${formatCount(table.rows)} rows`]),
-      ['left', 'right'],
-    ),
-  );
   const totalBytes = result.files.reduce((sum, file) => sum + file.bytes, 0);
-  lines.push('', `files: ${formatCount(result.files.length)} (${formatBytes(totalBytes)})`);
-  lines.push(...alignRows(groupFiles(result.files), ['left', 'right', 'right']));
+  lines.push('', `${formatCount(result.files.length)} files, ${formatBytes(totalBytes)}`);
+  lines.push(...tableLines(result));
+  const others = groupFiles(result.files.filter((file) => !isTableFile(file.path, result)));
+  if (others.length > 0) lines.push('', ...alignRows(others, ['left', 'right', 'right']));
   lines.push(
     '',
     `warnings: ${formatCount(result.warnings)}   rejects: ${formatCount(result.rejects)}   media failed: ${formatCount(result.mediaFailed)}`,
@@ -303,6 +299,34 @@ function formatPlan(result: RunResult): string {
   ]);
   lines.push(...alignRows([header, ...rows], ['left', 'left', 'right', 'left']));
   return lines.join('\n');
+}
+
+/** One line per table: rows, then the bytes of each format's file. */
+function tableLines(result: RunResult): string[] {
+  const formatsSeen = [...new Set(result.files.map((file) => tableFileFormat(file.path)).filter(isString))];
+  const header = ['  table', 'rows', ...formatsSeen];
+  const rows = result.tables.map((table) => [
+    `  ${table.table}`,
+    formatCount(table.rows),
+    ...formatsSeen.map((format) => {
+      const file = result.files.find((f) => f.path === `${table.table}.${format}`);
+      return file ? formatBytes(file.bytes) : '-';
+    }),
+  ]);
+  return alignRows([header, ...rows], ['left', 'right', ...formatsSeen.map(() => 'right' as const)]);
+}
+
+function tableFileFormat(path: string): string | undefined {
+  return /^[^/\\]+\.(csv|parquet)$/.exec(path)?.[1];
+}
+
+function isTableFile(path: string, result: RunResult): boolean {
+  const format = tableFileFormat(path);
+  return format !== undefined && result.tables.some((table) => path === `${table.table}.${format}`);
+}
+
+function isString(value: string | undefined): value is string {
+  return value !== undefined;
 }
 
 /** Files in the run's top folder one per line; sub-folders (wide/, raw/) summed. */

@@ -50,7 +50,7 @@ describe('plain line reporter (CI or not a TTY)', () => {
     clock = 2000;
     reporter.tick('media', 3, 4 * 1024 * 1024);
     reporter.stop();
-    expect(out.text()).toContain('media 3 4.0 MB 2.0 MB/s\n');
+    expect(out.text()).toContain('media 3 files 4.0 MB 2.0 MB/s\n');
   });
 
   it('prints warnings and info as they come', () => {
@@ -108,8 +108,10 @@ describe('formatSummary', () => {
   it('names tables, rows, files, bytes, time, problems and where the run is', () => {
     const text = formatSummary(result);
     expect(text).toContain('run finished with problems (partial) in 12s');
-    expect(text).toMatch(/responses\s+1,234 rows/);
-    expect(text).toContain('files: 3 (4.0 KB)');
+    expect(text).toMatch(/table\s+rows\s+csv\n/);
+    expect(text).toMatch(/responses\s+1,234\s+2.0 KB\n/);
+    expect(text).toMatch(/studies\s+3\s+-\n/);
+    expect(text).toContain('3 files, 4.0 KB');
     expect(text).toMatch(/wide\/\s+2 files\s+2.0 KB/);
     expect(text).toContain('warnings: 2   rejects: 1   media failed: 0');
     expect(text).toContain('run: out/demo/runs/20261121T235500Z');

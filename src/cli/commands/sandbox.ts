@@ -1,0 +1,100 @@
+/** `study-export sandbox`: serve the reference service on loopback until stopped. */
+import type { CommandModule } from 'yargs';
+import { parseFaults, runSandboxCommand } from '../../sandbox/index.ts';
+import { integerOption, positiveNumberOption } from '../usage.ts';
+
+interface SandboxArgs {
+  port?: number;
+  seed?: number;
+  studies?: number;
+  responses?: number;
+  'latency-ms'?: number;
+  faults?: string;
+  'max-per-page'?: number;
+  'request-log'?: string;
+  'media-scale'?: number;
+}
+
+export function sandboxCommand(): CommandModule<object, SandboxArgs> {
+  return {
+    command: 'sandbox',
+    describe: 'Serve the embedded reference service on 127.0.0.1 until stopped (Ctrl-C)',
+    builder: (yargs) =>
+      yargs
+        .option('port', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('port', 0, 65535),
+          describe: 'API port (0 = any free port)',
+        })
+        .option('seed', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('seed', 0),
+          describe: 'seed of the generated data set',
+        })
+        .option('studies', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('studies', 1),
+          describe: 'number of studies',
+        })
+        .option('responses', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('responses', 0),
+          describe: 'responses per study',
+        })
+        .option('latency-ms', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('latency-ms', 0),
+          describe: 'added latency per request',
+        })
+        .option('faults', {
+          type: 'string',
+          requiresArg: true,
+          coerce: (spec: string) => {
+            parseFaults(spec); // throws a ConfigError naming the wrong part
+            return spec;
+          },
+          describe: 'injected faults, e.g. "5xx=0.1,429=0.05,reset=0.02,truncate=0.02,latency=20ms"',
+        })
+        .option('max-per-page', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('max-per-page', 1),
+          describe: 'largest per_page the service honours',
+        })
+        .option('request-log', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'append every request to this file (JSON lines)',
+        })
+        .option('media-scale', {
+          type: 'number',
+          requiresArg: true,
+          coerce: positiveNumberOption('media-scale'),
+          describe: 'multiplies the size of generated media',
+        })
+        .example('$0 sandbox --port 8080', 'serve on http://127.0.0.1:8080')
+        .epilog('The first line on stdout is JSON: base_url, api_key and the media hosts.') as never,
+    handler: async (args) => {
+      await runSandboxCommand(sandboxOptions(args));
+    },
+  };
+}
+
+function sandboxOptions(args: SandboxArgs): Parameters<typeof runSandboxCommand>[0] {
+  const options: Parameters<typeof runSandboxCommand>[0] = {};
+  if (args.port !== undefined) options.port = args.port;
+  if (args.seed !== undefined) options.seed = args.seed;
+  if (args.studies !== undefined) options.studies = args.studies;
+  if (args.responses !== undefined) options.responses = args.responses;
+  if (args['latency-ms'] !== undefined) options.latencyMs = args['latency-ms'];
+  if (args.faults !== undefined) options.faults = args.faults;
+  if (args['max-per-page'] !== undefined) options.maxPerPage = args['max-per-page'];
+  if (args['request-log'] !== undefined) options.requestLog = args['request-log'];
+  if (args['media-scale'] !== undefined) options.mediaScale = args['media-scale'];
+  return options;
+}

@@ -1,0 +1,92 @@
+/** `study-export studies`: the studies the key can see, as a table or as JSON for scripts. */
+import type { CommandModule } from 'yargs';
+import { createApiClient } from '../../api/client.ts';
+import { loadPipeline } from '../../config/load.ts';
+import { listStudies } from '../../extract/studies.ts';
+import { alignRows, formatWarning } from '../../pipeline/reporters.ts';
+import { openSource } from '../../pipeline/source.ts';
+import { listedResponseCount } from '../../transform/study.ts';
+import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
+import { registerSecret } from '../report.ts';
+
+interface StudiesArgs extends PipelineArgs {
+  json?: boolean;
+}
+
+export interface StudyRow {
+  id: string;
+  link_id: string;
+  title: string;
+  created_at: string;
+  /** From desc ("<title> (<n> Responses)"); null when desc has another shape. */
+  responses: number | null;
+}
+
+export function studiesCommand(context: CliContext): CommandModule<object, StudiesArgs> {
+  return {
+    command: 'studies',
+    describe: 'List the studies the source shows (id, link_id, title, created_at, responses)',
+    builder: (yargs) =>
+      pipelineOptions(yargs)
+        .option('json', { type: 'boolean', describe: 'print a JSON array instead of a table' })
+        .example('$0 studies --pipeline nightly-incremental --json', '') as never,
+    handler: async (args) => {
+      const { config } = await loadPipeline({
+        ...pipelineSelection(args),
+        cwd: context.cwd,
+        env: context.env,
+      });
+      const rows = await fetchStudies(config, context);
+      if (args.json) context.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+      else context.stdout.write(`${formatStudies(rows)}\n`);
+    },
+  };
+}
+
+async function fetchStudies(
+  config: Awaited<ReturnType<typeof loadPipeline>>['config'],
+  context: CliContext,
+): Promise<StudyRow[]> {
+  const source = await openSource(config, context.env);
+  registerSecret(source.apiKey);
+  const client = createApiClient({
+    baseUrl: source.baseUrl,
+    apiKey: source.apiKey,
+    apiKeyEnv: config.source.api_key_env,
+    concurrency: 1,
+    timeoutMs: config.source.timeout_ms,
+    retries: config.source.retries,
+  });
+  try {
+    const warn = (line: string) => context.stderr.write(`${line}\n`);
+    const studies = await listStudies(client, {
+      raw: { write() {} },
+      rejects: { write: (reject) => warn(`warning: a study was left out: ${reject.reason}`) },
+      warn: (warning) => warn(formatWarning(warning)),
+    });
+    return studies.map((study) => ({
+      id: study.id,
+      link_id: study.link_id,
+      title: study.title,
+      created_at: study.created_at,
+      responses: listedResponseCount(study.desc),
+    }));
+  } finally {
+    client.close();
+    await source.close();
+  }
+}
+
+export function formatStudies(rows: StudyRow[]): string {
+  if (rows.length === 0) return 'no studies visible';
+  const header = ['id', 'link_id', 'title', 'created_at', 'responses'];
+  const body = rows.map((row) => [
+    row.id,
+    row.link_id,
+    row.title.length > 48 ? `${row.title.slice(0, 47)}…` : row.title,
+    row.created_at,
+    row.responses === null ? '?' : String(row.responses),
+  ]);
+  const lines = alignRows([header, ...body], ['left', 'left', 'left', 'left', 'right']);
+  return `${lines.join('\n')}\n${rows.length} stud${rows.length === 1 ? 'y' : 'ies'}`;
+}

@@ -1,0 +1,37 @@
+/** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1. */
+import type { CommandModule } from 'yargs';
+import { verifyRun } from '../../pipeline/verify.ts';
+import type { CliContext } from '../context.ts';
+
+interface VerifyArgs {
+  run_dir: string;
+}
+
+export function verifyCommand(context: CliContext): CommandModule<object, VerifyArgs> {
+  return {
+    command: 'verify <run_dir>',
+    describe: 'Re-check a finished run: sha256 of every file, row counts, keys, foreign keys, the zip',
+    builder: (yargs) =>
+      yargs
+        .positional('run_dir', {
+          type: 'string',
+          describe: 'the run directory, e.g. out/demo/runs/20261121T235500Z',
+        })
+        .demandOption('run_dir') as never,
+    handler: async (args) => {
+      const result = await verifyRun(args.run_dir);
+      const checked = Object.entries(result.checked)
+        .map(([key, value]) => `${value} ${key}`)
+        .join(', ');
+      if (result.ok) {
+        context.stdout.write(`${args.run_dir}: ok (checked ${checked})\n`);
+        return;
+      }
+      context.stdout.write(`${result.problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
+      context.stderr.write(
+        `study-export: ${args.run_dir}: ${result.problems.length} problem${result.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
+      );
+      context.exitCode = 1;
+    },
+  };
+}

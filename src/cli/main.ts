@@ -1,0 +1,93 @@
+/**
+ * The command line: yargs with strict options, one module per command, usage errors as
+ * exit 2, and every other error reported once (report.ts).
+ */
+import yargs from 'yargs';
+import { runCommand } from './commands/run.ts';
+import { sandboxCommand } from './commands/sandbox.ts';
+import { studiesCommand } from './commands/studies.ts';
+import { validateCommand } from './commands/validate.ts';
+import { verifyCommand } from './commands/verify.ts';
+import type { CliContext } from './context.ts';
+import { reportError } from './report.ts';
+import { UsageError } from './usage.ts';
+
+const commandNames = ['run', 'studies', 'sandbox', 'validate', 'verify'];
+
+/** Runs one command line and resolves to the process exit code. */
+export async function main(context: CliContext): Promise<number> {
+  const parser = yargs(context.argv)
+    .scriptName('study-export')
+    .usage(
+      '$0 <command> [options]\n\nExport a Study Responses service into CSV/Parquet tables and a media zip.',
+    )
+    .command(runCommand(context))
+    .command(studiesCommand(context))
+    .command(sandboxCommand())
+    .command(validateCommand(context))
+    .command(verifyCommand(context))
+    .demandCommand(1, 'name a command: run, studies, sandbox, validate or verify')
+    .recommendCommands()
+    .strict()
+    .help()
+    .alias('help', 'h')
+    .version()
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .fail((message, error) => {
+      // yargs' own validation gives a message; an error thrown by a handler comes through as is.
+      if (message) throw new UsageError(usageMessage(message, context.argv), commandOf(context.argv));
+      throw error;
+    })
+    .exitProcess(false);
+  try {
+    await parser.parseAsync();
+    return context.exitCode;
+  } catch (error) {
+    return reportError(error, context.stderr, context.env);
+  }
+}
+
+/** yargs' messages, said the way the rest of the tool speaks: one line, options with dashes. */
+export function usageMessage(message: string, argv: string[]): string {
+  const text = message.split('\n')[0]?.trim() ?? message;
+  const unknown = /^Unknown arguments?: (.+)$/.exec(text);
+  if (unknown?.[1]) {
+    const names = unknown[1].split(', ');
+    const spelled = (name: string) =>
+      argv.find((arg) => /^-/.test(arg) && optionName(arg) === name)?.split('=')[0];
+    const options = names.filter((name) => spelled(name) !== undefined);
+    const others = names.filter((name) => !options.includes(name));
+    const parts: string[] = [];
+    if (options.length > 0) {
+      parts.push(`unknown option${options.length > 1 ? 's' : ''} ${options.map(spelled).join(', ')}`);
+    }
+    if (others.length > 0) {
+      const what = commandOf(argv) ? 'unexpected argument' : 'unknown command';
+      parts.push(`${what}${others.length > 1 ? 's' : ''} ${others.map((name) => `"${name}"`).join(', ')}`);
+    }
+    return parts.join('; ');
+  }
+  const suggestion = /^Did you mean (.+)\?$/.exec(text);
+  if (suggestion) return `unknown command "${argv[0] ?? ''}" (did you mean ${suggestion[1]}?)`;
+  const missingValue = /^Not enough arguments following: (.+)$/.exec(text);
+  if (missingValue?.[1]) return `${dashed(missingValue[1])} needs a value`;
+  const exclusive = /^Arguments (\S+) and (\S+) are mutually exclusive$/.exec(text);
+  if (exclusive?.[1] && exclusive[2])
+    return `${dashed(exclusive[1])} and ${dashed(exclusive[2])} cannot be used together`;
+  if (/^Not enough non-option arguments/.test(text) && commandOf(argv) === 'verify') {
+    return 'verify needs RUN_DIR, the run directory to check (e.g. out/demo/runs/20261121T235500Z)';
+  }
+  return text;
+}
+
+function optionName(arg: string): string {
+  return (arg.split('=')[0] ?? arg).replace(/^-+(no-)?/, '');
+}
+
+function dashed(name: string): string {
+  return name.length === 1 ? `-${name}` : `--${name}`;
+}
+
+function commandOf(argv: string[]): string | undefined {
+  return argv.find((arg) => commandNames.includes(arg));
+}

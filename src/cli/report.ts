@@ -1,0 +1,71 @@
+/**
+ * The one place errors are reported: a line on stderr ("study-export: <message>"), a hint
+ * where one helps, and the exit code. Secrets registered here are masked in everything
+ * printed, as a last line of defence behind the error messages themselves.
+ */
+import { StudyExportError } from '../errors.ts';
+import { UsageError } from './usage.ts';
+
+const secrets = new Set<string>();
+
+/** A value (an API key) that must never be printed. */
+export function registerSecret(value: string | undefined): void {
+  if (value && value.length >= 4) secrets.add(value);
+}
+
+export function maskSecrets(text: string): string {
+  let masked = text;
+  for (const secret of secrets) masked = masked.split(secret).join('***');
+  return masked;
+}
+
+export interface ErrorOutput {
+  write(text: string): unknown;
+}
+
+/** Prints the error once and returns the exit code it maps to. */
+export function reportError(error: unknown, stderr: ErrorOutput, env: NodeJS.ProcessEnv): number {
+  const debug = /(^|,)\s*study-export\s*(,|$)/.test(env.DEBUG ?? '') || env.DEBUG === '*';
+  if (error instanceof StudyExportError) {
+    const lines = [`study-export: ${indentRest(error.message)}`];
+    const hint = hintFor(error);
+    if (hint) lines.push(`  hint: ${hint}`);
+    if (debug && error.stack) lines.push(error.stack);
+    stderr.write(`${maskSecrets(lines.join('\n'))}\n`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  const lines = [`study-export: unexpected error: ${indentRest(message)}`];
+  if (debug && error instanceof Error && error.stack) lines.push(error.stack);
+  else lines.push('  hint: run again with DEBUG=study-export for the stack trace, and report it');
+  stderr.write(`${maskSecrets(lines.join('\n'))}\n`);
+  return 1;
+}
+
+function indentRest(message: string): string {
+  return message.split('\n').join('\n  ');
+}
+
+function hintFor(error: StudyExportError): string | undefined {
+  if (error instanceof UsageError) {
+    return `see \`study-export ${error.command ? `${error.command} ` : ''}--help\``;
+  }
+  switch (error.code) {
+    case 'E_CONFIG':
+      if (
+        /environment variable \S+ is not set/.test(error.message) &&
+        error.context.operation === 'api key'
+      ) {
+        return 'export the key in that variable, or set source.base_url to "sandbox" to try the embedded service';
+      }
+      return undefined;
+    case 'E_AUTH':
+      return 'the key is never printed; check the variable holds the key for this base_url';
+    case 'E_NETWORK':
+      return 'check source.base_url (or STUDY_API_BASE_URL) and your network; `study-export sandbox` serves a local service';
+    case 'E_RETRIES_EXHAUSTED':
+      return 'the service kept failing; try later, or lower --concurrency';
+    default:
+      return undefined;
+  }
+}
