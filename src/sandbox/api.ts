@@ -157,7 +157,9 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|z|[+-]\d{2}:?\d{2})?$/;
 
 /** A date (midnight UTC) or a timestamp; no offset means UTC. */
-function parseInstant(value: string): number {
+function parseInstant(raw: string): number {
+  // An unencoded "+02:00" in a query string arrives as " 02:00" (curl users do this).
+  const value = raw.replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$/, '$1+$2');
   const expected = 'expected an ISO 8601 date or timestamp, e.g. 2025-03-01 or 2025-03-01T12:00:00Z';
   if (DATE.test(value)) {
     const ms = Date.parse(`${value}T00:00:00Z`);

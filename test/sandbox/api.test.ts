@@ -150,6 +150,8 @@ describe('filters', () => {
       expect(await count('2031-06-01T02:59:59.999Z')).toBe(7);
       expect(await count('2031-06-01T05:00:00+02:00')).toBe(6);
       expect(await count('2031-06-02T00:00:00Z')).toBe(0);
+      // An unencoded "+" in the query decodes to a space; it still means the offset.
+      expect((await allPages(own, linkId, '&updated_since=2031-06-01T05:00:00+02:00')).length).toBe(6);
     } finally {
       await own.close();
     }
