@@ -222,4 +222,36 @@ describe('api client against the sandbox', () => {
     expect(client.counters.snapshot().requests.list_surveys).toEqual({ ECONNREFUSED: 3 });
     client.close();
   });
+
+  it('lowers concurrency on sustained 429s and recovers it afterwards', async () => {
+    const client = sandboxClient(sandbox, {
+      concurrency: 8,
+      retries: 30,
+      maxRetryAfterMs: 1,
+      adaptive: { threshold: 3, windowMs: 60_000, recoverAfter: 5 },
+    });
+    const study = firstStudy();
+    const ids = sandbox.responses(study.link_id).map((r) => r.id);
+    const burst = () =>
+      Promise.all(
+        Array.from({ length: 40 }, (_, i) => client.getResponse(study.link_id, ids[i % ids.length]!)),
+      );
+    try {
+      sandbox.setFaults('429=0.5');
+      await burst();
+      const throttled = client.counters.snapshot().concurrency;
+      expect(throttled.changes.some((c) => c.reason === 'rate_limited')).toBe(true);
+      expect(Math.min(...throttled.changes.map((c) => c.to))).toBeLessThan(8);
+      sandbox.setFaults(null);
+      await burst();
+      await burst();
+    } finally {
+      sandbox.setFaults(null);
+    }
+    const recovered = client.counters.snapshot().concurrency;
+    expect(recovered.current).toBe(8);
+    expect(client.limit.concurrency).toBe(8);
+    expect(recovered.changes.at(-1)).toMatchObject({ to: 8, reason: 'recovered' });
+    client.close();
+  });
 });
