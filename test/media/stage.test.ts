@@ -48,7 +48,7 @@ afterEach(async () => {
 });
 
 async function fetchDetail(linkId: string, responseId: string): Promise<SingleResponse> {
-  const url = `${sandbox.base_url}/api/public/responses/${encodeURIComponent(linkId)}/${responseId}`;
+  const url = `${sandbox.base_url}/api/public/responses/${encodeURIComponent(linkId)}/${encodeURIComponent(responseId)}`;
   const response = await fetch(url, { headers: { 'x-api-key': sandbox.api_key } });
   expect(response.status).toBe(200);
   return SingleResponse.parse(await response.json());
@@ -316,6 +316,25 @@ describe('media stage on the sandbox', () => {
       }
     }
     expectNoCredentialOnMediaHosts();
+  });
+
+  it('gives hostile ids safe entry names that a strict unzipper accepts', async () => {
+    const media = stage({ video: 'both' });
+    const linkId = '../../etc/passwd';
+    const responseIds = ['/abs', 'a\\b:c', `tab\tnl\n${'y'.repeat(300)}`, 'ответ 🎤'];
+    sandbox.addStudy({ link_id: linkId, modality: 'video', responseIds });
+    const all: MediaOutcome[] = [];
+    for (const id of responseIds) all.push(...(await archiveOne(media, linkId, id)).outcomes);
+    expect(archived(all)).toHaveLength(all.length);
+    // readZip opens with strictFileNames: absolute paths, ".." and backslashes would throw.
+    const entries = await finishAndRead();
+    const files = new Set(all.map((o) => o.file));
+    expect(files.size).toBe(all.length);
+    for (const name of entries.keys()) {
+      expect(name).not.toMatch(/^\/|\\|[\u0000-\u001f:]|(^|\/)\.\.?(\/|$)/);
+      expect(name.split('/')[0]).toMatch(/^___\.\._etc_passwd~[0-9a-f]{16}$/);
+    }
+    expect([...entries.keys()].some((name) => name.includes('/ответ_'))).toBe(true);
   });
 
   it('renews the playlist when a segment link is refused', async () => {
