@@ -254,4 +254,18 @@ describe('api client against the sandbox', () => {
     expect(recovered.changes.at(-1)).toMatchObject({ to: 8, reason: 'recovered' });
     client.close();
   });
+
+  it('a service slower than the response timeout is retried, then a NetworkError', async () => {
+    const slow = await startSandbox({ seed: 11, studies: 1, responses: 1, latencyMs: 400 });
+    const client = sandboxClient(slow, { timeoutMs: 50, retries: 1 });
+    try {
+      const error = await caught(client.listStudies());
+      expect(error).toBeInstanceOf(NetworkError);
+      expect(error.message).toContain('ETIMEDOUT');
+      expect(client.counters.snapshot().requests.list_surveys).toEqual({ ETIMEDOUT: 2 });
+    } finally {
+      client.close();
+      await slow.close();
+    }
+  });
 });
