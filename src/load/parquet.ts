@@ -11,6 +11,7 @@
 import type { SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { RunError } from '../errors.ts';
 import { FileSink } from './file-sink.ts';
 import { type Column, type Row, type TableName, tables } from './tables.ts';
 
@@ -49,8 +50,14 @@ function columnElement(column: Column): SchemaElement {
 }
 
 /** Row values as hyparquet-writer expects them for each column type. */
-function columnValues(column: Column, rows: readonly Record<string, unknown>[]): unknown[] {
+function columnValues(column: Column, rows: readonly Record<string, unknown>[], path: string): unknown[] {
   const values = rows.map((row) => row[column.name] ?? null);
+  // hyparquet-writer does not check flat REQUIRED columns; a null there would corrupt the file.
+  if (!column.nullable && values.includes(null)) {
+    throw new RunError(`${column.name} is required but a row has no value for it`, {
+      context: { file: path },
+    });
+  }
   switch (column.type) {
     case 'integer':
       return values.map((v) => (v === null ? null : BigInt(v as number)));
@@ -98,7 +105,12 @@ export async function createParquetWriter<T extends TableName>(
   const columns: readonly Column[] = tables[table].columns;
   const sink = await FileSink.open(path);
   const writer = new FileByteWriter(sink);
-  const parquet = new ParquetWriter({ writer, schema: parquetSchema(table), codec: 'SNAPPY' });
+  const parquet = new ParquetWriter({
+    writer,
+    schema: parquetSchema(table),
+    codec: 'SNAPPY',
+    createdBy: 'study-export',
+  });
   let buffer: Row<T>[] = [];
   let rowGroups = 0;
 
@@ -108,7 +120,7 @@ export async function createParquetWriter<T extends TableName>(
     const columnData = columns.map(
       (column): ColumnSource => ({
         name: column.name,
-        data: columnValues(column, rows),
+        data: columnValues(column, rows, path),
         nullable: column.nullable,
       }),
     );

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createParquetWriter, parquetSchema } from '../../src/load/parquet.ts';
-import { columnNames, type TableName, tableNames } from '../../src/load/tables.ts';
+import { columnNames, type Row, type TableName, tableNames } from '../../src/load/tables.ts';
 import { duckdb, readHyparquet, rowGroupCount, withTempDir } from './readers.ts';
 import { answerRow, awkwardAnswers, responseRow } from './samples.ts';
 
@@ -124,6 +124,20 @@ describe('Parquet tables', () => {
       });
     },
   );
+
+  it('refuses a null in a required column instead of writing a corrupt file', async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'answers.parquet');
+      const writer = await createParquetWriter(path, 'answers', { rowGroupSize: 1 });
+      const broken = { ...answerRow(1, 'x'), question: null } as unknown as Row<'answers'>;
+      await expect(writer.write([broken])).rejects.toMatchObject({
+        code: 'E_RUN',
+        message: expect.stringContaining('question'),
+        context: { file: path },
+      });
+      await writer.abort();
+    });
+  });
 
   it('derives its schema from the table declaration', () => {
     const schema = parquetSchema('media');
