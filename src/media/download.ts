@@ -13,7 +13,7 @@ import { rm } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import got, { type Request } from 'got';
+import got, { type Request, RequestError } from 'got';
 import { type ErrorContext, HttpError, MediaError, NetworkError, redactUrl } from '../errors.ts';
 
 /** A signed URL and when (on the caller's clock) the detail call that issued it was made. */
@@ -184,8 +184,17 @@ async function attempt(
 
 /** Our own errors pass through; anything from got or the socket is a transient failure. */
 function classify(error: unknown, url: string): Error {
-  if (error instanceof LinkRefusedError || error instanceof TransientError || error instanceof HttpError) {
+  if (
+    error instanceof LinkRefusedError ||
+    error instanceof TransientError ||
+    error instanceof HttpError ||
+    error instanceof MediaError
+  ) {
     return error;
+  }
+  // A local file error (disk full, no permission) is not the host's fault: no retry.
+  if (error instanceof Error && !(error instanceof RequestError) && 'syscall' in error) {
+    return new MediaError(`could not write the temporary file: ${error.message}`, { cause: error });
   }
   const message = scrubUrls(error instanceof Error ? error.message : String(error));
   return new TransientError(`GET ${redactUrl(url)} failed: ${message}`, undefined, undefined, {
@@ -202,7 +211,7 @@ function backoff(retry: number, options: DownloadOptions, hint: number | undefin
 /** The final error of a file, with study, response and the URL without its query string. */
 function giveUp(error: Error, url: string, attempts: number, options: DownloadOptions): Error {
   const context = { ...options.context, url: redactUrl(url) };
-  if (error instanceof HttpError) return error;
+  if (error instanceof HttpError || error instanceof MediaError) return error;
   if (error instanceof LinkRefusedError) {
     return new MediaError(`${error.message} after ${attempts} attempts with refreshed links`, {
       context: { ...context, status: 403 },

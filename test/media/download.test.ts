@@ -1,0 +1,77 @@
+/** downloadToFile against a tiny loopback server: what is retried, what is not, what is sent. */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { downloadToFile } from '../../src/media/download.ts';
+
+let server: Server;
+let base: string;
+let dir: string;
+const seen: { path: string; headers: IncomingHttpHeaders }[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    seen.push({ path: req.url ?? '', headers: req.headers });
+    if (req.url?.startsWith('/missing')) {
+      res.writeHead(404).end();
+    } else if (req.url?.startsWith('/bounce')) {
+      res.writeHead(302, { location: `${base}/file?sig=2` }).end();
+    } else {
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': '5' }).end('hello');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  dir = await mkdtemp(join(tmpdir(), 'media-download-'));
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  await rm(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  seen.length = 0;
+});
+
+const options = (url: string, dest: string) => ({
+  link: { url, issuedAt: Date.now() },
+  refresh: async () => {
+    throw new Error('no refresh expected');
+  },
+  dest,
+  retries: 3,
+  timeoutMs: 2_000,
+  backoffMs: 1,
+});
+
+describe('downloadToFile', () => {
+  it('streams to the file with its sha256 and sends no credential, even after a redirect', async () => {
+    const dest = join(dir, 'a.part');
+    const file = await downloadToFile(options(`${base}/bounce?sig=1`, dest));
+    expect(await readFile(dest, 'utf8')).toBe('hello');
+    expect(file).toMatchObject({ bytes: 5, contentType: 'audio/mpeg' });
+    expect(file.sha256).toBe('2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824');
+    expect(seen.map((s) => s.path)).toEqual(['/bounce?sig=1', '/file?sig=2']);
+    for (const { headers } of seen) {
+      expect(headers['x-api-key']).toBeUndefined();
+      expect(headers.authorization).toBeUndefined();
+      expect(headers.cookie).toBeUndefined();
+    }
+  });
+
+  it('does not retry a 404 and names the URL without its query string', async () => {
+    const dest = join(dir, 'b.part');
+    const failure = downloadToFile(options(`${base}/missing?sig=secret`, dest));
+    await expect(failure).rejects.toThrow(/answered 404/);
+    await expect(failure).rejects.not.toThrow(/secret/);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('does not retry a temporary file that cannot be written', async () => {
+    const dest = join(dir, 'no', 'such', 'dir', 'c.part');
+    await expect(downloadToFile(options(`${base}/file`, dest))).rejects.toThrow(/temporary file/);
+    expect(seen).toHaveLength(1);
+  });
+});
