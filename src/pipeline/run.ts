@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
-import { createApiClient } from '../api/client.ts';
+import { type ApiClient, createApiClient } from '../api/client.ts';
 import type { Study } from '../api/resources.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
@@ -110,21 +110,37 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const statePath = options.stateFile ?? join(pipelineRoot, 'state.json');
   const state = await readState(statePath);
   const source = await openSource(config, options.env);
+  const warnings: Warning[] = [];
+  const warn = (warning: Warning) => {
+    warnings.push(warning);
+    options.reporter.warn(warning);
+  };
+  let client: ApiClient | undefined;
   try {
-    const client = createApiClient({
+    client = createApiClient({
       baseUrl: source.baseUrl,
       apiKey: source.apiKey,
       apiKeyEnv: config.source.api_key_env,
       concurrency: config.source.concurrency,
       timeoutMs: config.source.timeout_ms,
       retries: config.source.retries,
+      onRetry(info) {
+        if (!info.retryAfterCapped) return;
+        warn({
+          code: 'retry_after_capped',
+          message: `${info.operation} at ${info.url} asked to wait longer than allowed (Retry-After); waited ${Math.round(info.delayMs / 1000)} s instead`,
+        });
+      },
     });
     if (options.dryRun) return await planRun(client, config, state, options, startedAt);
     const pipelineDir = await openPipelineDirectory(pipelineRoot);
     try {
       const run = await pipelineDir.createRun(startedAt);
       try {
-        const { result, outcomes } = await exportRun(run, client, config, state, options, startedAt);
+        const { result, outcomes } = await exportRun(run, client, config, state, options, startedAt, {
+          warnings,
+          warn,
+        });
         await run.commit();
         // State moves only now, after the run is in place, and only for lossless studies.
         const finished = outcomes.filter((o) => o.error === null).map((o) => ({ ...o }));
@@ -139,11 +155,10 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     }
   } finally {
     options.reporter.stop();
+    client?.close();
     await source.close();
   }
 }
-
-type ApiClient = ReturnType<typeof createApiClient>;
 
 function selectionOf(config: PipelineConfig, options: RunOptions, state: State) {
   const known = new Map(Object.entries(state.studies).map(([id, s]) => [id, s.link_id]));
@@ -218,10 +233,10 @@ async function exportRun(
   state: State,
   options: RunOptions,
   startedAt: number,
+  { warnings, warn }: { warnings: Warning[]; warn: (warning: Warning) => void },
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
   const dir = run.tempPath;
-  const warnings: Warning[] = [];
   const raw = createRawArchive(join(dir, 'raw'));
   const rejects = createRejectsFile(join(dir, 'rejects.jsonl'));
   const writers = await createTableWriters(dir, { formats: config.output.formats, csv: config.output.csv });
@@ -245,10 +260,7 @@ async function exportRun(
       },
     },
     rejects,
-    warn(warning) {
-      warnings.push(warning);
-      reporter.warn(warning);
-    },
+    warn,
   };
   const timings: Record<string, number> = {};
   try {
