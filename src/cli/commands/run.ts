@@ -3,7 +3,7 @@ import type { CommandModule } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
 import type { Format } from '../../config/schema.ts';
 import { createReporter, formatSummary } from '../../pipeline/reporters.ts';
-import { type RunOptions, runPipeline } from '../../pipeline/run.ts';
+import type { RunOptions, RunResult } from '../../pipeline/run.ts';
 import { type CliContext, isCI, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { registerSecret } from '../report.ts';
 import { integerOption, parseFormats, parseSince } from '../usage.ts';
@@ -86,7 +86,9 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         ci: isCI(context.env),
         stream: context.stderr,
       });
-      let result: Awaited<ReturnType<typeof runPipeline>>;
+      // Loaded on use: `--help` and usage errors stay fast.
+      const { runPipeline } = await import('../../pipeline/run.ts');
+      let result: RunResult;
       try {
         result = await runPipeline(runOptions(args, config, file, reporter, context.env));
       } finally {

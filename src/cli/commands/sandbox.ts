@@ -1,6 +1,7 @@
 /** `study-export sandbox`: serve the reference service on loopback until stopped. */
 import type { CommandModule } from 'yargs';
-import { parseFaults, runSandboxCommand } from '../../sandbox/index.ts';
+import { parseFaults } from '../../sandbox/faults.ts';
+import type { SandboxOptions } from '../../sandbox/index.ts';
 import { integerOption, positiveNumberOption } from '../usage.ts';
 
 interface SandboxArgs {
@@ -80,13 +81,14 @@ export function sandboxCommand(): CommandModule<object, SandboxArgs> {
         .example('$0 sandbox --port 8080', 'serve on http://127.0.0.1:8080')
         .epilog('The first line on stdout is JSON: base_url, api_key and the media hosts.') as never,
     handler: async (args) => {
+      const { runSandboxCommand } = await import('../../sandbox/index.ts');
       await runSandboxCommand(sandboxOptions(args));
     },
   };
 }
 
-function sandboxOptions(args: SandboxArgs): Parameters<typeof runSandboxCommand>[0] {
-  const options: Parameters<typeof runSandboxCommand>[0] = {};
+function sandboxOptions(args: SandboxArgs): SandboxOptions {
+  const options: SandboxOptions = {};
   if (args.port !== undefined) options.port = args.port;
   if (args.seed !== undefined) options.seed = args.seed;
   if (args.studies !== undefined) options.studies = args.studies;

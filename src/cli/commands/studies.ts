@@ -1,10 +1,7 @@
 /** `study-export studies`: the studies the key can see, as a table or as JSON for scripts. */
 import type { CommandModule } from 'yargs';
-import { createApiClient } from '../../api/client.ts';
 import { loadPipeline } from '../../config/load.ts';
-import { listStudies } from '../../extract/studies.ts';
 import { alignRows, formatWarning } from '../../pipeline/reporters.ts';
-import { openSource } from '../../pipeline/source.ts';
 import { listedResponseCount } from '../../transform/study.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { registerSecret } from '../report.ts';
@@ -47,6 +44,12 @@ async function fetchStudies(
   config: Awaited<ReturnType<typeof loadPipeline>>['config'],
   context: CliContext,
 ): Promise<StudyRow[]> {
+  // Loaded on use: `--help` and usage errors stay fast.
+  const [{ createApiClient }, { listStudies }, { openSource }] = await Promise.all([
+    import('../../api/client.ts'),
+    import('../../extract/studies.ts'),
+    import('../../pipeline/source.ts'),
+  ]);
   const source = await openSource(config, context.env);
   registerSecret(source.apiKey);
   const client = createApiClient({

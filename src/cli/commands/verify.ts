@@ -1,6 +1,5 @@
 /** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1. */
 import type { CommandModule } from 'yargs';
-import { verifyRun } from '../../pipeline/verify.ts';
 import type { CliContext } from '../context.ts';
 
 interface VerifyArgs {
@@ -19,6 +18,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
         })
         .demandOption('run_dir') as never,
     handler: async (args) => {
+      const { verifyRun } = await import('../../pipeline/verify.ts');
       const result = await verifyRun(args.run_dir);
       const checked = Object.entries(result.checked)
         .map(([key, value]) => `${value} ${key}`)
