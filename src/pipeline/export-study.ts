@@ -83,6 +83,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
               () => refreshDetail(input, listed.id),
             )
           : [];
+      if (media.length > 0) input.reporter.tick('media', media.length);
       const rows = responseRows({ study, listed, detail, media });
       const { writers } = input;
       await writers.write('responses', [rows.response]);

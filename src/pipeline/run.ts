@@ -249,7 +249,7 @@ async function exportRun(
         video: config.media.video,
         retries: config.source.retries,
         timeoutMs: config.source.timeout_ms,
-        onBytes: (bytes) => reporter.tick('media', 1, bytes),
+        onBytes: (bytes) => reporter.tick('media', 0, bytes),
       })
     : null;
   const sinks: ExtractSinks = {

@@ -1,6 +1,6 @@
 /**
  * The storage (audio) and stream (video) listeners: real, tiny media from
- * test/fixtures/media, behind signed URLs. Paths are opaque to clients:
+ * src/sandbox/fixtures, behind signed URLs. Paths are opaque to clients:
  *   storage: /audio/<study>/<hash>/<row>.mp3
  *   stream:  /video/<study>/<hash>/<row>.mp4, /video/<study>/<hash>/<row>/index.m3u8 and seg<N>.ts
  */
@@ -9,7 +9,7 @@ import type { MediaLinker } from './dataset.ts';
 import type { Reply } from './server.ts';
 import { splitTarget, type UrlSigner } from './signing.ts';
 
-const fixtureDir = new URL('../../test/fixtures/media/', import.meta.url);
+const fixtureDir = new URL('./fixtures/', import.meta.url);
 const SEGMENT_SECONDS = 0.5;
 const TS_PACKET = 188;
 
