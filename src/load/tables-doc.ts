@@ -1,0 +1,41 @@
+/** The tables reference as Markdown, rendered from the declarations in tables.ts. */
+import { type TableName, tableNames, tables } from './tables.ts';
+
+const typeNames = {
+  string: 'string',
+  integer: 'integer',
+  timestamp: 'timestamp (UTC)',
+  json: 'JSON text',
+} as const;
+
+export function tablesMarkdown(): string {
+  const parts = [
+    '# Tables',
+    '',
+    '<!-- Generated from src/load/tables.ts by `npm run docs`; do not edit by hand. -->',
+    '',
+    'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
+    'cell is a missing value; in Parquet nullable columns are OPTIONAL, timestamps are UTC',
+    "TIMESTAMP(MILLIS) and integers INT64. The same facts are in each run's datapackage.json.",
+    '',
+  ];
+  for (const name of tableNames) parts.push(...tableSection(name));
+  return `${parts.join('\n')}\n`;
+}
+
+function tableSection(name: TableName): string[] {
+  const table = tables[name];
+  const keys = table.primaryKey as readonly string[];
+  const lines = [`## ${name}`, '', table.description, '', `Key: ${keys.map((k) => `\`${k}\``).join(', ')}.`];
+  for (const fk of table.foreignKeys) {
+    lines.push(`References ${fk.reference.resource} (${fk.fields.map((f) => `\`${f}\``).join(', ')}).`);
+  }
+  lines.push('', '| column | type | required | meaning |', '|---|---|---|---|');
+  for (const column of table.columns) {
+    lines.push(
+      `| ${column.name} | ${typeNames[column.type]} | ${column.nullable ? '' : 'yes'} | ${column.description.replace(/\|/g, '\\|')} |`,
+    );
+  }
+  lines.push('');
+  return lines;
+}
