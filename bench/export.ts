@@ -1,0 +1,72 @@
+/** A full run of the pipeline against a sandbox, as `study-export run` would do it. */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { CountersSnapshot } from '../src/api/counters.ts';
+import { parsePipelineConfig } from '../src/config/load.ts';
+import type { Format } from '../src/config/schema.ts';
+import type { Manifest } from '../src/load/manifest.ts';
+import { silentReporter } from '../src/pipeline/progress.ts';
+import { runPipeline } from '../src/pipeline/run.ts';
+import type { SandboxInfo } from './processes.ts';
+
+export interface ExportInput {
+  sandbox: SandboxInfo;
+  out: string;
+  concurrency: number;
+  perPage: number;
+  formats: Format[];
+}
+
+export interface ExportResult {
+  ms: number;
+  status: string;
+  runDir: string;
+  /** API requests the run made, every operation and outcome (from the manifest). */
+  requests: number;
+  studies: number;
+  tables: Record<string, number>;
+  timings_ms: Record<string, number>;
+}
+
+const keyEnv = 'BENCH_KEY';
+
+export async function exportOnce(input: ExportInput): Promise<ExportResult> {
+  const config = parsePipelineConfig(
+    {
+      name: 'bench',
+      source: {
+        base_url: input.sandbox.base_url,
+        api_key_env: keyEnv,
+        per_page: input.perPage,
+        concurrency: input.concurrency,
+      },
+      output: { dir: input.out, formats: input.formats },
+      media: { enabled: false },
+    },
+    'bench pipeline',
+  );
+  const started = performance.now();
+  const result = await runPipeline({
+    config,
+    configFile: 'bench pipeline',
+    reporter: silentReporter,
+    env: { [keyEnv]: input.sandbox.api_key },
+    media: false,
+  });
+  const ms = performance.now() - started;
+  const runDir = result.runDir as string;
+  const manifest = JSON.parse(await readFile(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
+  const counters = manifest.requests as CountersSnapshot;
+  const requests = Object.values(counters.requests)
+    .flatMap((byOutcome) => Object.values(byOutcome))
+    .reduce((sum, n) => sum + n, 0);
+  return {
+    ms,
+    status: result.status,
+    runDir,
+    requests,
+    studies: manifest.studies.length,
+    tables: manifest.tables,
+    timings_ms: manifest.timings_ms,
+  };
+}

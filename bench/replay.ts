@@ -1,0 +1,21 @@
+/** Transform and load alone: a run's raw/*.jsonl.gz to every table in CSV and Parquet. */
+import { replayRaw } from '../src/pipeline/replay.ts';
+
+export interface ReplayInput {
+  rawDir: string;
+  outDir: string;
+}
+
+export async function replayStep(
+  input: ReplayInput,
+): Promise<{ ms: number; tables: Record<string, number> }> {
+  const started = performance.now();
+  const result = await replayRaw(input.rawDir, input.outDir, {
+    formats: ['csv', 'parquet'],
+    csv: { bom: false, escape_formulae: true },
+  });
+  return {
+    ms: performance.now() - started,
+    tables: Object.fromEntries(result.tables.map((t) => [t.table, t.rows])),
+  };
+}

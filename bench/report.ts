@@ -1,0 +1,36 @@
+/** The machine a run came from, and the results files. */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot } from './processes.ts';
+
+export function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+export function machine() {
+  return {
+    nproc: availableParallelism(),
+    cpu: cpus()[0]?.model ?? 'unknown',
+    memory_gb: round(totalmem() / 2 ** 30, 1),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    date: new Date().toISOString(),
+  };
+}
+
+/** bench/results/<UTC time>[-quick].json and latest.json (latest-quick.json for --quick). */
+export async function writeResults(result: object, mode: 'full' | 'quick'): Promise<string[]> {
+  const dir = join(repoRoot, 'bench', 'results');
+  await mkdir(dir, { recursive: true });
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
+  const suffix = mode === 'quick' ? '-quick' : '';
+  const text = `${JSON.stringify(result, null, 2)}\n`;
+  const files = [join(dir, `${stamp}${suffix}.json`), join(dir, `latest${suffix}.json`)];
+  for (const file of files) await writeFile(file, text);
+  return files;
+}

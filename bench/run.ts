@@ -1,0 +1,240 @@
+/**
+ * `npm run bench` (or `npm run bench -- --quick`): every figure of issue 7 in one run on
+ * this machine, each a ratio against a baseline measured in the same run. Progress goes to
+ * stderr; the last stdout line is one JSON object with the figures. Results are also
+ * written to bench/results/<UTC time>.json and bench/results/latest.json (latest-quick.json
+ * for --quick).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { curlParallel, curlWithParallel } from './curl.ts';
+import type { ExportResult } from './export.ts';
+import type { FloorResult } from './floor.ts';
+import type { MediaResult } from './media.ts';
+import { runStep, type SandboxInfo, startSandboxProcess } from './processes.ts';
+import { machine, round, writeResults } from './report.ts';
+
+type Measured<T> = T & { maxrss_mb: number };
+
+interface Plan {
+  mode: 'full' | 'quick';
+  /** Responses per visible study, one data set each. */
+  perStudy: number[];
+  mediaResponses: number;
+}
+
+/** The sandbox's primary key sees every study but the last: 11 studies, 10 exported. */
+const sandboxStudies = 11;
+const latencyMs = 20;
+const concurrency = 8;
+const perPage = 1000;
+/** Media files of about 1 MB (the MP4 fixture is 2 KiB before scaling). */
+const mediaScale = 500;
+const mediaConcurrency = 4;
+
+const plans: Record<Plan['mode'], Plan> = {
+  full: { mode: 'full', perStudy: [100, 1000, 5000], mediaResponses: 40 },
+  quick: { mode: 'quick', perStudy: [20, 50, 100], mediaResponses: 10 },
+};
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+const seconds = (ms: number) => round(ms / 1000, 2);
+
+interface SizeFigures {
+  responses: number;
+  floor_s: number;
+  e2e_s: number;
+  e2e_vs_floor: number;
+  rss_mb: number;
+  noop_requests: number;
+  noop_expected: number;
+  requests: number;
+  floor_requests: number;
+}
+
+async function measureSize(
+  work: string,
+  perStudy: number,
+): Promise<{ figures: SizeFigures; runDir: string }> {
+  const sandbox = await startSandboxProcess({ studies: sandboxStudies, responses: perStudy, latencyMs });
+  try {
+    const common = { sandbox: sandbox.info, concurrency, perPage };
+    log(`${perStudy * (sandboxStudies - 1)} responses: raw-fetch floor`);
+    const floor = await runStep<Measured<FloorResult>>('floor', common);
+    log(`  floor ${seconds(floor.ms)} s; full run (no media, csv + parquet)`);
+    const out = join(work, `out-${perStudy}`);
+    const exportInput = { ...common, out, formats: ['csv', 'parquet'] };
+    const e2e = await runStep<Measured<ExportResult>>('export', exportInput);
+    log(`  run ${seconds(e2e.ms)} s, peak RSS ${e2e.maxrss_mb} MB; rerun with no changes`);
+    const noop = await runStep<Measured<ExportResult>>('export', exportInput);
+    const figures: SizeFigures = {
+      responses: e2e.tables.responses ?? 0,
+      floor_s: seconds(floor.ms),
+      e2e_s: seconds(e2e.ms),
+      e2e_vs_floor: round(e2e.ms / floor.ms, 3),
+      rss_mb: e2e.maxrss_mb,
+      noop_requests: noop.requests,
+      noop_expected: 1 + e2e.studies,
+      requests: e2e.requests,
+      floor_requests: floor.requests,
+    };
+    log(`  ${JSON.stringify(figures)}`);
+    return { figures, runDir: e2e.runDir };
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+async function measureTransform(work: string, runDir: string) {
+  const rawDir = join(runDir, 'raw');
+  log('transform: replay of raw/ to every table (csv + parquet)');
+  const ours = await runStep<Measured<{ ms: number; tables: Record<string, number> }>>('replay', {
+    rawDir,
+    outDir: join(work, 'replay'),
+  });
+  log(`  replay ${seconds(ours.ms)} s; DuckDB flatten of the same raw/`);
+  const duck = await runStep<Measured<{ ms: number; rows: Record<string, number> }>>('duckdb', {
+    rawDir,
+    outDir: join(work, 'duckdb'),
+  });
+  log(`  duckdb ${seconds(duck.ms)} s; answers table with hyparquet-writer and parquetjs-lite`);
+  const writers = await runStep<{
+    rows: number;
+    hyparquet_writer: { ms: number; bytes: number };
+    parquetjs_lite: { ms: number; bytes: number };
+  }>('parquet-writers', { answersCsv: join(work, 'replay', 'answers.csv'), outDir: work });
+  return {
+    transform_vs_duckdb: round(ours.ms / duck.ms, 3),
+    replay_s: seconds(ours.ms),
+    replay_rss_mb: ours.maxrss_mb,
+    duckdb_s: seconds(duck.ms),
+    rows: ours.tables,
+    duckdb_rows: duck.rows,
+    answers_parquet: {
+      rows: writers.rows,
+      hyparquet_writer_s: seconds(writers.hyparquet_writer.ms),
+      parquetjs_lite_s: seconds(writers.parquetjs_lite.ms),
+      parquetjs_lite_vs_hyparquet_writer: round(writers.parquetjs_lite.ms / writers.hyparquet_writer.ms, 3),
+      hyparquet_writer_bytes: writers.hyparquet_writer.bytes,
+      parquetjs_lite_bytes: writers.parquetjs_lite.bytes,
+    },
+  };
+}
+
+/** The first visible study whose transcript carries video. */
+async function videoStudy(sandbox: SandboxInfo): Promise<{ id: string; link_id: string }> {
+  const get = async (path: string) =>
+    (await (
+      await fetch(`${sandbox.base_url}/api/public${path}`, { headers: { 'x-api-key': sandbox.api_key } })
+    ).json()) as unknown;
+  for (const study of (await get('/list_surveys')) as { id: string; link_id: string }[]) {
+    const link = encodeURIComponent(study.link_id);
+    const [first] = (await get(`/responses/${link}?page=0&per_page=1`)) as { id: string }[];
+    if (!first) continue;
+    const detail = (await get(`/responses/${link}/${encodeURIComponent(first.id)}`)) as {
+      transcript: { video: unknown }[];
+    };
+    if (detail.transcript.some((row) => row.video !== null)) return study;
+  }
+  throw new Error('bench: the media sandbox has no visible video study');
+}
+
+async function measureMedia(work: string, responses: number) {
+  const curlVersion = curlWithParallel();
+  const sandbox = await startSandboxProcess({ studies: 4, responses, latencyMs, mediaScale });
+  try {
+    const study = await videoStudy(sandbox.info);
+    log(`media: ${responses} video responses into media.zip (${mediaConcurrency} downloads at once)`);
+    const ours = await runStep<Measured<MediaResult>>('media', {
+      sandbox: sandbox.info,
+      studyId: study.id,
+      linkId: study.link_id,
+      out: join(work, 'media'),
+      concurrency: mediaConcurrency,
+    });
+    const oursMbps = ours.bytes / 1e6 / (ours.ms / 1000);
+    const figures = {
+      files: ours.files,
+      failed: ours.failed,
+      mb: round(ours.bytes / 1e6, 1),
+      ours_s: seconds(ours.ms),
+      ours_mb_per_s: round(oursMbps, 1),
+      curl_version: curlVersion,
+    };
+    if (!curlVersion) {
+      log('  curl with --parallel (7.66+) not found: media_vs_curl skipped (apt-get install curl)');
+      return { media_vs_curl: null, media: { ...figures, curl: 'absent' } };
+    }
+    log(`  ours ${seconds(ours.ms)} s; curl --parallel --parallel-max ${mediaConcurrency}`);
+    const curl = await curlParallel(ours.curlConfig, ours.curlDir, mediaConcurrency);
+    const curlMbps = curl.bytes / 1e6 / (curl.ms / 1000);
+    return {
+      media_vs_curl: round(oursMbps / curlMbps, 3),
+      media: {
+        ...figures,
+        curl_s: seconds(curl.ms),
+        curl_mb_per_s: round(curlMbps, 1),
+        curl_files: curl.files,
+      },
+    };
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const plan = plans[process.argv.includes('--quick') ? 'quick' : 'full'];
+  const started = Date.now();
+  const work = await mkdtemp(join(tmpdir(), 'study-export-bench-'));
+  try {
+    const sizes: SizeFigures[] = [];
+    let largestRun = '';
+    for (const perStudy of plan.perStudy) {
+      const { figures, runDir } = await measureSize(work, perStudy);
+      sizes.push(figures);
+      largestRun = runDir;
+    }
+    const transform = await measureTransform(work, largestRun);
+    const media = await measureMedia(work, plan.mediaResponses);
+    const smallest = sizes[0] as SizeFigures;
+    const largest = sizes[sizes.length - 1] as SizeFigures;
+    const result = {
+      e2e_vs_floor: largest.e2e_vs_floor,
+      transform_vs_duckdb: transform.transform_vs_duckdb,
+      media_vs_curl: media.media_vs_curl,
+      rss_mb: Object.fromEntries(sizes.map((s) => [String(s.responses), s.rss_mb])),
+      rss_ratio: round(largest.rss_mb / smallest.rss_mb, 3),
+      noop_requests: largest.noop_requests,
+      noop_expected: largest.noop_expected,
+      targets: {
+        e2e_vs_floor: '<= 1.15 (largest size)',
+        transform_vs_duckdb: '<= 3',
+        media_vs_curl: '>= 0.9',
+        rss_mb: '<= 250 at 50k',
+        rss_ratio: '<= 1.3',
+        noop_requests: '== noop_expected',
+      },
+      mode: plan.mode,
+      settings: {
+        latency_ms: latencyMs,
+        concurrency,
+        per_page: perPage,
+        media_scale: mediaScale,
+        media_concurrency: mediaConcurrency,
+      },
+      sizes,
+      transform,
+      media: media.media,
+      machine: machine(),
+      total_s: seconds(Date.now() - started),
+    };
+    const files = await writeResults(result, plan.mode);
+    log(`results written to ${files.join(', ')}`);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();
