@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { api, type Detail, type Item, studyOf } from './helpers.ts';
 
-const fixture = (name: string) => readFileSync(new URL(`../../src/sandbox/fixtures/${name}`, import.meta.url));
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../src/sandbox/fixtures/${name}`, import.meta.url));
 
 let sandbox: Sandbox;
 
