@@ -198,25 +198,40 @@ describe('resolveApiKey', () => {
 
 describe('the shipped pipeline files', () => {
   const root = path.resolve(import.meta.dirname, '../..');
-  for (const name of ['demo', 'nightly-incremental', 'archive-with-media']) {
-    it(`pipelines/${name}.yaml is valid with no environment`, async () => {
-      const { config } = await loadPipeline({ pipeline: name, cwd: root, env: {} });
-      expect(config.name).toBe(name);
-      expect(config.source.base_url).toBe('sandbox');
-    });
-  }
+  const real = { STUDY_API_BASE_URL: 'https://api.example.com' };
+
+  it('pipelines/demo.yaml runs the embedded sandbox', async () => {
+    const { config } = await loadPipeline({ pipeline: 'demo', cwd: root, env: {} });
+    expect(config.name).toBe('demo');
+    expect(config.source.base_url).toBe('sandbox');
+  });
 
   it('pipeline.yaml runs against the sandbox by default and follows STUDY_API_BASE_URL', async () => {
     expect((await loadPipeline({ cwd: root, env: {} })).config.source.base_url).toBe('sandbox');
-    const real = await loadPipeline({ cwd: root, env: { STUDY_API_BASE_URL: 'https://api.example.com' } });
-    expect(real.config.source.base_url).toBe('https://api.example.com');
+    const loaded = await loadPipeline({ cwd: root, env: real });
+    expect(loaded.config.source.base_url).toBe('https://api.example.com');
   });
 
-  it('archive-with-media archives video both ways, not incrementally', async () => {
+  for (const name of ['nightly-incremental', 'archive-with-media']) {
+    it(`pipelines/${name}.yaml needs STUDY_API_BASE_URL: never the sandbox by mistake`, async () => {
+      const { config } = await loadPipeline({ pipeline: name, cwd: root, env: real });
+      expect(config.name).toBe(name);
+      expect(config.source.base_url).toBe('https://api.example.com');
+      const error = await loadPipeline({ pipeline: name, cwd: root, env: {} }).catch((caught) => caught);
+      expect(error.message).toContain(
+        `${name}.yaml: source.base_url: environment variable STUDY_API_BASE_URL is not set`,
+      );
+    });
+  }
+
+  it('nightly-incremental is incremental; archive-with-media archives video both ways, not incrementally', async () => {
+    const nightly = await loadPipeline({ pipeline: 'nightly-incremental', cwd: root, env: real });
+    expect(nightly.config.incremental).toBe(true);
+    expect(nightly.config.output.formats).toEqual(['csv', 'parquet']);
     const { config } = await loadPipeline({
       pipeline: 'archive-with-media',
       cwd: root,
-      env: { STUDY_ID: 'abc' },
+      env: { ...real, STUDY_ID: 'abc' },
     });
     expect(config.media).toMatchObject({ enabled: true, video: 'both' });
     expect(config.incremental).toBe(false);
