@@ -1,0 +1,96 @@
+/** `verify` re-checks a finished run; each kind of damage is found and named. */
+import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyRun } from '../../src/pipeline/verify.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { hashFile } from '../../src/util/fs.ts';
+import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+
+let sandbox: Sandbox;
+let out: string;
+let pristine: string;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 3, studies: 4, responses: 4 });
+  out = await mkdtemp(join(tmpdir(), 'study-export-verify-'));
+  const result = await runAgainst(sandbox, sandboxConfig(sandbox, out, { media: { enabled: true } }));
+  pristine = result.runDir!;
+});
+afterAll(async () => {
+  await rm(out, { recursive: true, force: true });
+  await sandbox.close();
+});
+
+/** A damaged copy of the pristine run. */
+async function damaged(damage: (dir: string) => Promise<void>): Promise<string[]> {
+  return withTempDir(async (dir) => {
+    const copy = join(dir, 'run');
+    await cp(pristine, copy, { recursive: true });
+    await damage(copy);
+    return (await verifyRun(copy)).problems;
+  });
+}
+
+describe('verify', () => {
+  it('passes an untouched run and says what it checked', async () => {
+    const result = await verifyRun(pristine);
+    expect(result.problems).toEqual([]);
+    expect(result.ok).toBe(true);
+    expect(result.checked.tables).toBe(14);
+    expect(result.checked.zipEntries).toBeGreaterThan(0);
+  });
+
+  it('names a file whose bytes changed', async () => {
+    const problems = await damaged((dir) => appendFile(join(dir, 'studies.csv'), 'x'));
+    expect(problems.some((p) => p.startsWith('studies.csv:') && p.includes('bytes'))).toBe(true);
+  });
+
+  it('names a missing file and an unlisted one', async () => {
+    const problems = await damaged(async (dir) => {
+      await rm(join(dir, 'attributes.parquet'));
+      await writeFile(join(dir, 'stray.txt'), 'hello');
+    });
+    expect(problems).toContain('attributes.parquet: listed in the manifest but missing');
+    expect(problems).toContain('stray.txt: present but not listed in the manifest');
+  });
+
+  it('finds a dropped row, a duplicated key and an orphan, even when the hashes were redone', async () => {
+    const problems = await damaged(async (dir) => {
+      const csv = (await readFile(join(dir, 'answers.csv'), 'utf8')).split('\r\n');
+      const [header, first, ...rest] = csv;
+      // Drop one row, duplicate another, and point a third at a response that does not exist.
+      const orphan = rest[1]!.replace(/^[^,]+/, 'no-such-response');
+      await writeFile(
+        join(dir, 'answers.csv'),
+        [header, first, first, orphan, ...rest.slice(3)].join('\r\n'),
+      );
+      await rehash(dir, 'answers.csv');
+    });
+    expect(problems.some((p) => p.startsWith('answers.csv:') && p.includes('rows, the manifest says'))).toBe(
+      true,
+    );
+    expect(problems.some((p) => p.startsWith('answers.csv: duplicate primary key'))).toBe(true);
+    expect(problems).toContain('answers.csv: response_id "no-such-response" is not in responses');
+  });
+
+  it('finds a damaged zip', async () => {
+    const problems = await damaged(async (dir) => {
+      const zip = join(dir, 'media.zip');
+      const bytes = await readFile(zip);
+      await writeFile(zip, bytes.subarray(0, bytes.length - 100));
+      await rehash(dir, 'media.zip');
+    });
+    expect(problems.some((p) => p.startsWith('media.zip: cannot be read'))).toBe(true);
+  });
+});
+
+/** Rewrites the manifest's entry for one file so only the deeper checks can catch the damage. */
+async function rehash(dir: string, path: string): Promise<void> {
+  const manifestPath = join(dir, 'manifest.json');
+  const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+  const entry = manifest.files.find((f: { path: string }) => f.path === path);
+  Object.assign(entry, await hashFile(join(dir, path)));
+  await writeFile(manifestPath, JSON.stringify(manifest));
+}
