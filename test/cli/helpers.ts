@@ -40,14 +40,17 @@ export function runCli(
   });
 }
 
-/** Starts a long-running command and resolves with its first stdout line. */
-export async function spawnCli(args: string[]): Promise<{ child: ChildProcess; firstLine: string }> {
+/** Starts a long-running command and resolves with its first line on stdout (or stderr). */
+export async function spawnCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; stream?: 'stdout' | 'stderr' } = {},
+): Promise<{ child: ChildProcess; firstLine: string }> {
   const child = spawn(process.execPath, [bin, ...args], {
-    cwd: repoRoot,
-    env: cleanEnv(),
+    cwd: options.cwd ?? repoRoot,
+    env: cleanEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const lines = createInterface({ input: child.stdout! });
+  const lines = createInterface({ input: options.stream === 'stderr' ? child.stderr! : child.stdout! });
   const firstLine = await new Promise<string>((resolve, reject) => {
     lines.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`exited early with ${code}`)));

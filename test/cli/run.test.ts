@@ -2,7 +2,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli, workdir } from './helpers.ts';
+import { exitOf, runCli, spawnCli, workdir } from './helpers.ts';
 
 /** run against a running sandbox: exit codes 0 (complete), 3 (partial), 1 (failed); dry run; verify. */
 describe('run', () => {
@@ -86,6 +86,28 @@ describe('run', () => {
       await expect(readFile(path.join(work.dir, 'failed-out', 'cli-test', 'latest'))).rejects.toThrow();
     } finally {
       sandbox.setFaults(null);
+    }
+  });
+
+  it('SIGTERM during a run stops it, says nothing was committed, exit 143', async () => {
+    sandbox.setFaults('latency=300ms');
+    const { child } = await spawnCli(['run', '--out', 'interrupted-out'], {
+      cwd: work.dir,
+      env: env(),
+      stream: 'stderr',
+    });
+    try {
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+      });
+      child.kill('SIGTERM');
+      expect(await exitOf(child)).toBe(143);
+      expect(stderr).toContain('study-export: interrupted by SIGTERM: this run was not committed');
+      await expect(readFile(path.join(work.dir, 'interrupted-out', 'cli-test', 'latest'))).rejects.toThrow();
+    } finally {
+      sandbox.setFaults(null);
+      if (child.exitCode === null) child.kill('SIGKILL');
     }
   });
 });

@@ -88,14 +88,38 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       });
       // Loaded on use: `--help` and usage errors stay fast.
       const { runPipeline } = await import('../../pipeline/run.ts');
+      const stopOnSignal = interruptHandler(reporter, context);
       let result: RunResult;
       try {
         result = await runPipeline(runOptions(args, config, file, reporter, context.env));
       } finally {
+        stopOnSignal.remove();
         reporter.stop();
       }
       context.stdout.write(`${formatSummary(result)}\n`);
       context.exitCode = result.status === 'partial' ? 3 : 0;
+    },
+  };
+}
+
+/**
+ * Ctrl-C or a CI cancel: put the terminal back (bars hide the cursor) and say what state the
+ * output is in, then exit with the shell's code for the signal (130 SIGINT, 143 SIGTERM).
+ */
+function interruptHandler(reporter: RunOptions['reporter'], context: CliContext): { remove(): void } {
+  const onSignal = (signal: NodeJS.Signals) => {
+    reporter.stop();
+    context.stderr.write(
+      `study-export: interrupted by ${signal}: this run was not committed (latest still names the previous complete run)\n`,
+    );
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    remove() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     },
   };
 }
