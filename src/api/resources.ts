@@ -22,6 +22,14 @@ export const Study = z.looseObject({
 });
 export type Study = z.infer<typeof Study>;
 
+/** The <n> of a desc shaped "<title> (<n> Responses)" (spec 2.1), or null for any other shape. */
+export function responseCountInDesc(desc: string): number | null {
+  const match = /\((\d+) Responses?\)\s*$/.exec(desc);
+  if (!match?.[1]) return null;
+  const count = Number(match[1]);
+  return Number.isSafeInteger(count) ? count : null;
+}
+
 /** 2.3 Answer, an element of answers_array. question_id is deprecated: kept, never used as a key. */
 export const Answer = z.looseObject({
   answer_id: z.string().min(1),

@@ -8,7 +8,6 @@ export {
 } from './responses.ts';
 export type { ExtractSinks, RawRecord, RawSink, Reject, RejectSink, Warning } from './sinks.ts';
 export {
-  expectedResponseCount,
   globToRegExp,
   listStudies,
   type StudySelection,

@@ -11,11 +11,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { ApiClient } from '../api/client.ts';
-import { describeIssues, ListedResponse, type Study } from '../api/resources.ts';
+import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
 import type { ExtractSinks } from './sinks.ts';
 import { SpillFile } from './spill.ts';
-import { expectedResponseCount } from './studies.ts';
 
 export interface ListResponsesOptions {
   perPage: number;
@@ -62,7 +61,7 @@ export function listResponses(
     rejected: 0,
     unique: 0,
     stoppedBy: null,
-    expected: expectedResponseCount(study.desc),
+    expected: responseCountInDesc(study.desc),
   };
   return {
     stats,

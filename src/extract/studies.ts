@@ -120,9 +120,3 @@ function selectOnly(studies: Study[], only: string[], namesOf: (study: Study) =>
   }
   return selected;
 }
-
-/** n from a desc of the shape "<title> (<n> Responses)", or null when the desc has another shape. */
-export function expectedResponseCount(desc: string): number | null {
-  const match = /\((\d+) Responses?\)\s*$/.exec(desc);
-  return match?.[1] === undefined ? null : Number(match[1]);
-}

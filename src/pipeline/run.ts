@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, createApiClient } from '../api/client.ts';
-import type { Study } from '../api/resources.ts';
+import { responseCountInDesc, type Study } from '../api/resources.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { listStudies, selectStudies } from '../extract/index.ts';
@@ -27,7 +27,7 @@ import { createRejectsFile } from '../load/rejects.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
-import { listedResponseCount, studyRow } from '../transform/index.ts';
+import { studyRow } from '../transform/index.ts';
 import { hashFile, writeFileAtomic } from '../util/fs.ts';
 import { exportStudy } from './export-study.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -206,7 +206,7 @@ async function planRun(
       study_id: study.id,
       link_id: study.link_id,
       title: study.title,
-      expected_responses: listedResponseCount(study.desc),
+      expected_responses: responseCountInDesc(study.desc),
       since: effectiveSince(state.studies[study.id], { ...options, incremental: config.incremental }),
     })),
     media: config.media.enabled,
@@ -387,7 +387,7 @@ function expectedResponses(
     if (effectiveSince(state.studies[study.id], { ...options, incremental: config.incremental }) !== null) {
       return undefined;
     }
-    total += listedResponseCount(study.desc) ?? 0;
+    total += responseCountInDesc(study.desc) ?? 0;
   }
   return total;
 }

@@ -1,17 +1,7 @@
 /** studies rows. */
-import { declaredKeys, extraFields, type Study } from '../api/resources.ts';
+import { declaredKeys, extraFields, responseCountInDesc, type Study } from '../api/resources.ts';
 import type { Row } from '../load/tables.ts';
 import { extraJson, toIsoUtc } from './values.ts';
-
-const responseCountSuffix = / \((\d+) Responses?\)$/;
-
-/** The <n> of a desc shaped "<title> (<n> Responses)", or null when desc has another shape. */
-export function listedResponseCount(desc: string): number | null {
-  const match = responseCountSuffix.exec(desc);
-  if (!match?.[1]) return null;
-  const count = Number(match[1]);
-  return Number.isSafeInteger(count) ? count : null;
-}
 
 export function studyRow(study: Study): Row<'studies'> {
   return {
@@ -20,7 +10,7 @@ export function studyRow(study: Study): Row<'studies'> {
     title: study.title,
     created_at: toIsoUtc(study.created_at),
     desc: study.desc,
-    listed_response_count: listedResponseCount(study.desc),
+    listed_response_count: responseCountInDesc(study.desc),
     extra: extraJson(extraFields(study, declaredKeys.study)),
   };
 }

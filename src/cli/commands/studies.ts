@@ -1,8 +1,8 @@
 /** `study-export studies`: the studies the key can see, as a table or as JSON for scripts. */
 import type { CommandModule } from 'yargs';
+import { responseCountInDesc } from '../../api/resources.ts';
 import { loadPipeline } from '../../config/load.ts';
 import { alignRows, formatWarning } from '../../pipeline/reporters.ts';
-import { listedResponseCount } from '../../transform/study.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { registerSecret } from '../report.ts';
 
@@ -72,7 +72,7 @@ async function fetchStudies(
       link_id: study.link_id,
       title: study.title,
       created_at: study.created_at,
-      responses: listedResponseCount(study.desc),
+      responses: responseCountInDesc(study.desc),
     }));
   } finally {
     client.close();
