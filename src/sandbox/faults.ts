@@ -3,6 +3,8 @@
  *   5xx=0.1  429=0.05  reset=0.02  truncate=0.02   probabilities per API request
  *   latency=20ms                                   extra latency on every API request
  *   retry_after=1s                                 Retry-After sent with 429 (default 1 s)
+ *   max_in_flight=4                                a rate limit that depends on load: requests
+ *                                                  beyond 4 in flight at once get 429
  *   media_5xx, media_429, media_reset, media_truncate, media_latency
  *                                                  the same for the storage and stream listeners
  * Draws come from a seeded PRNG per listener, so a given seed and request order always
@@ -22,6 +24,8 @@ export interface FaultRates {
   truncate: number;
   /** Extra latency on every request. */
   latencyMs: number;
+  /** Requests in flight at once beyond which the listener answers 429; 0 = no limit. */
+  maxInFlight: number;
 }
 
 export interface FaultSpec {
@@ -39,7 +43,7 @@ export function noFaults(): FaultSpec {
 }
 
 function emptyRates(): FaultRates {
-  return { '5xx': 0, '429': 0, reset: 0, truncate: 0, latencyMs: 0 };
+  return { '5xx': 0, '429': 0, reset: 0, truncate: 0, latencyMs: 0, maxInFlight: 0 };
 }
 
 /** Parses a fault spec; throws ConfigError naming the part that is wrong. */
@@ -75,9 +79,17 @@ function applyPart(faults: FaultSpec, name: string, value: string, part: string)
     rates.latencyMs = parseDuration(value, 'ms', part);
     return;
   }
+  if (base === 'max_in_flight') {
+    const count = Number(value);
+    if (!Number.isInteger(count) || count < 1) {
+      throw new ConfigError(`faults: "${part}" needs a whole number of requests, 1 or more`);
+    }
+    rates.maxInFlight = count;
+    return;
+  }
   if (!(rateNames as readonly string[]).includes(base)) {
     throw new ConfigError(
-      `faults: unknown fault "${name}" in "${part}" (expected 5xx, 429, reset, truncate, latency, retry_after, or media_ + one of them)`,
+      `faults: unknown fault "${name}" in "${part}" (expected 5xx, 429, reset, truncate, latency, max_in_flight, retry_after, or media_ + one of them)`,
     );
   }
   const probability = Number(value);

@@ -113,8 +113,9 @@ export async function startListener(
   host: string,
   port: number,
 ): Promise<Listener> {
+  const load = { inFlight: 0 };
   const server = createServer((request, response) => {
-    serve(setup, shared, request, response).catch(() => response.destroy());
+    serve(setup, shared, load, request, response).catch(() => response.destroy());
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
@@ -140,6 +141,7 @@ export async function startListener(
 async function serve(
   setup: ListenerSetup,
   shared: Shared,
+  load: { inFlight: number },
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
@@ -163,6 +165,30 @@ async function serve(
   }
   const faults = shared.faults();
   const rates = setup.rates(faults);
+  if (rates.maxInFlight > 0 && load.inFlight >= rates.maxInFlight) {
+    const reply = faultReply('429', faults.retryAfterSeconds);
+    send(response, method, reply);
+    record(reply.status);
+    return;
+  }
+  load.inFlight += 1;
+  try {
+    await serveWithFaults(setup, faults, rates, request, response, record);
+  } finally {
+    load.inFlight -= 1;
+  }
+}
+
+async function serveWithFaults(
+  setup: ListenerSetup,
+  faults: FaultSpec,
+  rates: FaultRates,
+  request: IncomingMessage,
+  response: ServerResponse,
+  record: (status: number) => void,
+): Promise<void> {
+  const target = request.url ?? '/';
+  const method = request.method ?? 'GET';
   const fault = setup.dice.draw(rates);
   const latency = setup.baseLatencyMs + rates.latencyMs;
   if (latency > 0) await new Promise((resolve) => setTimeout(resolve, latency));

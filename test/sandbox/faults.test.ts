@@ -46,7 +46,14 @@ describe('parseFaults', () => {
     const spec = parseFaults(
       '5xx=0.1,429=0.05,reset=0.02,truncate=0.02,latency=20ms,retry_after=3s,media_5xx=0.5,media_latency=1s',
     );
-    expect(spec.api).toEqual({ '5xx': 0.1, '429': 0.05, reset: 0.02, truncate: 0.02, latencyMs: 20 });
+    expect(spec.api).toEqual({
+      '5xx': 0.1,
+      '429': 0.05,
+      reset: 0.02,
+      truncate: 0.02,
+      latencyMs: 20,
+      maxInFlight: 0,
+    });
     expect(spec.media['5xx']).toBe(0.5);
     expect(spec.media.latencyMs).toBe(1000);
     expect(spec.retryAfterSeconds).toBe(3);
@@ -193,5 +200,35 @@ describe('request log', () => {
     expect(stream[0].path).toBe(new URL(video.mp4_url).pathname + new URL(video.mp4_url).search);
     // The key itself is never logged.
     expect(readFileSync(file, 'utf8')).not.toContain(sandbox.api_key);
+  });
+});
+
+describe('max_in_flight', () => {
+  it('answers 429 with Retry-After to requests beyond the limit in flight, and serves the rest', async () => {
+    const sandbox = await startSandbox({
+      seed: 1,
+      studies: 1,
+      responses: 2,
+      faults: 'max_in_flight=2,latency=50ms',
+    });
+    try {
+      const url = `${sandbox.base_url}/api/public/list_surveys`;
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => fetch(url, { headers: { 'x-api-key': sandbox.api_key } })),
+      );
+      const statuses = answers.map((a) => a.status).sort();
+      expect(statuses).toEqual([200, 200, 429, 429, 429, 429]);
+      expect(answers.find((a) => a.status === 429)?.headers.get('retry-after')).toBe('1');
+      // Once the first two are done, there is room again.
+      const after = await fetch(url, { headers: { 'x-api-key': sandbox.api_key } });
+      expect(after.status).toBe(200);
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it('rejects a limit that is not a whole number', () => {
+    expect(() => parseFaults('max_in_flight=0')).toThrow(/max_in_flight=0/);
+    expect(() => parseFaults('max_in_flight=1.5')).toThrow(/whole number/);
   });
 });
