@@ -19,16 +19,21 @@ const batchSize = 1000;
 
 /**
  * A file name (without extension) for any string: letters, digits, ".", "_" and "-" only,
- * no leading dot (so never "." or ".."), at most 100 characters before the suffix. A name
- * that had to change gets a short hash of the original, so two different link ids never
- * share a file.
+ * no leading dot (so never "." or ".."), at most 100 characters and 200 UTF-8 bytes before
+ * the suffix. A name that had to change gets a short hash of the original, so two different
+ * link ids never share a file.
  */
 export function safeFileName(s: string): string {
-  const cleaned = s
-    .normalize('NFC')
-    .replace(/[^\p{L}\p{N}._-]/gu, '_')
-    .replace(/^\.+/, (dots) => '_'.repeat(dots.length))
-    .slice(0, maxNameLength);
+  // Cut by code points (a UTF-16 cut can split a surrogate pair, which reaches the disk as
+  // U+FFFD) and to 200 UTF-8 bytes, so the name and its suffix stay under 255 bytes.
+  const chars = Array.from(
+    s
+      .normalize('NFC')
+      .replace(/[^\p{L}\p{N}._-]/gu, '_')
+      .replace(/^\.+/, (dots) => '_'.repeat(dots.length)),
+  ).slice(0, maxNameLength);
+  while (Buffer.byteLength(chars.join('')) > 200) chars.pop();
+  const cleaned = chars.join('');
   if (cleaned === s && cleaned.length > 0 && !reservedNames.test(cleaned)) return cleaned;
   const hash = createHash('sha256').update(s).digest('hex').slice(0, 8);
   return `${cleaned || '_'}-${hash}`;
