@@ -28,8 +28,11 @@ export function safeSegment(value: string): string {
   let safe = value.normalize('NFC').replace(unsafeCharacter, '_');
   // Leading dots would make "..", "." or hidden files; trailing dots vanish on Windows.
   safe = safe.replace(/^\.+/, (dots) => '_'.repeat(dots.length)).replace(/\.+$/, '');
-  const codePoints = Array.from(safe);
-  if (codePoints.length > maxSegmentChars) safe = codePoints.slice(0, maxSegmentChars).join('');
+  const codePoints = Array.from(safe).slice(0, maxSegmentChars);
+  // At most 200 UTF-8 bytes, so with the suffix a segment stays under the 255-byte limit of
+  // file names when the zip is unpacked (80 CJK characters alone are 240 bytes).
+  while (Buffer.byteLength(codePoints.join('')) > 200) codePoints.pop();
+  safe = codePoints.join('');
   if (safe === value && safe !== '' && !windowsReserved.test(safe)) return safe;
   return `${safe || '_'}~${shortHash(value)}`;
 }
