@@ -4,6 +4,8 @@ import { replayRaw } from '../src/pipeline/replay.ts';
 export interface ReplayInput {
   rawDir: string;
   outDir: string;
+  /** Rows per Parquet row group; default: the load stage's. */
+  rowGroupSize?: number;
 }
 
 export async function replayStep(
@@ -13,6 +15,7 @@ export async function replayStep(
   const result = await replayRaw(input.rawDir, input.outDir, {
     formats: ['csv', 'parquet'],
     csv: { bom: false, escape_formulae: true },
+    ...(input.rowGroupSize === undefined ? {} : { rowGroupSize: input.rowGroupSize }),
   });
   return {
     ms: performance.now() - started,

@@ -41,6 +41,8 @@ export interface ReplayOptions {
   tmpDir?: string;
   /** Number of buckets (default 64). */
   buckets?: number;
+  /** Rows per Parquet row group (default: the load stage's). */
+  rowGroupSize?: number;
 }
 
 export interface ReplayResult {
@@ -106,7 +108,11 @@ async function replayWith(
   }
   // The run's studies table holds the selected studies: those it listed responses of.
   const studies = allStudies.filter((study) => exported.has(study.id));
-  const writers = await createTableWriters(outDir, { formats: options.formats, csv: options.csv });
+  const writers = await createTableWriters(outDir, {
+    formats: options.formats,
+    csv: options.csv,
+    ...(options.rowGroupSize === undefined ? {} : { rowGroupSize: options.rowGroupSize }),
+  });
   try {
     await writers.write('studies', studies.map(studyRow));
     const perStudy = new Map(
