@@ -1,7 +1,7 @@
 /**
  * API faults end to end: 5xx, 429 with Retry-After (a huge one too), dropped connections,
- * truncated bodies and latency. A run through them exports exactly what a fault-free run
- * exports, and records the retries.
+ * truncated bodies, latency, slow and stalled bodies (slow-proxy.ts). A run through them
+ * exports exactly what a fault-free run exports, and records the retries.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,7 @@ import {
   sortedCsvRows,
   withTempDir,
 } from './helpers.ts';
+import { startSlowProxy } from './slow-proxy.ts';
 
 const compared = ['responses', 'answers', 'transcript', 'attributes', 'questions'] as const;
 
@@ -108,6 +109,44 @@ describe('API faults', () => {
       expect(Object.values(requests.retries).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     } finally {
       await rm(out, { recursive: true, force: true });
+    }
+  });
+
+  it('bodies sent slowly, in small chunks with pauses: the same tables, and no retries', async () => {
+    const proxy = await startSlowProxy(sandbox.base_url, { chunkBytes: 256, pauseMs: 2 });
+    try {
+      await withTempDir(async (out) => {
+        const config = sandboxConfig(sandbox, out, {
+          ...settings,
+          source: { ...settings.source, base_url: proxy.url },
+        });
+        const result = await runAgainst(sandbox, config);
+        const requests = await expectLosslessAgainstBaseline(out, result);
+        expect(requests.retries).toEqual({});
+      });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a body that stalls half-way for longer than the timeout is abandoned and retried: the same tables', async () => {
+    const study = sandbox.studies()[0]!;
+    const proxy = await startSlowProxy(sandbox.base_url, {
+      chunkBytes: 512,
+      pauseMs: 0,
+      stallMs: 1500,
+      stallPath: `/responses/${encodeURIComponent(study.link_id)}/`,
+    });
+    try {
+      await withTempDir(async (out) => {
+        const source = { ...settings.source, base_url: proxy.url, timeout_ms: 400 };
+        const result = await runAgainst(sandbox, sandboxConfig(sandbox, out, { ...settings, source }));
+        const requests = await expectLosslessAgainstBaseline(out, result);
+        expect(proxy.stalled()).toBe(1);
+        expect(Object.values(requests.retries).reduce((a, b) => a + b, 0)).toBe(1);
+      });
+    } finally {
+      await proxy.close();
     }
   });
 
