@@ -1,0 +1,120 @@
+/**
+ * The media figure alone, as `npm run bench` measures it (bench/run.ts measureMedia):
+ * `node --import tsx bench/media-only.ts [--responses 40] [--rounds 3] [--cpu-prof DIR]`.
+ * Each round runs our media step in its own process and then curl on the same URLs;
+ * the ratio of each round and their median are printed, the last stdout line is JSON.
+ * With --cpu-prof the media child writes a V8 CPU profile into DIR.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { curlParallel, curlWithParallel } from './curl.ts';
+import type { MediaResult } from './media.ts';
+import { repoRoot, type SandboxInfo, startSandboxProcess } from './processes.ts';
+import { round } from './report.ts';
+
+const mediaScale = 500;
+const mediaConcurrency = 4;
+const latencyMs = 20;
+
+const log = (message: string) => process.stderr.write(`[media-bench] ${message}\n`);
+
+async function mediaStep(input: unknown, nodeArgs: string[]): Promise<MediaResult> {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', 'bench/child.ts', 'media', JSON.stringify(input)],
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let stdout = '';
+  child.stdout?.setEncoding('utf8');
+  child.stdout?.on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  const last = stdout.trim().split('\n').pop() ?? '';
+  if (code !== 0) throw new Error(`media step exited with code ${code}: ${last}`);
+  return JSON.parse(last) as MediaResult;
+}
+
+async function videoStudy(sandbox: SandboxInfo): Promise<{ id: string; link_id: string }> {
+  const get = async (path: string) =>
+    (await (
+      await fetch(`${sandbox.base_url}/api/public${path}`, { headers: { 'x-api-key': sandbox.api_key } })
+    ).json()) as unknown;
+  for (const study of (await get('/list_surveys')) as { id: string; link_id: string }[]) {
+    const link = encodeURIComponent(study.link_id);
+    const [first] = (await get(`/responses/${link}?page=0&per_page=1`)) as { id: string }[];
+    if (!first) continue;
+    const detail = (await get(`/responses/${link}/${encodeURIComponent(first.id)}`)) as {
+      transcript: { video: unknown }[];
+    };
+    if (detail.transcript.some((row) => row.video !== null)) return study;
+  }
+  throw new Error('media bench: no visible video study');
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+};
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      responses: { type: 'string', default: '40' },
+      rounds: { type: 'string', default: '3' },
+      'cpu-prof': { type: 'string' },
+    },
+  });
+  if (!curlWithParallel()) throw new Error('media bench: curl 7.66+ with --parallel is needed');
+  const responses = Number(values.responses);
+  const profDir = values['cpu-prof'];
+  const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+  const work = await mkdtemp(join(tmpdir(), 'study-export-media-bench-'));
+  const sandbox = await startSandboxProcess({ studies: 4, responses, latencyMs, mediaScale });
+  const ratios: number[] = [];
+  const rounds: object[] = [];
+  try {
+    const study = await videoStudy(sandbox.info);
+    for (let i = 0; i < Number(values.rounds); i++) {
+      const out = join(work, `round-${i}`);
+      const ours = await mediaStep(
+        {
+          sandbox: sandbox.info,
+          studyId: study.id,
+          linkId: study.link_id,
+          out,
+          concurrency: mediaConcurrency,
+        },
+        nodeArgs,
+      );
+      const curl = await curlParallel(ours.curlConfig, ours.curlDir, mediaConcurrency);
+      const oursMbps = ours.bytes / 1e6 / (ours.ms / 1000);
+      const curlMbps = curl.bytes / 1e6 / (curl.ms / 1000);
+      const ratio = round(oursMbps / curlMbps, 3);
+      ratios.push(ratio);
+      const figures = {
+        files: ours.files,
+        failed: ours.failed,
+        mb: round(ours.bytes / 1e6, 1),
+        ours_s: round(ours.ms / 1000, 3),
+        ours_mb_per_s: round(oursMbps, 1),
+        curl_s: round(curl.ms / 1000, 3),
+        curl_mb_per_s: round(curlMbps, 1),
+        media_vs_curl: ratio,
+      };
+      rounds.push(figures);
+      log(`round ${i + 1}: ${JSON.stringify(figures)}`);
+      await rm(out, { recursive: true, force: true });
+    }
+  } finally {
+    await sandbox.stop();
+    await rm(work, { recursive: true, force: true });
+  }
+  process.stdout.write(`${JSON.stringify({ media_vs_curl: median(ratios), ratios, rounds })}\n`);
+}
+
+await main();
