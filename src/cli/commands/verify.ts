@@ -20,9 +20,8 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
     handler: async (args) => {
       const { verifyRun } = await import('../../pipeline/verify.ts');
       const result = await verifyRun(args.run_dir);
-      const checked = Object.entries(result.checked)
-        .map(([key, value]) => `${value} ${key}`)
-        .join(', ');
+      const { files, tables, rows, zipEntries } = result.checked;
+      const checked = `${files} files, ${tables} tables, ${rows} rows, ${zipEntries} zip entries`;
       if (result.ok) {
         context.stdout.write(`${args.run_dir}: ok (checked ${checked})\n`);
         return;
