@@ -183,8 +183,39 @@ async function measureMedia(work: string, responses: number) {
   }
 }
 
+/** The value after `flag` on the command line, if any. */
+function argValue(flag: string): string | undefined {
+  const at = process.argv.indexOf(flag);
+  return at === -1 ? undefined : process.argv[at + 1];
+}
+
+/**
+ * `--only e2e [--sizes 10000,50000]`: only the floor, the full run and the no-op rerun at
+ * the given total response counts (default: the plan's). For quick comparisons while
+ * tuning; nothing is written to bench/results/.
+ */
+async function focusedE2e(plan: Plan): Promise<void> {
+  const sizes = argValue('--sizes');
+  const perStudy = sizes
+    ? sizes.split(',').map((n) => Math.max(1, Math.round(Number(n) / (sandboxStudies - 1))))
+    : plan.perStudy;
+  const work = await mkdtemp(join(tmpdir(), 'study-export-bench-'));
+  try {
+    const figures: SizeFigures[] = [];
+    for (const n of perStudy) figures.push((await measureSize(work, n)).figures);
+    process.stdout.write(`${JSON.stringify({ mode: 'focused', sizes: figures, machine: machine() })}\n`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const plan = plans[process.argv.includes('--quick') ? 'quick' : 'full'];
+  const only = argValue('--only');
+  if (only !== undefined) {
+    if (only !== 'e2e') throw new Error(`--only: expected "e2e", found "${only}"`);
+    return focusedE2e(plan);
+  }
   const started = Date.now();
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-'));
   try {
