@@ -241,19 +241,31 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
     return { file, fetched: { ...fetched, bytes, sha256, file: playlistFile }, entries };
   }
 
+  type Fetched = Awaited<ReturnType<typeof archiveFile>>;
+
+  /** The download part of a job, inside the download limit; a failure is its outcome. */
+  async function fetchJob(job: MediaJob, links: ResponseLinks, temp: TempFiles): Promise<Fetched | Error> {
+    try {
+      tmpReady ??= mkdir(options.tmpDir, { recursive: true });
+      await tmpReady;
+      return job.kind === 'hls' ? await archiveHls(job, links, temp) : await archiveFile(job, links, temp);
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+  }
+
+  /**
+   * Downloads under the limit, then appends outside it: a finished download frees its slot
+   * at once, so the next download starts while the single writer appends this one.
+   */
   async function archiveJob(job: MediaJob, links: ResponseLinks): Promise<MediaOutcome> {
     const temp = tempFiles(options.tmpDir);
     const base = { turn: job.turn, kind: job.kind, answer_id: job.answer_id };
     try {
-      let result: Awaited<ReturnType<typeof archiveFile>>;
-      try {
-        tmpReady ??= mkdir(options.tmpDir, { recursive: true });
-        await tmpReady;
-        result =
-          job.kind === 'hls' ? await archiveHls(job, links, temp) : await archiveFile(job, links, temp);
-      } catch (error) {
+      const result = await limit(() => fetchJob(job, links, temp));
+      if (result instanceof Error) {
         counters.failed++;
-        return { ...base, ...failedFields, error: describeFailure(error) };
+        return { ...base, ...failedFields, error: describeFailure(result) };
       }
       // Archive errors are not this file's: they end the run, so they are not caught here.
       for (const entry of result.entries) {
@@ -279,7 +291,7 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
     async archiveResponse(ctx, detail, fetchedAt, refresh) {
       const links = new ResponseLinks(detail, fetchedAt, refresh, now, () => counters.refreshes++);
       const jobs = mediaJobs(ctx, detail, options.video);
-      return Promise.all(jobs.map((job) => limit(() => archiveJob(job, links))));
+      return Promise.all(jobs.map((job) => archiveJob(job, links)));
     },
     counters: () => ({ ...counters }),
   };
