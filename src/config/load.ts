@@ -53,14 +53,18 @@ export function parsePipelineConfig(
  * The API key for the source. The embedded sandbox needs none (undefined); any other
  * base_url needs the environment variable named by source.api_key_env.
  */
-export function resolveApiKey(config: PipelineConfig, env: NodeJS.ProcessEnv): string | undefined {
+export function resolveApiKey(
+  config: PipelineConfig,
+  env: NodeJS.ProcessEnv,
+  file: string,
+): string | undefined {
   if (config.source.base_url === 'sandbox') return undefined;
   const name = config.source.api_key_env;
   const key = env[name];
   if (key === undefined || key.trim() === '') {
     throw new ConfigError(
-      `environment variable ${name} is not set: pipeline "${config.name}" reads its API key from it (source.api_key_env) for ${config.source.base_url}`,
-      { context: { operation: 'api key' } },
+      `${file}: source.api_key_env: environment variable ${name} is not set: pipeline "${config.name}" reads its API key from it for ${config.source.base_url}`,
+      { context: { operation: 'api key', file } },
     );
   }
   return key;

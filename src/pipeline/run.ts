@@ -9,80 +9,91 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, createApiClient } from '../api/client.ts';
-import { responseCountInDesc, type Study } from '../api/resources.ts';
-import type { Format, PipelineConfig } from '../config/schema.ts';
+import type { PipelineConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
-import { listStudies, selectStudies } from '../extract/index.ts';
 import type { ExtractSinks, Warning } from '../extract/sinks.ts';
-import { dataPackage } from '../load/datapackage.ts';
-import {
-  listRunFiles,
-  type Manifest,
-  publicConfig,
-  type StudyOutcome,
-  writeManifest,
-} from '../load/manifest.ts';
+import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import { studyRow } from '../transform/index.ts';
-import { hashFile, writeFileAtomic } from '../util/fs.ts';
 import { exportStudy } from './export-study.ts';
-import type { ProgressReporter } from './progress.ts';
+import { finishRunDirectory } from './finish.ts';
+import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import { openPipelineDirectory, type RunDirectory } from './run-dir.ts';
 import { openSource } from './source.ts';
-import { advanceState, effectiveSince, readState, type State, writeState } from './state.ts';
+import { advanceState, readState, type State, writeState } from './state.ts';
+import type { RunOptions, RunResult } from './types.ts';
 
-export interface RunOptions {
-  config: PipelineConfig;
-  /** The pipeline file the config came from, for messages and the manifest. */
-  configFile: string;
-  /** Command-line overrides; each wins over the pipeline file. */
-  out?: string;
-  studies?: string[];
-  since?: string;
-  full?: boolean;
-  formats?: Format[];
-  media?: boolean;
-  concurrency?: number;
-  dryRun?: boolean;
-  stateFile?: string;
-  reporter: ProgressReporter;
-  env: NodeJS.ProcessEnv;
+export type { DryRunPlan, RunOptions, RunResult, TableSummary } from './types.ts';
+
+/** Downloads land here before they are appended to media.zip; removed before the commit. */
+const MEDIA_TEMP_DIR = '.media-tmp';
+
+/** Studies exported at once; the API limit is shared, this only overlaps paging with details. */
+const STUDIES_IN_PARALLEL = 3;
+
+/** Warnings go to the manifest and, as they happen, to the person watching. */
+interface WarningLog {
+  warnings: Warning[];
+  warn(warning: Warning): void;
 }
 
-export interface TableSummary {
-  table: string;
-  rows: number;
-}
-
-export interface DryRunPlan {
-  base_url: string;
-  studies: {
-    study_id: string;
-    link_id: string;
-    title: string;
-    expected_responses: number | null;
-    since: string | null;
-  }[];
-  media: boolean;
-  formats: Format[];
-  out: string;
-}
-
-export interface RunResult {
-  /** complete: exit 0; partial: exit 3 (rejects or failed media, all listed in the manifest). */
-  status: 'complete' | 'partial' | 'planned';
-  runDir: string | null;
-  tables: TableSummary[];
-  files: { path: string; bytes: number }[];
-  warnings: number;
-  rejects: number;
-  mediaFailed: number;
-  durationMs: number;
-  plan?: DryRunPlan;
+export async function runPipeline(options: RunOptions): Promise<RunResult> {
+  const startedAt = Date.now();
+  const config = applyOverrides(options);
+  if (options.since !== undefined && Number.isNaN(Date.parse(options.since))) {
+    throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
+  }
+  const pipelineRoot = join(config.output.dir, config.name);
+  const statePath = options.stateFile ?? join(pipelineRoot, 'state.json');
+  const state = await readState(statePath);
+  const log: WarningLog = {
+    warnings: [],
+    warn(warning) {
+      this.warnings.push(warning);
+      options.reporter.warn(warning);
+    },
+  };
+  const source = await openSource(config, options.env, options.configFile);
+  let client: ApiClient | undefined;
+  try {
+    client = createClient(source, config, log);
+    const listing = await listSelectedStudies(client, config, state, options);
+    if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
+    const pipelineDir = await openPipelineDirectory(pipelineRoot);
+    try {
+      const run = await pipelineDir.createRun(startedAt);
+      try {
+        const { result, outcomes } = await exportRun(
+          run,
+          client,
+          listing,
+          config,
+          state,
+          options,
+          startedAt,
+          log,
+        );
+        await run.commit();
+        // State moves only now, after the run is in place, and only for lossless studies.
+        const finished = outcomes.filter((outcome) => outcome.error === null);
+        await writeState(statePath, advanceState(state, finished, { id: run.id, startedAt }));
+        return result;
+      } catch (error) {
+        await run.discard();
+        throw error;
+      }
+    } finally {
+      await pipelineDir.release();
+    }
+  } finally {
+    options.reporter.stop();
+    client?.close();
+    await source.close();
+  }
 }
 
 /** The pipeline file with the command line's overrides applied. */
@@ -100,142 +111,60 @@ function applyOverrides(options: RunOptions): PipelineConfig {
   };
 }
 
-export async function runPipeline(options: RunOptions): Promise<RunResult> {
-  const startedAt = Date.now();
-  const config = applyOverrides(options);
-  if (options.since !== undefined && Number.isNaN(Date.parse(options.since))) {
-    throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
-  }
-  const pipelineRoot = join(config.output.dir, config.name);
-  const statePath = options.stateFile ?? join(pipelineRoot, 'state.json');
-  const state = await readState(statePath);
-  const source = await openSource(config, options.env);
-  const warnings: Warning[] = [];
-  const warn = (warning: Warning) => {
-    warnings.push(warning);
-    options.reporter.warn(warning);
-  };
-  let client: ApiClient | undefined;
-  try {
-    client = createApiClient({
-      baseUrl: source.baseUrl,
-      apiKey: source.apiKey,
-      apiKeyEnv: config.source.api_key_env,
-      concurrency: config.source.concurrency,
-      timeoutMs: config.source.timeout_ms,
-      retries: config.source.retries,
-      onRetry(info) {
-        if (!info.retryAfterCapped) return;
-        warn({
-          code: 'retry_after_capped',
-          message: `${info.operation} at ${info.url} asked to wait longer than allowed (Retry-After); waited ${Math.round(info.delayMs / 1000)} s instead`,
-        });
-      },
-    });
-    if (options.dryRun) return await planRun(client, config, state, options, startedAt);
-    const pipelineDir = await openPipelineDirectory(pipelineRoot);
-    try {
-      const run = await pipelineDir.createRun(startedAt);
-      try {
-        const { result, outcomes } = await exportRun(run, client, config, state, options, startedAt, {
-          warnings,
-          warn,
-        });
-        await run.commit();
-        // State moves only now, after the run is in place, and only for lossless studies.
-        const finished = outcomes.filter((o) => o.error === null).map((o) => ({ ...o }));
-        await writeState(statePath, advanceState(state, finished, { id: run.id, startedAt }));
-        return result;
-      } catch (error) {
-        await run.discard();
-        throw error;
-      }
-    } finally {
-      await pipelineDir.release();
-    }
-  } finally {
-    options.reporter.stop();
-    client?.close();
-    await source.close();
-  }
-}
-
-function selectionOf(config: PipelineConfig, options: RunOptions, state: State) {
-  const known = new Map(Object.entries(state.studies).map(([id, s]) => [id, s.link_id]));
-  const only = options.studies && options.studies.length > 0 ? options.studies : undefined;
-  return { selection: { include: config.studies.include, exclude: config.studies.exclude, only }, known };
-}
-
-async function selectedStudies(
-  client: ApiClient,
+function createClient(
+  source: { baseUrl: string; apiKey: string },
   config: PipelineConfig,
+  log: WarningLog,
+): ApiClient {
+  return createApiClient({
+    baseUrl: source.baseUrl,
+    apiKey: source.apiKey,
+    apiKeyEnv: config.source.api_key_env,
+    concurrency: config.source.concurrency,
+    timeoutMs: config.source.timeout_ms,
+    retries: config.source.retries,
+    onRetry(info) {
+      if (!info.retryAfterCapped) return;
+      log.warn({
+        code: 'retry_after_capped',
+        message: `${info.operation} at ${info.url} asked to wait longer than allowed (Retry-After); waited ${Math.round(info.delayMs / 1000)} s instead`,
+      });
+    },
+  });
+}
+
+function plannedResult(
+  listing: StudyListing,
   state: State,
   options: RunOptions,
-  sinks: ExtractSinks,
-): Promise<Study[]> {
-  const studies = await listStudies(client, sinks);
-  const { selection, known } = selectionOf(config, options, state);
-  const selected = selectStudies(studies, selection, known);
-  for (const wanted of selection.only ?? []) {
-    if (!selected.some((s) => s.id === wanted || s.link_id === wanted)) {
-      throw new ConfigError(
-        `--study ${wanted}: no visible study has that id or link_id (${studies.length} studies visible; run \`study-export studies\` to list them)`,
-      );
-    }
-  }
-  return selected;
-}
-
-async function planRun(
-  client: ApiClient,
   config: PipelineConfig,
-  state: State,
-  options: RunOptions,
   startedAt: number,
-): Promise<RunResult> {
-  const warnings: Warning[] = [];
-  const sinks: ExtractSinks = {
-    raw: { write() {} },
-    rejects: { write() {} },
-    warn: (w) => warnings.push(w),
-  };
-  const studies = await selectedStudies(client, config, state, options, sinks);
-  const plan: DryRunPlan = {
-    base_url: config.source.base_url,
-    studies: studies.map((study) => ({
-      study_id: study.id,
-      link_id: study.link_id,
-      title: study.title,
-      expected_responses: responseCountInDesc(study.desc),
-      since: effectiveSince(state.studies[study.id], { ...options, incremental: config.incremental }),
-    })),
-    media: config.media.enabled,
-    formats: config.output.formats,
-    out: join(config.output.dir, config.name),
-  };
+): RunResult {
   return {
     status: 'planned',
     runDir: null,
     tables: [],
     files: [],
-    warnings: warnings.length,
-    rejects: 0,
+    warnings: listing.warnings.length,
+    rejects: listing.rejects.length,
     mediaFailed: 0,
     durationMs: Date.now() - startedAt,
-    plan,
+    plan: dryRunPlan(listing.studies, state, options, config),
   };
 }
 
 async function exportRun(
   run: RunDirectory,
   client: ApiClient,
+  listing: StudyListing,
   config: PipelineConfig,
   state: State,
   options: RunOptions,
   startedAt: number,
-  { warnings, warn }: { warnings: Warning[]; warn: (warning: Warning) => void },
+  log: WarningLog,
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
+  const { studies } = listing;
   const dir = run.tempPath;
   const raw = createRawArchive(join(dir, 'raw'));
   const rejects = createRejectsFile(join(dir, 'rejects.jsonl'));
@@ -260,13 +189,14 @@ async function exportRun(
       },
     },
     rejects,
-    warn,
+    warn: (warning) => log.warn(warning),
   };
   const timings: Record<string, number> = {};
   try {
-    const listStart = Date.now();
-    const studies = await selectedStudies(client, config, state, options, sinks);
-    timings.list_studies = Date.now() - listStart;
+    // The study list was read before the run existed; record it now.
+    for (const record of listing.raw) sinks.raw.write(record);
+    for (const reject of listing.rejects) sinks.rejects.write(reject);
+    for (const warning of listing.warnings) sinks.warn(warning);
     await writers.write('studies', studies.map(studyRow));
     reporter.start('studies', studies.length);
     reporter.start('pages');
@@ -280,7 +210,7 @@ async function exportRun(
         studyLimit(async () => {
           const outcome = await exportStudy({
             study,
-            since: effectiveSince(state.studies[study.id], { ...options, incremental: config.incremental }),
+            since: sinceFor(study, state, options, config),
             previousLinkId: state.studies[study.id]?.link_id,
             client,
             config,
@@ -305,29 +235,9 @@ async function exportRun(
     await rm(join(dir, MEDIA_TEMP_DIR), { recursive: true, force: true });
     timings.close = Date.now() - closeStart;
 
-    const files = await listRunFiles(dir);
-    const resources = tables.flatMap((t) =>
-      t.files.map((file) => {
-        const path = relativeTo(dir, file);
-        const listed = files.find((f) => f.path === path);
-        return {
-          table: t.table,
-          path,
-          format: (path.endsWith('.parquet') ? 'parquet' : 'csv') as Format,
-          bytes: listed?.bytes ?? 0,
-          sha256: listed?.sha256 ?? '',
-        };
-      }),
-    );
-    const dataPackagePath = join(dir, 'datapackage.json');
-    await writeFileAtomic(
-      dataPackagePath,
-      `${JSON.stringify(dataPackage({ name: config.name, formats: config.output.formats, resources }), null, 2)}\n`,
-    );
-    files.push({ path: 'datapackage.json', ...(await hashFile(dataPackagePath)) });
-
     const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
+    const files = await finishRunDirectory(dir, config, tables);
     const finishedAt = Date.now();
     timings.total = finishedAt - startedAt;
     const manifest: Manifest = {
@@ -345,7 +255,7 @@ async function exportRun(
       files,
       requests: client.counters.snapshot(),
       media: media ? { ...media.counters(), zip: archived } : null,
-      warnings,
+      warnings: log.warnings,
       rejects: { count: rejects.count, file: 'rejects.jsonl' },
     };
     await writeManifest(dir, manifest);
@@ -355,8 +265,8 @@ async function exportRun(
         status: manifest.status,
         runDir: run.finalPath,
         tables: tables.map((t) => ({ table: t.table, rows: t.rows })),
-        files: manifest.files.map((f) => ({ path: f.path, bytes: f.bytes })),
-        warnings: warnings.length,
+        files: files.map((f) => ({ path: f.path, bytes: f.bytes })),
+        warnings: log.warnings.length,
         rejects: rejects.count,
         mediaFailed,
         durationMs: finishedAt - startedAt,
@@ -367,32 +277,4 @@ async function exportRun(
     await archive?.abort();
     throw error;
   }
-}
-
-/** Downloads land here before they are appended to media.zip; removed before the commit. */
-const MEDIA_TEMP_DIR = '.media-tmp';
-
-/** Studies exported at once; the API limit is shared, this only overlaps paging with details. */
-const STUDIES_IN_PARALLEL = 3;
-
-/** The details stage's expected total: desc counts for full exports, unknown when incremental. */
-function expectedResponses(
-  studies: Study[],
-  state: State,
-  options: RunOptions,
-  config: PipelineConfig,
-): number | undefined {
-  let total = 0;
-  for (const study of studies) {
-    if (effectiveSince(state.studies[study.id], { ...options, incremental: config.incremental }) !== null) {
-      return undefined;
-    }
-    total += responseCountInDesc(study.desc) ?? 0;
-  }
-  return total;
-}
-
-function relativeTo(dir: string, file: string): string {
-  const path = file.startsWith(dir) ? file.slice(dir.length + 1) : file;
-  return path.split('\\').join('/');
 }

@@ -13,8 +13,12 @@ export interface OpenedSource {
   close(): Promise<void>;
 }
 
-export async function openSource(config: PipelineConfig, env: NodeJS.ProcessEnv): Promise<OpenedSource> {
-  const apiKey = resolveApiKey(config, env);
+export async function openSource(
+  config: PipelineConfig,
+  env: NodeJS.ProcessEnv,
+  configFile: string,
+): Promise<OpenedSource> {
+  const apiKey = resolveApiKey(config, env, configFile);
   if (apiKey !== undefined) {
     return { baseUrl: config.source.base_url, apiKey, sandbox: null, close: async () => {} };
   }

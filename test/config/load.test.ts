@@ -184,15 +184,17 @@ describe('resolveApiKey', () => {
   it('needs no key for the sandbox', async () => {
     await writePipeline('x', 'name: x\n');
     const { config } = await loadPipeline({ pipeline: 'x', cwd, env: {} });
-    expect(resolveApiKey(config, {})).toBeUndefined();
+    expect(resolveApiKey(config, {}, 'pipelines/x.yaml')).toBeUndefined();
   });
 
   it('reads the variable named by api_key_env, and names it when missing', async () => {
     await writePipeline('x', 'name: x\nsource:\n  base_url: http://127.0.0.1:1\n  api_key_env: MY_KEY\n');
     const { config } = await loadPipeline({ pipeline: 'x', cwd, env: {} });
-    expect(resolveApiKey(config, { MY_KEY: 'k-123' })).toBe('k-123');
-    expect(() => resolveApiKey(config, {})).toThrow(ConfigError);
-    expect(() => resolveApiKey(config, { MY_KEY: ' ' })).toThrow(/environment variable MY_KEY is not set/);
+    expect(resolveApiKey(config, { MY_KEY: 'k-123' }, 'pipelines/x.yaml')).toBe('k-123');
+    expect(() => resolveApiKey(config, {}, 'pipelines/x.yaml')).toThrow(ConfigError);
+    expect(() => resolveApiKey(config, { MY_KEY: ' ' }, 'pipelines/x.yaml')).toThrow(
+      /^pipelines\/x\.yaml: source\.api_key_env: environment variable MY_KEY is not set/,
+    );
   });
 });
 

@@ -7,11 +7,12 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ListedResponse, SingleResponse } from '../../src/api/resources.ts';
+import { AuthError } from '../../src/errors.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { KEY_ENV, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -149,6 +150,14 @@ describe('a full run', () => {
         ],
       ).toBe(allListed().length);
       expect(await readFile(join(out, 'test', 'latest'), 'utf8')).toBe(`${manifest.run_id}\n`);
+    });
+  });
+
+  it('leaves nothing on disk when the key is refused', async () => {
+    await withTempDir(async (out) => {
+      const run = runAgainst(sandbox, sandboxConfig(sandbox, out), { env: { [KEY_ENV]: 'wrong-key' } });
+      await expect(run).rejects.toThrow(AuthError);
+      expect(await readdir(out)).toEqual([]);
     });
   });
 

@@ -80,7 +80,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         env: context.env,
       });
       // Fail before any work when the key's variable is missing.
-      registerSecret(resolveApiKey(config, context.env));
+      registerSecret(resolveApiKey(config, context.env, file));
       const reporter = createReporter({
         tty: Boolean(context.stderr.isTTY),
         ci: isCI(context.env),

@@ -28,12 +28,12 @@ export function studiesCommand(context: CliContext): CommandModule<object, Studi
         .option('json', { type: 'boolean', describe: 'print a JSON array instead of a table' })
         .example('$0 studies --pipeline nightly-incremental --json', '') as never,
     handler: async (args) => {
-      const { config } = await loadPipeline({
+      const { config, file } = await loadPipeline({
         ...pipelineSelection(args),
         cwd: context.cwd,
         env: context.env,
       });
-      const rows = await fetchStudies(config, context);
+      const rows = await fetchStudies(config, file, context);
       if (args.json) context.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
       else context.stdout.write(`${formatStudies(rows)}\n`);
     },
@@ -42,6 +42,7 @@ export function studiesCommand(context: CliContext): CommandModule<object, Studi
 
 async function fetchStudies(
   config: Awaited<ReturnType<typeof loadPipeline>>['config'],
+  file: string,
   context: CliContext,
 ): Promise<StudyRow[]> {
   // Loaded on use: `--help` and usage errors stay fast.
@@ -50,7 +51,7 @@ async function fetchStudies(
     import('../../extract/studies.ts'),
     import('../../pipeline/source.ts'),
   ]);
-  const source = await openSource(config, context.env);
+  const source = await openSource(config, context.env, file);
   registerSecret(source.apiKey);
   const client = createApiClient({
     baseUrl: source.baseUrl,

@@ -16,7 +16,7 @@ export function validateCommand(context: CliContext): CommandModule<object, Pipe
         cwd: context.cwd,
         env: context.env,
       });
-      resolveApiKey(config, context.env);
+      resolveApiKey(config, context.env, file);
       context.stdout.write(`${file}: valid\n${describeConfig(config).join('\n')}\n`);
     },
   };
