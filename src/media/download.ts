@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import got, { type Request, RequestError } from 'got';
@@ -102,19 +101,20 @@ export function scrubUrls(text: string): string {
   return text.replace(/(https?:\/\/[^\s?#"'<>]*)[?#][^\s"'<>]*/g, '$1');
 }
 
-/** Counts bytes and hashes them on their way to the file. */
-class Measure extends Transform {
-  readonly hash = createHash('sha256');
-  bytes = 0;
-  constructor(private readonly onBytes?: (n: number) => void) {
-    super();
-  }
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.hash.update(chunk);
-    this.bytes += chunk.length;
-    this.onBytes?.(chunk.length);
-    callback(null, chunk);
-  }
+/**
+ * Counts and hashes the body as it flows to the file. A 'data' listener beside the pipe,
+ * not a Transform: one stream hop less per chunk, which was a sizeable part of the
+ * download's CPU on ~1 MB files.
+ */
+function measure(body: Request, onBytes?: (n: number) => void) {
+  const hash = createHash('sha256');
+  const measured = { bytes: 0, sha256: () => hash.digest('hex') };
+  body.on('data', (chunk: Buffer) => {
+    hash.update(chunk);
+    measured.bytes += chunk.length;
+    onBytes?.(chunk.length);
+  });
+  return measured;
 }
 
 function retryAfterMs(value: string | undefined): number | undefined {
@@ -162,18 +162,20 @@ async function attempt(
     const lengthHeader = response.headers['content-length'];
     const expected = typeof lengthHeader === 'string' ? Number(lengthHeader) : undefined;
     const contentType = response.headers['content-type'];
-    const measure = new Measure(options.onBytes);
-    await pipeline(request, measure, createWriteStream(options.dest));
-    if (expected !== undefined && Number.isFinite(expected) && measure.bytes !== expected) {
+    // The pipe attaches first; both listeners see every chunk (flowing starts on next tick).
+    const written = pipeline(request, createWriteStream(options.dest));
+    const measured = measure(request, options.onBytes);
+    await written;
+    if (expected !== undefined && Number.isFinite(expected) && measured.bytes !== expected) {
       throw new ShortBodyError(
-        `GET ${redactUrl(url)} sent ${measure.bytes} of ${expected} bytes`,
+        `GET ${redactUrl(url)} sent ${measured.bytes} of ${expected} bytes`,
         undefined,
         undefined,
       );
     }
     return {
-      bytes: measure.bytes,
-      sha256: measure.hash.digest('hex'),
+      bytes: measured.bytes,
+      sha256: measured.sha256(),
       contentType: typeof contentType === 'string' ? contentType : null,
     };
   } catch (error) {
