@@ -1,8 +1,10 @@
 /**
  * Parquet files with hyparquet-writer: an explicit schema derived from the table
- * declaration, SNAPPY, and rows streamed in row groups. Rows are buffered up to one row
- * group, written, and the encoded bytes flushed to the file (with backpressure) before
- * more are accepted, so memory is bounded by the row-group size, not the table.
+ * declaration, SNAPPY, and rows streamed in row groups. Values are buffered column by
+ * column (the row objects are not kept) up to one row group, written, and the encoded
+ * bytes flushed to the file (with backpressure) before more are accepted. A row group is
+ * cut at `rowGroupSize` rows or `rowGroupBytes` of buffered values, whichever comes first,
+ * so memory stays bounded by bytes whatever the width of the rows or the size of the table.
  *
  * Types: string -> BYTE_ARRAY UTF8 (STRING); json -> STRING (the JSON text; readers need
  * no extension); integer -> INT64; timestamp -> INT64 TIMESTAMP(MILLIS, UTC).
@@ -16,6 +18,11 @@ import { FileSink } from './file-sink.ts';
 import { type Column, type Row, type TableName, tables } from './tables.ts';
 
 export const defaultRowGroupSize = 50_000;
+/**
+ * Buffered value bytes (string lengths, 8 per other value) at which a row group is cut
+ * early: every table of a run buffers at most this much, so a run's memory stays flat.
+ */
+export const defaultRowGroupBytes = 2 * 2 ** 20;
 
 /** The Parquet schema of a table: the root element, then one element per column. */
 export function parquetSchema(table: TableName): SchemaElement[] {
@@ -49,15 +56,8 @@ function columnElement(column: Column): SchemaElement {
   }
 }
 
-/** Row values as hyparquet-writer expects them for each column type. */
-function columnValues(column: Column, rows: readonly Record<string, unknown>[], path: string): unknown[] {
-  const values = rows.map((row) => row[column.name] ?? null);
-  // hyparquet-writer does not check flat REQUIRED columns; a null there would corrupt the file.
-  if (!column.nullable && values.includes(null)) {
-    throw new RunError(`${column.name} is required but a row has no value for it`, {
-      context: { file: path },
-    });
-  }
+/** Buffered values as hyparquet-writer expects them for the column's type. */
+function columnValues(column: Column, values: unknown[]): unknown[] {
   switch (column.type) {
     case 'integer':
       return values.map((v) => (v === null ? null : BigInt(v as number)));
@@ -65,6 +65,17 @@ function columnValues(column: Column, rows: readonly Record<string, unknown>[], 
       return values.map((v) => (v === null ? null : new Date(v as string)));
     default:
       return values;
+  }
+}
+
+/** hyparquet-writer does not check flat REQUIRED columns; a null there would corrupt the file. */
+function checkRequired(columns: readonly Column[], row: Record<string, unknown>, path: string): void {
+  for (const column of columns) {
+    if (!column.nullable && (row[column.name] ?? null) === null) {
+      throw new RunError(`${column.name} is required but a row has no value for it`, {
+        context: { file: path },
+      });
+    }
   }
 }
 
@@ -99,10 +110,12 @@ export interface ParquetTableWriter<T extends TableName> {
 export async function createParquetWriter<T extends TableName>(
   path: string,
   table: T,
-  options: { rowGroupSize?: number } = {},
+  options: { rowGroupSize?: number; rowGroupBytes?: number } = {},
 ): Promise<ParquetTableWriter<T>> {
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
+  const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
   const columns: readonly Column[] = tables[table].columns;
+  const names = columns.map((column) => column.name);
   const sink = await FileSink.open(path);
   const writer = new FileByteWriter(sink);
   const parquet = new ParquetWriter({
@@ -111,34 +124,52 @@ export async function createParquetWriter<T extends TableName>(
     codec: 'SNAPPY',
     createdBy: 'study-export',
   });
-  let buffer: Row<T>[] = [];
+  let buffer: unknown[][] = names.map(() => []);
+  let bufferedRows = 0;
+  let bufferedBytes = 0;
   let rowGroups = 0;
 
   async function writeRowGroup(): Promise<void> {
-    const rows = buffer as unknown as Record<string, unknown>[];
-    buffer = [];
+    const values = buffer;
+    const rows = bufferedRows;
+    buffer = names.map(() => []);
+    bufferedRows = 0;
+    bufferedBytes = 0;
     const columnData = columns.map(
-      (column): ColumnSource => ({
+      (column, i): ColumnSource => ({
         name: column.name,
-        data: columnValues(column, rows, path),
+        data: columnValues(column, values[i] as unknown[]),
         nullable: column.nullable,
       }),
     );
     // write() flushes the row group to the file through writer.flush() and waits for it.
-    await parquet.write({ columnData, rowGroupSize: rows.length });
+    await parquet.write({ columnData, rowGroupSize: rows });
     rowGroups++;
+  }
+
+  /** Appends one row's values to the column buffers; returns their estimated bytes. */
+  function bufferRow(row: Record<string, unknown>): number {
+    checkRequired(columns, row, path);
+    let bytes = 0;
+    for (let i = 0; i < names.length; i++) {
+      const value = row[names[i] as string] ?? null;
+      (buffer[i] as unknown[]).push(value);
+      bytes += typeof value === 'string' ? value.length : 8;
+    }
+    return bytes;
   }
 
   return {
     path,
     async write(rows) {
       for (const row of rows) {
-        buffer.push(row);
-        if (buffer.length >= rowGroupSize) await writeRowGroup();
+        bufferedBytes += bufferRow(row as Record<string, unknown>);
+        bufferedRows++;
+        if (bufferedRows >= rowGroupSize || bufferedBytes >= rowGroupBytes) await writeRowGroup();
       }
     },
     async close() {
-      if (buffer.length > 0) await writeRowGroup();
+      if (bufferedRows > 0) await writeRowGroup();
       parquet.finish();
       await writer.flush();
       await sink.close();
