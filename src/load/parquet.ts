@@ -22,7 +22,7 @@ export const defaultRowGroupSize = 50_000;
  * Buffered value bytes (string lengths, 8 per other value) at which a row group is cut
  * early: every table of a run buffers at most this much, so a run's memory stays flat.
  */
-export const defaultRowGroupBytes = 2 * 2 ** 20;
+export const defaultRowGroupBytes = 4 * 2 ** 20;
 
 /** The Parquet schema of a table: the root element, then one element per column. */
 export function parquetSchema(table: TableName): SchemaElement[] {
