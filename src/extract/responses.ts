@@ -135,6 +135,7 @@ async function pageIntoSpill(
       break;
     }
     previousDigest = digest;
+    const valid: ListedResponse[] = [];
     for (const [index, raw] of items.entries()) {
       const parsed = ListedResponse.safeParse(raw);
       if (!parsed.success) {
@@ -143,10 +144,12 @@ async function pageIntoSpill(
         continue;
       }
       stats.listed += 1;
-      await spill.append(parsed.data);
+      valid.push(parsed.data);
       keepNewest(winners, parsed.data, line);
       line += 1;
     }
+    // One write per page: the page is let go sooner than with a wait per line.
+    await spill.appendAll(valid);
   }
   return winners;
 }

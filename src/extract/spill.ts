@@ -26,7 +26,15 @@ export class SpillFile {
 
   /** Appends one line; resolves once the stream can take more. */
   async append(value: unknown): Promise<void> {
-    if (!this.stream.write(`${JSON.stringify(value)}\n`)) await once(this.stream, 'drain');
+    await this.appendAll([value]);
+  }
+
+  /** Appends one line per value in one write (a page at a time, not a line at a time). */
+  async appendAll(values: readonly unknown[]): Promise<void> {
+    if (values.length === 0) return;
+    let text = '';
+    for (const value of values) text += `${JSON.stringify(value)}\n`;
+    if (!this.stream.write(text)) await once(this.stream, 'drain');
   }
 
   async finish(): Promise<void> {
