@@ -14,13 +14,56 @@ import { RunError } from '../errors.ts';
 /** Pending small writes are handed to the stream once they reach this many bytes. */
 const coalesceBytes = 64 * 1024;
 
+/**
+ * Small writes copied into one buffer, handed on whole: the strings die young (they are not
+ * kept until the batch is full), and the stream gets one chunk per `capacity` bytes.
+ */
+export class ByteBatch {
+  #buffer: Buffer;
+  #used = 0;
+
+  constructor(private readonly capacity = coalesceBytes) {
+    this.#buffer = Buffer.allocUnsafe(capacity);
+  }
+
+  get size(): number {
+    return this.#used;
+  }
+
+  /** Adds a chunk; returns the chunks now ready to be written, in order (often none). */
+  add(chunk: string | Uint8Array): Uint8Array[] {
+    const bytes = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    const ready: Uint8Array[] = [];
+    if (this.#used + bytes > this.capacity) {
+      const full = this.take();
+      if (full) ready.push(full);
+    }
+    if (bytes >= this.capacity) {
+      ready.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      return ready;
+    }
+    if (typeof chunk === 'string') this.#buffer.write(chunk, this.#used);
+    else this.#buffer.set(chunk, this.#used);
+    this.#used += bytes;
+    return ready;
+  }
+
+  /** The bytes gathered so far (a new buffer takes their place), or null when empty. */
+  take(): Uint8Array | null {
+    if (this.#used === 0) return null;
+    const full = this.#buffer.subarray(0, this.#used);
+    this.#buffer = Buffer.allocUnsafe(this.capacity);
+    this.#used = 0;
+    return full;
+  }
+}
+
 export class FileSink {
   readonly path: string;
   #stream: WriteStream;
   #failure: unknown = null;
   #bytes = 0;
-  #pending: (string | Uint8Array)[] = [];
-  #pendingBytes = 0;
+  #batch = new ByteBatch();
 
   /** Creates (or truncates) the file; a missing folder or a permission problem fails here. */
   static async open(path: string): Promise<FileSink> {
@@ -49,11 +92,9 @@ export class FileSink {
 
   async write(chunk: string | Uint8Array): Promise<void> {
     this.#throwIfFailed();
-    const size = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
-    this.#bytes += size;
-    this.#pending.push(chunk);
-    this.#pendingBytes += size;
-    if (this.#pendingBytes >= coalesceBytes) await this.#flush();
+    const ready = this.#batch.add(chunk);
+    this.#bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    for (const bytes of ready) await this.#write(bytes);
   }
 
   async close(): Promise<void> {
@@ -67,19 +108,15 @@ export class FileSink {
     }
   }
 
-  /** Hands the pending writes to the stream as one chunk; waits for it to drain if full. */
+  /** Hands the gathered bytes to the stream. */
   async #flush(): Promise<void> {
-    if (this.#pending.length === 0) return;
-    const pending = this.#pending;
-    this.#pending = [];
-    this.#pendingBytes = 0;
-    const chunk =
-      pending.length === 1
-        ? (pending[0] as string | Uint8Array)
-        : pending.every((c) => typeof c === 'string')
-          ? pending.join('')
-          : Buffer.concat(pending.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
-    if (!this.#stream.write(chunk)) {
+    const bytes = this.#batch.take();
+    if (bytes) await this.#write(bytes);
+  }
+
+  /** One chunk to the stream; waits for it to drain when its buffer is full. */
+  async #write(bytes: Uint8Array): Promise<void> {
+    if (!this.#stream.write(bytes)) {
       try {
         await once(this.#stream, 'drain');
       } catch (error) {
@@ -90,7 +127,7 @@ export class FileSink {
 
   /** Stops writing and removes the partial file. */
   async abort(): Promise<void> {
-    this.#pending = [];
+    this.#batch.take();
     this.#stream.destroy();
     await rm(this.path, { force: true });
   }

@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip, type Gzip } from 'node:zlib';
 import type { Operation } from '../api/resources.ts';
 import type { RawRecord, RawSink } from '../extract/sinks.ts';
+import { ByteBatch } from './file-sink.ts';
 
 export interface RawArchive extends RawSink {
   /** Records written so far, all operations together. */
@@ -26,21 +27,11 @@ interface OpenFile {
   path: string;
   gzip: Gzip;
   done: Promise<void>;
-  /** Lines not yet handed to gzip, and their length in UTF-16 units. */
-  lines: string[];
-  length: number;
+  /** Lines not yet handed to gzip. */
+  batch: ByteBatch;
 }
 
-/** Characters of pending lines at which they go to gzip as one chunk. */
-const batchLength = 64 * 1024;
 const gzipLevel = 3;
-
-function flushLines(file: OpenFile): void {
-  if (file.lines.length === 0) return;
-  file.gzip.write(file.lines.join(''));
-  file.lines = [];
-  file.length = 0;
-}
 
 /** Writes into `rawDir` (created at once); a file appears on the first record of each operation. */
 export function createRawArchive(rawDir: string): RawArchive {
@@ -56,7 +47,7 @@ export function createRawArchive(rawDir: string): RawArchive {
     const done = pipeline(gzip, createWriteStream(path)).catch((error: unknown) => {
       failure ??= error;
     });
-    const file: OpenFile = { path, gzip, done, lines: [], length: 0 };
+    const file: OpenFile = { path, gzip, done, batch: new ByteBatch() };
     files.set(operation, file);
     return file;
   };
@@ -68,16 +59,14 @@ export function createRawArchive(rawDir: string): RawArchive {
     write(record: RawRecord): void {
       if (closed) throw new Error('raw archive: write after close');
       const file = files.get(record.operation) ?? open(record.operation);
-      const line = `${JSON.stringify(record)}\n`;
-      file.lines.push(line);
-      file.length += line.length;
-      if (file.length >= batchLength) flushLines(file);
+      for (const chunk of file.batch.add(`${JSON.stringify(record)}\n`)) file.gzip.write(chunk);
       count += 1;
     },
     async close(): Promise<string[]> {
       closed = true;
       for (const file of files.values()) {
-        flushLines(file);
+        const rest = file.batch.take();
+        if (rest) file.gzip.write(rest);
         file.gzip.end();
       }
       await Promise.all([...files.values()].map((file) => file.done));
