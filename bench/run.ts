@@ -5,9 +5,11 @@
  * written to bench/results/<UTC time>.json and bench/results/latest.json (latest-quick.json
  * for --quick).
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { adaptiveFigures } from './adaptive.ts';
 import { curlParallel, curlWithParallel } from './curl.ts';
 import type { ExportResult } from './export.ts';
 import type { FloorResult } from './floor.ts';
@@ -228,6 +230,8 @@ async function main(): Promise<void> {
     }
     const transform = await measureTransform(work, largestRun);
     const media = await measureMedia(work, plan.mediaResponses);
+    log('adaptive concurrency against a load-dependent rate limit');
+    const adaptive = await adaptiveFigures(plan.mode === 'quick' ? 100 : 300);
     const smallest = sizes[0] as SizeFigures;
     const largest = sizes[sizes.length - 1] as SizeFigures;
     const result = {
@@ -257,6 +261,7 @@ async function main(): Promise<void> {
       sizes,
       transform,
       media: media.media,
+      adaptive,
       machine: machine(),
       total_s: seconds(Date.now() - started),
     };
