@@ -5,15 +5,13 @@
  * the ratio of each round and their median are printed, the last stdout line is JSON.
  * With --cpu-prof the media child writes a V8 CPU profile into DIR.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { curlParallel, curlWithParallel } from './curl.ts';
 import type { MediaResult } from './media.ts';
-import { repoRoot, type SandboxInfo, startSandboxProcess } from './processes.ts';
+import { runStep, startSandboxProcess, videoStudy } from './processes.ts';
 import { round } from './report.ts';
 
 const mediaScale = 500;
@@ -21,40 +19,6 @@ const mediaConcurrency = 4;
 const latencyMs = 20;
 
 const log = (message: string) => process.stderr.write(`[media-bench] ${message}\n`);
-
-async function mediaStep(input: unknown, nodeArgs: string[]): Promise<MediaResult> {
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', 'bench/child.ts', 'media', JSON.stringify(input)],
-    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let stdout = '';
-  child.stdout?.setEncoding('utf8');
-  child.stdout?.on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  const last = stdout.trim().split('\n').pop() ?? '';
-  if (code !== 0) throw new Error(`media step exited with code ${code}: ${last}`);
-  return JSON.parse(last) as MediaResult;
-}
-
-async function videoStudy(sandbox: SandboxInfo): Promise<{ id: string; link_id: string }> {
-  const get = async (path: string) =>
-    (await (
-      await fetch(`${sandbox.base_url}/api/public${path}`, { headers: { 'x-api-key': sandbox.api_key } })
-    ).json()) as unknown;
-  for (const study of (await get('/list_surveys')) as { id: string; link_id: string }[]) {
-    const link = encodeURIComponent(study.link_id);
-    const [first] = (await get(`/responses/${link}?page=0&per_page=1`)) as { id: string }[];
-    if (!first) continue;
-    const detail = (await get(`/responses/${link}/${encodeURIComponent(first.id)}`)) as {
-      transcript: { video: unknown }[];
-    };
-    if (detail.transcript.some((row) => row.video !== null)) return study;
-  }
-  throw new Error('media bench: no visible video study');
-}
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -81,7 +45,8 @@ async function main(): Promise<void> {
     const study = await videoStudy(sandbox.info);
     for (let i = 0; i < Number(values.rounds); i++) {
       const out = join(work, `round-${i}`);
-      const ours = await mediaStep(
+      const ours = await runStep<MediaResult>(
+        'media',
         {
           sandbox: sandbox.info,
           studyId: study.id,

@@ -71,11 +71,9 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * Runs bench/child.ts with one step and its input; resolves with the JSON object the child
  * prints on its last stdout line. The child's stderr is passed through.
  */
-export async function runStep<T>(step: string, input: unknown): Promise<T> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/child.ts', step, JSON.stringify(input)], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+export async function runStep<T>(step: string, input: unknown, nodeArgs: string[] = []): Promise<T> {
+  const args = [...nodeArgs, '--import', 'tsx', 'bench/child.ts', step, JSON.stringify(input)];
+  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout?.setEncoding('utf8');
   child.stdout?.on('data', (chunk: string) => {
@@ -85,4 +83,22 @@ export async function runStep<T>(step: string, input: unknown): Promise<T> {
   const last = stdout.trim().split('\n').pop() ?? '';
   if (code !== 0) throw new Error(`bench step ${step} exited with code ${code}: ${last}`);
   return JSON.parse(last) as T;
+}
+
+/** The first visible study whose transcript carries video. */
+export async function videoStudy(sandbox: SandboxInfo): Promise<{ id: string; link_id: string }> {
+  const get = async (path: string) =>
+    (await (
+      await fetch(`${sandbox.base_url}/api/public${path}`, { headers: { 'x-api-key': sandbox.api_key } })
+    ).json()) as unknown;
+  for (const study of (await get('/list_surveys')) as { id: string; link_id: string }[]) {
+    const link = encodeURIComponent(study.link_id);
+    const [first] = (await get(`/responses/${link}?page=0&per_page=1`)) as { id: string }[];
+    if (!first) continue;
+    const detail = (await get(`/responses/${link}/${encodeURIComponent(first.id)}`)) as {
+      transcript: { video: unknown }[];
+    };
+    if (detail.transcript.some((row) => row.video !== null)) return study;
+  }
+  throw new Error('bench: the media sandbox has no visible video study');
 }

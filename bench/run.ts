@@ -14,7 +14,7 @@ import { curlParallel, curlWithParallel } from './curl.ts';
 import type { ExportResult } from './export.ts';
 import type { FloorResult } from './floor.ts';
 import type { MediaResult } from './media.ts';
-import { runStep, type SandboxInfo, startSandboxProcess } from './processes.ts';
+import { runStep, startSandboxProcess, videoStudy } from './processes.ts';
 import { machine, round, writeResults } from './report.ts';
 
 type Measured<T> = T & { maxrss_mb: number };
@@ -122,24 +122,6 @@ async function measureTransform(work: string, runDir: string) {
       parquetjs_lite_bytes: writers.parquetjs_lite.bytes,
     },
   };
-}
-
-/** The first visible study whose transcript carries video. */
-async function videoStudy(sandbox: SandboxInfo): Promise<{ id: string; link_id: string }> {
-  const get = async (path: string) =>
-    (await (
-      await fetch(`${sandbox.base_url}/api/public${path}`, { headers: { 'x-api-key': sandbox.api_key } })
-    ).json()) as unknown;
-  for (const study of (await get('/list_surveys')) as { id: string; link_id: string }[]) {
-    const link = encodeURIComponent(study.link_id);
-    const [first] = (await get(`/responses/${link}?page=0&per_page=1`)) as { id: string }[];
-    if (!first) continue;
-    const detail = (await get(`/responses/${link}/${encodeURIComponent(first.id)}`)) as {
-      transcript: { video: unknown }[];
-    };
-    if (detail.transcript.some((row) => row.video !== null)) return study;
-  }
-  throw new Error('bench: the media sandbox has no visible video study');
 }
 
 async function measureMedia(work: string, responses: number) {
