@@ -80,6 +80,24 @@ describe('Parquet tables', () => {
     });
   });
 
+  it('cuts a row group by buffered bytes when rows are large, so memory stays bounded', async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'answers.parquet');
+      const writer = await createParquetWriter(path, 'answers');
+      // 300 answers of 50 KB: 15 MB of values, far fewer rows than a row group holds.
+      const long = (i: number) => `${i}:`.padEnd(50_000, 'x');
+      for (let i = 0; i < 300; i++) await writer.write([answerRow(i, long(i))]);
+      const groups = await writer.close();
+      // At 4 MiB a group, 15 MB makes at least 3 groups; one per row would be wrong too.
+      expect(groups).toBeGreaterThanOrEqual(3);
+      expect(groups).toBeLessThan(10);
+      expect(await rowGroupCount(path)).toBe(groups);
+      const rows = await readHyparquet(path);
+      expect(rows).toHaveLength(300);
+      expect(rows.map((row) => row.answer)).toEqual(Array.from({ length: 300 }, (_, i) => long(i)));
+    });
+  });
+
   it('streams a 120,000-row answers table in several row groups', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
