@@ -70,3 +70,19 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** Resolves once `condition` holds; fails after about ten seconds. */
+export async function waitFor(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Detail (single-response) requests the sandbox has answered since `from`. */
+export function detailRequests(sandbox: Sandbox, from = 0): number {
+  return sandbox.requests
+    .slice(from)
+    .filter((r) => r.listener === 'api' && /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path)).length;
+}

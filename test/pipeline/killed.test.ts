@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
-import { KEY_ENV, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { detailRequests, KEY_ENV, runAgainst, sandboxConfig, waitFor, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -19,14 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sandbox.close();
 });
-
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 it('a run killed mid-way leaves nothing visible and the rerun loses nothing', async () => {
   await withTempDir(async (dir) => {
@@ -46,9 +38,7 @@ it('a run killed mid-way leaves nothing visible and the rerun loses nothing', as
       stdio: 'ignore',
     });
     const exited = new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-    const detailCalls = () =>
-      sandbox.requests.filter((r) => /^\/api\/public\/responses\/[^/]+\/[^/?]+/.test(r.path)).length;
-    await waitFor(() => detailCalls() >= 30, 'the child to fetch 30 details');
+    await waitFor(() => detailRequests(sandbox) >= 30, 'the child to fetch 30 details');
     child.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
 

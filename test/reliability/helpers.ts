@@ -10,7 +10,15 @@ import type { Reject } from '../../src/extract/sinks.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { readCsv, readHyparquet } from '../load/readers.ts';
 
-export { KEY_ENV, readManifest, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+export {
+  detailRequests,
+  KEY_ENV,
+  readManifest,
+  runAgainst,
+  sandboxConfig,
+  waitFor,
+  withTempDir,
+} from '../pipeline/helpers.ts';
 
 /** Every response id the sandbox serves to the primary key, over all visible studies. */
 export function sandboxResponseIds(sandbox: Sandbox, linkIds?: string[]): string[] {
@@ -90,20 +98,4 @@ export async function sortedCsvRows(runDir: string, table: string): Promise<stri
   const { records } = await readCsv(join(runDir, `${table}.csv`));
   const [header, ...rows] = records;
   return [JSON.stringify(header), ...rows.map((r) => JSON.stringify(r)).sort()];
-}
-
-/** Resolves once `condition` holds; fails after about ten seconds. */
-export async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** Detail (single-response) requests the sandbox has answered since `from`. */
-export function detailRequests(sandbox: Sandbox, from = 0): number {
-  return sandbox.requests
-    .slice(from)
-    .filter((r) => r.listener === 'api' && /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path)).length;
 }
