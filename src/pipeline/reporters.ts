@@ -342,7 +342,7 @@ function groupFiles(files: { path: string; bytes: number }[]): string[][] {
   }
   return [...groups].map(([name, group]) => [
     `  ${name}`,
-    name.endsWith('/') ? `${group.count} files` : '',
+    name.endsWith('/') ? `${group.count} file${group.count === 1 ? '' : 's'}` : '',
     formatBytes(group.bytes),
   ]);
 }
