@@ -36,7 +36,8 @@ export async function verifyRun(runDir: string): Promise<VerifyResult> {
   await checkFiles(runDir, manifest, problems);
   checked.files = manifest.files.length;
 
-  const responseIds = new Set<string>();
+  // Per format: a CSV cell may carry a formula escape that the Parquet value does not.
+  const responseIds = { csv: new Set<string>(), parquet: new Set<string>() };
   const mediaRows: Values[] = [];
   // responses first: every other table's foreign key points at it.
   const ordered: TableName[] = ['responses', ...tableNames.filter((t) => t !== 'responses')];
@@ -45,13 +46,10 @@ export async function verifyRun(runDir: string): Promise<VerifyResult> {
       const file = `${table}.${format}`;
       if (!manifest.files.some((f) => f.path === file)) continue;
       const rows = await checkTable(runDir, file, table, format, manifest, problems, (row) => {
-        if (table === 'responses' && row.response_id) responseIds.add(row.response_id);
+        const ids = responseIds[format];
+        if (table === 'responses' && row.response_id) ids.add(row.response_id);
         else if (tables[table].foreignKeys.some((fk) => fk.reference.resource === 'responses')) {
-          if (
-            row.response_id !== null &&
-            row.response_id !== undefined &&
-            !responseIds.has(row.response_id)
-          ) {
+          if (row.response_id && !ids.has(row.response_id)) {
             problems.push(`${file}: response_id "${row.response_id}" is not in responses`);
           }
         }

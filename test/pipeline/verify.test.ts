@@ -75,6 +75,19 @@ describe('verify', () => {
     expect(problems).toContain('answers.csv: response_id "no-such-response" is not in responses');
   });
 
+  it('checks foreign keys within one format: a response missing from the CSV orphans its CSV answers', async () => {
+    let dropped = '';
+    const problems = await damaged(async (dir) => {
+      const [header, first, ...rest] = (await readFile(join(dir, 'responses.csv'), 'utf8')).split('\r\n');
+      dropped = first!.split(',')[0]!;
+      await writeFile(join(dir, 'responses.csv'), [header, ...rest].join('\r\n'));
+      await rehash(dir, 'responses.csv');
+    });
+    // responses.parquet still holds the id; only the CSV side is broken, and it is named.
+    expect(problems).toContain(`answers.csv: response_id "${dropped}" is not in responses`);
+    expect(problems.some((p) => p.startsWith('answers.parquet:'))).toBe(false);
+  });
+
   it('finds a damaged zip', async () => {
     const problems = await damaged(async (dir) => {
       const zip = join(dir, 'media.zip');
