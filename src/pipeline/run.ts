@@ -79,8 +79,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         );
         await run.commit();
         // State moves only now, after the run is in place, and only for lossless studies.
-        const finished = outcomes.filter((outcome) => outcome.error === null);
-        await writeState(statePath, advanceState(state, finished, { id: run.id, startedAt }));
+        await writeState(statePath, advanceState(state, outcomes, { id: run.id, startedAt }));
         return result;
       } catch (error) {
         await run.discard();
