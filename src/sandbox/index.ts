@@ -13,6 +13,7 @@ import { loadMedia, mediaLinker, storageHandler, streamHandler } from './media.t
 import { stableHex } from './prng.ts';
 import {
   type Listener,
+  type ListenerSetup,
   type OverrideMatch,
   type OverrideReply,
   Overrides,
@@ -122,32 +123,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
   const listeners: Listener[] = [];
   try {
-    const storage = await startListener(
-      {
-        name: 'storage',
-        handle: storageHandler(signer, bodies),
-        dice: new FaultDice(seed, 'storage'),
-        rates: (f) => f.media,
-        baseLatencyMs: 0,
-      },
-      shared,
-      host,
-      0,
-    );
-    listeners.push(storage);
-    const stream = await startListener(
-      {
-        name: 'stream',
-        handle: streamHandler(signer, bodies),
-        dice: new FaultDice(seed, 'stream'),
-        rates: (f) => f.media,
-        baseLatencyMs: 0,
-      },
-      shared,
-      host,
-      0,
-    );
-    listeners.push(stream);
+    // Storage (audio) and stream (video) differ only in what they serve.
+    const mediaListener = async (name: 'storage' | 'stream', handle: ListenerSetup['handle']) => {
+      const listener = await startListener(
+        { name, handle, dice: new FaultDice(seed, name), rates: (f) => f.media, baseLatencyMs: 0 },
+        shared,
+        host,
+        0,
+      );
+      listeners.push(listener);
+      return listener;
+    };
+    const storage = await mediaListener('storage', storageHandler(signer, bodies));
+    const stream = await mediaListener('stream', streamHandler(signer, bodies));
     urls.storage = storage.url;
     urls.stream = stream.url;
     const api = await startListener(
