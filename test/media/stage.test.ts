@@ -88,9 +88,12 @@ async function archiveOne(
   linkId: string,
   responseId: string,
   detail?: SingleResponse,
+  /** How long the links have been out before the stage gets them (the sandbox clock moves). */
+  linkAgeMs = 0,
 ) {
   const first = detail ?? (await fetchDetail(linkId, responseId));
   const fetchedAt = sandbox.clock.now();
+  sandbox.clock.advance(linkAgeMs);
   let refreshCalls = 0;
   const outcomes = await media.archiveResponse(
     { study_id: `id-${linkId}`, link_id: linkId, response_id: responseId },
@@ -163,19 +166,7 @@ describe('media stage on the sandbox', () => {
   it('refreshes once when the links expired mid-run (403), then archives everything', async () => {
     const media = stage({ maxLinkAgeMs: 24 * 60 * 60 * 1000 });
     const responseId = firstResponse(AUDIO);
-    const detail = await fetchDetail(AUDIO, responseId);
-    const fetchedAt = sandbox.clock.now();
-    sandbox.clock.advance(61 * 60 * 1000);
-    let refreshCalls = 0;
-    const outcomes = await media.archiveResponse(
-      { study_id: 's', link_id: AUDIO, response_id: responseId },
-      detail,
-      fetchedAt,
-      async () => {
-        refreshCalls++;
-        return fetchDetail(AUDIO, responseId);
-      },
-    );
+    const { outcomes, refreshCalls } = await archiveOne(media, AUDIO, responseId, undefined, 61 * 60 * 1000);
     expect(outcomes.length).toBeGreaterThan(1);
     expect(archived(outcomes)).toHaveLength(outcomes.length);
     expect(sandbox.requests.some((r) => r.listener === 'storage' && r.status === 403)).toBe(true);
@@ -189,20 +180,8 @@ describe('media stage on the sandbox', () => {
   it('refreshes links older than the maximum age before using them', async () => {
     const media = stage();
     const responseId = firstResponse(AUDIO);
-    const detail = await fetchDetail(AUDIO, responseId);
-    const fetchedAt = sandbox.clock.now();
     // Still valid (under an hour) but past the 50-minute default: renewed before use.
-    sandbox.clock.advance(51 * 60 * 1000);
-    let refreshCalls = 0;
-    const outcomes = await media.archiveResponse(
-      { study_id: 's', link_id: AUDIO, response_id: responseId },
-      detail,
-      fetchedAt,
-      async () => {
-        refreshCalls++;
-        return fetchDetail(AUDIO, responseId);
-      },
-    );
+    const { outcomes, refreshCalls } = await archiveOne(media, AUDIO, responseId, undefined, 51 * 60 * 1000);
     expect(archived(outcomes)).toHaveLength(outcomes.length);
     expect(refreshCalls).toBe(1);
     expect(media.counters().refreshes).toBe(1);
