@@ -1,5 +1,6 @@
 /** Running the pipeline in-process against a sandbox on loopback. */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parsePipelineConfig } from '../../src/config/load.ts';
@@ -8,6 +9,7 @@ import type { Manifest } from '../../src/load/manifest.ts';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { repoRoot } from '../cli/helpers.ts';
 
 export const KEY_ENV = 'TEST_STUDY_API_KEY';
 
@@ -85,4 +87,35 @@ export function detailRequests(sandbox: Sandbox, from = 0): number {
   return sandbox.requests
     .slice(from)
     .filter((r) => r.listener === 'api' && /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path)).length;
+}
+
+/**
+ * Starts `study-export run` as a child process (so a test can kill it) with a pipeline file
+ * written into `dir` that points at the sandbox; `exited` resolves with the ending signal.
+ */
+export async function spawnRun(
+  sandbox: Sandbox,
+  dir: string,
+  out: string,
+  options: { media?: string; args?: string[] } = {},
+): Promise<{ child: ChildProcess; exited: Promise<NodeJS.Signals | null> }> {
+  const pipelineFile = join(dir, 'killable.yaml');
+  await writeFile(
+    pipelineFile,
+    [
+      'name: test',
+      `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 2 }`,
+      `output: { dir: "${out}" }`,
+      `media: ${options.media ?? '{ enabled: true }'}`,
+    ].join('\n'),
+  );
+  const child = spawn(
+    process.execPath,
+    ['bin/study-export.js', 'run', '--config', pipelineFile, ...(options.args ?? [])],
+    { cwd: repoRoot, env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true' }, stdio: 'ignore' },
+  );
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on('exit', (_code, signal) => resolve(signal)),
+  );
+  return { child, exited };
 }

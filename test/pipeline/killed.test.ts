@@ -2,14 +2,13 @@
  * A run killed mid-way (SIGKILL, no chance to clean up) leaves no run visible, no `latest`
  * and no state; the rerun exports everything exactly once.
  */
-import { spawn } from 'node:child_process';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
-import { detailRequests, KEY_ENV, runAgainst, sandboxConfig, waitFor, withTempDir } from './helpers.ts';
+import { detailRequests, runAgainst, sandboxConfig, spawnRun, waitFor, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -23,21 +22,7 @@ afterAll(async () => {
 it('a run killed mid-way leaves nothing visible and the rerun loses nothing', async () => {
   await withTempDir(async (dir) => {
     const out = join(dir, 'out');
-    const pipelineFile = join(dir, 'killed.yaml');
-    await writeFile(
-      pipelineFile,
-      [
-        'name: test',
-        `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 2 }`,
-        `output: { dir: "${out}" }`,
-        'media: { enabled: true }',
-      ].join('\n'),
-    );
-    const child = spawn(process.execPath, ['bin/study-export.js', 'run', '--config', pipelineFile], {
-      env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true' },
-      stdio: 'ignore',
-    });
-    const exited = new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    const { child, exited } = await spawnRun(sandbox, dir, out);
     await waitFor(() => detailRequests(sandbox) >= 30, 'the child to fetch 30 details');
     child.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');

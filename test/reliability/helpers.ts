@@ -16,6 +16,7 @@ export {
   readManifest,
   runAgainst,
   sandboxConfig,
+  spawnRun,
   waitFor,
   withTempDir,
 } from '../pipeline/helpers.ts';

@@ -3,25 +3,23 @@
  * pages, and a run killed (SIGKILL) while it downloads media. Across the runs every
  * response is exported, none twice in a run, and state never moves before a commit.
  */
-import { spawn } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
 import { readState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { repoRoot } from '../cli/helpers.ts';
 import {
   expectEveryResponseOnce,
   expectMediaRequestsKeyless,
   expectNoSecretIn,
-  KEY_ENV,
   readManifest,
   responseIdsOf,
   runAgainst,
   sandboxConfig,
   sandboxResponseIds,
+  spawnRun,
   waitFor,
   withTempDir,
 } from './helpers.ts';
@@ -124,29 +122,13 @@ describe('a run killed during the media downloads', () => {
 
       // Changes the killed run would have exported: new responses in every study.
       const added = sandbox.studies().map((s) => sandbox.addResponse(s.link_id));
-      const pipelineFile = join(dir, 'killed.yaml');
-      await writeFile(
-        pipelineFile,
-        [
-          'name: test',
-          `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 2 }`,
-          `output: { dir: "${out}" }`,
-          'media: { enabled: true, concurrency: 1 }',
-        ].join('\n'),
-      );
       const from = sandbox.requests.length;
       sandbox.setFaults('media_latency=100ms');
       try {
-        const child = spawn(
-          process.execPath,
-          ['bin/study-export.js', 'run', '--config', pipelineFile, '--full'],
-          {
-            cwd: repoRoot,
-            env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true' },
-            stdio: 'ignore',
-          },
-        );
-        const exited = new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+        const { child, exited } = await spawnRun(sandbox, dir, out, {
+          media: '{ enabled: true, concurrency: 1 }',
+          args: ['--full'],
+        });
         const downloads = () => sandbox.requests.slice(from).filter((r) => r.listener !== 'api').length;
         await waitFor(() => downloads() >= 3, 'the child to start downloading media');
         child.kill('SIGKILL');
