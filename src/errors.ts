@@ -74,13 +74,6 @@ export class PayloadError extends StudyExportError {
   }
 }
 
-/** A record that does not match the declared resources: it goes to rejects.jsonl. */
-export class RecordInvalidError extends StudyExportError {
-  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
-    super('E_RECORD_INVALID', message, options);
-  }
-}
-
 /** A media file that could not be archived after retries. */
 export class MediaError extends StudyExportError {
   constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {

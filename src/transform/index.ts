@@ -1,6 +1,5 @@
 /** The transform stage: pure functions from validated payloads to table rows. */
 export { type QuestionCandidate, QuestionRegistry, questionKey } from './questions.ts';
-export { type ResponseInput, type ResponseRows, responseRows, summaryKey } from './response.ts';
+export { type ResponseInput, type ResponseRows, responseRows } from './response.ts';
 export { studyRow } from './study.ts';
-export { redactUrlsInText, toIsoUtc } from './values.ts';
 export { type WideColumn, type WideRow, wideColumns, wideFixedColumns } from './wide.ts';
