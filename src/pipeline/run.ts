@@ -89,7 +89,6 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       await pipelineDir.release();
     }
   } finally {
-    options.reporter.stop();
     client?.close();
     await source.close();
   }
