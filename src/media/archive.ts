@@ -1,17 +1,19 @@
 /**
- * media.zip, written by a single writer (archiver 8's ZipArchive). Finished temporary files
- * are appended one at a time, stored (media is already compressed), each under 4 GiB so no
+ * media.zip, written by a single writer (archiver 8's ZipArchive). Finished bodies (in
+ * memory or in temporary files) are appended one at a time, stored (media is already compressed), each under 4 GiB so no
  * entry needs zip64. Any archiver or disk error aborts the archive and removes the partial
  * zip: a truncated media.zip is never left behind.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import { ZipArchive } from 'archiver';
+import './native-crc32.ts';
 import { MediaError } from '../errors.ts';
+import type { MediaBody } from './types.ts';
 
 export interface MediaArchive {
-  /** Appends a finished file as `entryName`; resolves once the entry is in the zip. */
-  add(entryName: string, file: string): Promise<void>;
+  /** Appends a finished body as `entryName`; resolves once the entry is in the zip. */
+  add(entryName: string, body: MediaBody): Promise<void>;
   /** Writes the central directory; bytes is the size of the zip file. */
   finish(): Promise<{ entries: number; bytes: number }>;
   /** Stops writing and removes the partial zip. */
@@ -65,8 +67,8 @@ class ZipWriter implements MediaArchive {
     this.zip.pipe(output);
   }
 
-  add(entryName: string, file: string): Promise<void> {
-    const added = this.queue.then(() => this.addNow(entryName, file));
+  add(entryName: string, body: MediaBody): Promise<void> {
+    const added = this.queue.then(() => this.addNow(entryName, body));
     this.queue = added.catch(() => {});
     return added;
   }
@@ -91,26 +93,41 @@ class ZipWriter implements MediaArchive {
     await this.shutDown();
   }
 
-  private async addNow(entryName: string, file: string): Promise<void> {
+  private async addNow(entryName: string, body: MediaBody): Promise<void> {
     this.checkOpen();
-    const stats = await stat(file);
-    if (stats.size >= maxEntryBytes) {
-      throw new MediaError(`${entryName} is ${stats.size} bytes; entries of 4 GiB or more are not archived`, {
+    if (body.kind === 'memory') {
+      this.checkSize(entryName, body.data.length);
+      // A buffer is one write, its CRC computed in one call.
+      await this.append((zip) => zip.append(body.data, { name: entryName }));
+    } else {
+      const stats = await stat(body.path);
+      this.checkSize(entryName, stats.size);
+      this.checkOpen(); // again: the archive may have failed or been aborted during stat
+      // A read shorter than the buffer is copied into a smaller one: size the buffer to the file.
+      const highWaterMark = Math.max(1, Math.min(ioChunkBytes, stats.size));
+      const source = createReadStream(body.path, { highWaterMark });
+      // Listened to at once: archiver attaches its own listener only when the entry starts.
+      // A read error fails the archive.
+      source.once('error', (error) => void this.fail(error));
+      await this.append((zip) => zip.append(source, { name: entryName, stats }));
+    }
+    this.entries++;
+  }
+
+  private checkSize(entryName: string, bytes: number): void {
+    if (bytes >= maxEntryBytes) {
+      throw new MediaError(`${entryName} is ${bytes} bytes; entries of 4 GiB or more are not archived`, {
         context: { file: entryName },
       });
     }
-    this.checkOpen(); // again: the archive may have failed or been aborted during stat
-    await new Promise<void>((resolve, reject) => {
+  }
+
+  /** Starts one entry (stored: the archive is opened with store: true); resolves once it is written. */
+  private append(start: (zip: ZipArchive) => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       this.pending = { resolve, reject };
-      // Stored: the archive is opened with store: true. A read error fails the archive.
-      // A read shorter than the buffer is copied into a smaller one: size the buffer to the file.
-      const highWaterMark = Math.max(1, Math.min(ioChunkBytes, stats.size));
-      const source = createReadStream(file, { highWaterMark });
-      // Listened to at once: archiver attaches its own listener only when the entry starts.
-      source.once('error', (error) => void this.fail(error));
-      this.zip.append(source, { name: entryName, stats });
+      start(this.zip);
     });
-    this.entries++;
   }
 
   private checkOpen(): void {

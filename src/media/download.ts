@@ -1,7 +1,8 @@
 /**
- * One signed URL to one temporary file, streamed (never held in memory), with a retry loop
- * of our own: got's stream retries neither resume nor run hooks, so each attempt is a fresh
- * request with `retry: {limit: 0}`, written from the start.
+ * One signed URL to one body: into memory when its Content-Length fits the memory budget,
+ * else streamed to a temporary file. A retry loop of our own: got's stream retries neither
+ * resume nor run hooks, so each attempt is a fresh request with `retry: {limit: 0}`,
+ * written from the start.
  *
  * Media hosts get a plain got instance: no x-api-key or any other API client header ever
  * reaches them, and redirects off them are followed with credential headers stripped.
@@ -10,10 +11,13 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import got, { type Request, RequestError } from 'got';
 import { type ErrorContext, HttpError, MediaError, NetworkError, redactUrl } from '../errors.ts';
+import type { MemoryBudget } from './memory-budget.ts';
+import type { MediaBody } from './types.ts';
 
 /** A signed URL and when (on the caller's clock) the detail call that issued it was made. */
 export interface SignedLink {
@@ -25,7 +29,13 @@ export interface DownloadOptions {
   link: SignedLink;
   /** Fresh link for the same file (the pipeline calls the single-response API again). */
   refresh: (stale: SignedLink) => Promise<SignedLink>;
+  /** The temporary file used when the body is not kept in memory. */
   dest: string;
+  /**
+   * Keeps bodies in memory when their Content-Length fits; without it every body goes to
+   * `dest`. The caller gives a memory body's bytes back once it is done with it.
+   */
+  memory?: MemoryBudget;
   /** Further attempts after the first, for network errors, 408/429/5xx and short bodies. */
   retries: number;
   /** Connect, first-byte and idle-socket timeout of one attempt. */
@@ -44,7 +54,7 @@ export interface DownloadOptions {
 }
 
 export interface DownloadedFile {
-  file: string;
+  body: MediaBody;
   bytes: number;
   sha256: string;
   contentType: string | null;
@@ -142,11 +152,21 @@ function statusError(request: Request, status: number, url: string, context: Err
   return new HttpError(code, where, { context: { ...context, url: redactUrl(url), status } });
 }
 
-/** One attempt: stream the body to `dest`, hashing and counting; checks Content-Length. */
-async function attempt(
-  url: string,
-  options: DownloadOptions,
-): Promise<Omit<DownloadedFile, 'link' | 'file'>> {
+/** A sink that keeps the chunks it is given (the body of a file kept in memory). */
+function collector(chunks: Buffer[]): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done();
+    },
+  });
+}
+
+/**
+ * One attempt: stream the body to memory (when the budget takes its Content-Length) or to
+ * `dest`, hashing and counting; checks Content-Length.
+ */
+async function attempt(url: string, options: DownloadOptions): Promise<Omit<DownloadedFile, 'link'>> {
   const context = options.context ?? {};
   const request = mediaHttp.stream(url, {
     throwHttpErrors: false,
@@ -162,22 +182,35 @@ async function attempt(
     const lengthHeader = response.headers['content-length'];
     const expected = typeof lengthHeader === 'string' ? Number(lengthHeader) : undefined;
     const contentType = response.headers['content-type'];
-    // The pipe attaches first; both listeners see every chunk (flowing starts on next tick).
-    const written = pipeline(request, createWriteStream(options.dest));
-    const measured = measure(request, options.onBytes);
-    await written;
-    if (expected !== undefined && Number.isFinite(expected) && measured.bytes !== expected) {
-      throw new ShortBodyError(
-        `GET ${redactUrl(url)} sent ${measured.bytes} of ${expected} bytes`,
-        undefined,
-        undefined,
-      );
+    const known = expected !== undefined && Number.isFinite(expected);
+    const chunks: Buffer[] | null = known && options.memory?.tryTake(expected) ? [] : null;
+    try {
+      // The pipe attaches first; both listeners see every chunk (flowing starts on next tick).
+      const written = pipeline(request, chunks ? collector(chunks) : createWriteStream(options.dest));
+      const measured = measure(request, options.onBytes);
+      await written;
+      if (known && measured.bytes !== expected) {
+        throw new ShortBodyError(
+          `GET ${redactUrl(url)} sent ${measured.bytes} of ${expected} bytes`,
+          undefined,
+          undefined,
+        );
+      }
+      const body: MediaBody = chunks
+        ? { kind: 'memory', data: Buffer.concat(chunks, measured.bytes) }
+        : { kind: 'file', path: options.dest };
+      return {
+        body,
+        bytes: measured.bytes,
+        sha256: measured.sha256(),
+        contentType: typeof contentType === 'string' ? contentType : null,
+      };
+    } catch (error) {
+      // Nothing of a failed attempt is kept: a later attempt may go to memory instead.
+      if (chunks && expected !== undefined) options.memory?.give(expected);
+      else await rm(options.dest, { force: true });
+      throw error;
     }
-    return {
-      bytes: measured.bytes,
-      sha256: measured.sha256(),
-      contentType: typeof contentType === 'string' ? contentType : null,
-    };
   } catch (error) {
     request.destroy();
     throw classify(error, url);
@@ -228,20 +261,11 @@ function giveUp(error: Error, url: string, attempts: number, options: DownloadOp
 }
 
 /**
- * Downloads `options.link` to `options.dest`, refreshing the link when it is old or
- * refused (403) and retrying transient failures with backoff. The partial file is
- * removed when the download finally fails.
+ * Downloads `options.link` into memory or to `options.dest`, refreshing the link when it
+ * is old or refused (403) and retrying transient failures with backoff. Each failed
+ * attempt removes its partial file, so `dest` exists only when the body is that file.
  */
-export async function downloadToFile(options: DownloadOptions): Promise<DownloadedFile> {
-  try {
-    return await downloadWithRetries(options);
-  } catch (error) {
-    await rm(options.dest, { force: true });
-    throw error;
-  }
-}
-
-async function downloadWithRetries(options: DownloadOptions): Promise<DownloadedFile> {
+export async function downloadMedia(options: DownloadOptions): Promise<DownloadedFile> {
   const now = options.now ?? Date.now;
   const maxAge = options.maxLinkAgeMs ?? defaultMaxLinkAgeMs;
   const maxRefreshes = options.maxRefreshes ?? defaultMaxRefreshes;
@@ -257,7 +281,7 @@ async function downloadWithRetries(options: DownloadOptions): Promise<Downloaded
     attempts++;
     try {
       const result = await attempt(link.url, options);
-      return { ...result, file: options.dest, link };
+      return { ...result, link };
     } catch (error) {
       const failure = error as Error;
       if (failure instanceof LinkRefusedError && refreshes < maxRefreshes) {

@@ -5,7 +5,7 @@
  * outcome and the rest goes on; an archive failure is not per file and is thrown.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { SingleResponse } from '../api/resources.ts';
@@ -16,14 +16,15 @@ import { maxEntryBytes } from './archive.ts';
 import {
   type DownloadedFile,
   type DownloadOptions,
-  downloadToFile,
+  downloadMedia,
   type SignedLink,
   scrubUrls,
 } from './download.ts';
 import { bestVariant, type ParsedPlaylist, parsePlaylist, rewritePlaylist } from './hls.ts';
 import { mediaJobs, mediaUrl, type ResponseContext } from './jobs.ts';
+import { defaultMemoryBudget, type MemoryBudget } from './memory-budget.ts';
 import { extensionFor, hlsFolder, hlsPlaylistFile, hlsSegmentFile, mediaEntryName } from './names.ts';
-import type { MediaJob, MediaKind, MediaOutcome } from './types.ts';
+import type { MediaBody, MediaJob, MediaKind, MediaOutcome } from './types.ts';
 
 export interface MediaStageOptions {
   archive: MediaArchive;
@@ -38,6 +39,8 @@ export interface MediaStageOptions {
   /** First retry delay, doubling each time (default 250 ms). */
   backoffMs?: number;
   onBytes?: (n: number) => void;
+  /** Downloads held in memory instead of temporary files (default: 32 MiB, 8 MiB a file). */
+  memory?: MemoryBudget;
   /** The clock links are issued on (fetchedAt uses it too). */
   now?: () => number;
 }
@@ -106,36 +109,55 @@ class ResponseLinks {
   }
 }
 
-interface TempFiles {
-  path(): string;
-  removeAll(): Promise<void>;
+/** What one job holds until its entries are in the zip: temporary files and budgeted memory. */
+interface JobScratch {
+  tempPath(): string;
+  /** Records a downloaded body: release() gives its memory back or removes its file. */
+  hold(body: MediaBody): void;
+  release(): Promise<void>;
 }
 
-function tempFiles(dir: string): TempFiles {
-  const made: string[] = [];
+/** A failed download removes its own partial file, so only held file bodies are left to remove. */
+function jobScratch(dir: string, memory: MemoryBudget): JobScratch {
+  const files: string[] = [];
+  let heldBytes = 0;
   return {
-    path() {
-      const file = join(dir, `${randomUUID()}.part`);
-      made.push(file);
-      return file;
+    tempPath: () => join(dir, `${randomUUID()}.part`),
+    hold(body) {
+      if (body.kind === 'memory') heldBytes += body.data.length;
+      else files.push(body.path);
     },
-    async removeAll() {
-      await Promise.all(made.map((file) => rm(file, { force: true })));
+    async release() {
+      memory.give(heldBytes);
+      heldBytes = 0;
+      await Promise.all(files.map((file) => rm(file, { force: true })));
     },
   };
+}
+
+/** A playlist's text, wherever its body is. */
+async function bodyText(body: MediaBody): Promise<string> {
+  return body.kind === 'memory' ? body.data.toString('utf8') : readFile(body.path, 'utf8');
 }
 
 export function createMediaStage(options: MediaStageOptions): MediaStage {
   const limit = pLimit(options.concurrency);
   const now = options.now ?? Date.now;
+  const memory = options.memory ?? defaultMemoryBudget();
   const counters: MediaCounters = { files: 0, bytes: 0, failed: 0, refreshes: 0, retries: 0 };
   let tmpReady: Promise<unknown> | null = null;
 
-  function download(job: MediaJob, link: SignedLink, dest: string, refresh: DownloadOptions['refresh']) {
-    return downloadToFile({
+  async function download(
+    job: MediaJob,
+    link: SignedLink,
+    scratch: JobScratch,
+    refresh: DownloadOptions['refresh'],
+  ): Promise<DownloadedFile> {
+    const fetched = await downloadMedia({
       link,
       refresh,
-      dest,
+      dest: scratch.tempPath(),
+      memory,
       retries: options.retries,
       timeoutMs: options.timeoutMs,
       ...(options.maxLinkAgeMs === undefined ? {} : { maxLinkAgeMs: options.maxLinkAgeMs }),
@@ -145,6 +167,8 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
       onRetry: () => counters.retries++,
       context: { study: job.study_id, response: job.response_id },
     });
+    scratch.hold(fetched.body);
+    return fetched;
   }
 
   function checkSize(job: MediaJob, file: DownloadedFile): void {
@@ -155,8 +179,8 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
     }
   }
 
-  async function archiveFile(job: MediaJob, links: ResponseLinks, temp: TempFiles) {
-    const fetched = await download(job, links.current(job.turn, job.kind), temp.path(), (stale) =>
+  async function archiveFile(job: MediaJob, links: ResponseLinks, scratch: JobScratch) {
+    const fetched = await download(job, links.current(job.turn, job.kind), scratch, (stale) =>
       links.fresh(stale, job.turn, job.kind),
     );
     checkSize(job, fetched);
@@ -167,23 +191,23 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
       job.kind,
       extensionFor(fetched.contentType),
     );
-    return { file, fetched, entries: [{ name: file, path: fetched.file, bytes: fetched.bytes }] };
+    return { file, fetched, entries: [{ name: file, body: fetched.body, bytes: fetched.bytes }] };
   }
 
   /** Downloads a playlist (following a master playlist to its best variant) and parses it. */
   async function loadPlaylist(
     job: MediaJob,
     link: SignedLink,
-    temp: TempFiles,
+    scratch: JobScratch,
     refresh: DownloadOptions['refresh'],
   ) {
-    let fetched = await download(job, link, temp.path(), refresh);
+    let fetched = await download(job, link, scratch, refresh);
     let playlist = await readPlaylist(fetched);
     const variant = bestVariant(playlist);
     if (variant) {
       const variantLink = { url: new URL(variant, fetched.link.url).href, issuedAt: fetched.link.issuedAt };
-      fetched = await download(job, variantLink, temp.path(), async (stale) => {
-        const master = await loadPlaylist(job, await refresh(stale), temp, refresh);
+      fetched = await download(job, variantLink, scratch, async (stale) => {
+        const master = await loadPlaylist(job, await refresh(stale), scratch, refresh);
         return master.fetched.link;
       });
       playlist = await readPlaylist(fetched);
@@ -195,30 +219,30 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
   async function readPlaylist(fetched: DownloadedFile): Promise<ParsedPlaylist> {
     if (fetched.bytes > maxPlaylistBytes)
       throw new MediaError(`playlist of ${fetched.bytes} bytes is too large`);
-    return parsePlaylist(await readFile(fetched.file, 'utf8'));
+    return parsePlaylist(await bodyText(fetched.body));
   }
 
-  async function archiveHls(job: MediaJob, links: ResponseLinks, temp: TempFiles) {
+  async function archiveHls(job: MediaJob, links: ResponseLinks, scratch: JobScratch) {
     const refreshPlaylist: DownloadOptions['refresh'] = (stale) => links.fresh(stale, job.turn, 'hls');
     let { fetched, playlist } = await loadPlaylist(
       job,
       links.current(job.turn, 'hls'),
-      temp,
+      scratch,
       refreshPlaylist,
     );
     const folder = hlsFolder(job.link_id, job.response_id, job.turn);
-    const entries: { name: string; path: string; bytes: number }[] = [];
+    const entries: { name: string; body: MediaBody; bytes: number }[] = [];
     const localNames: string[] = [];
     const count = playlist.references.length;
     for (let i = 0; i < count; i++) {
       const uri = playlist.references[i]?.uri ?? '';
       const segmentLink = { url: new URL(uri, fetched.link.url).href, issuedAt: fetched.link.issuedAt };
       // A refused segment link: renew the playlist (and with it every segment's link).
-      const segment = await download(job, segmentLink, temp.path(), async () => {
+      const segment = await download(job, segmentLink, scratch, async () => {
         ({ fetched, playlist } = await loadPlaylist(
           job,
           await refreshPlaylist(fetched.link),
-          temp,
+          scratch,
           refreshPlaylist,
         ));
         const renewed = playlist.references[i];
@@ -229,26 +253,31 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
       checkSize(job, segment);
       const local = hlsSegmentFile(i, extensionFor(segment.contentType));
       localNames.push(local);
-      entries.push({ name: `${folder}/${local}`, path: segment.file, bytes: segment.bytes });
+      entries.push({ name: `${folder}/${local}`, body: segment.body, bytes: segment.bytes });
     }
-    const text = rewritePlaylist(playlist, localNames);
-    const playlistFile = temp.path();
-    await writeFile(playlistFile, text, 'utf8');
+    // The rewritten playlist is a few KiB of text: kept in memory, outside the budget.
+    const text = Buffer.from(rewritePlaylist(playlist, localNames), 'utf8');
+    const body: MediaBody = { kind: 'memory', data: text };
     const file = `${folder}/${hlsPlaylistFile}`;
-    const bytes = Buffer.byteLength(text, 'utf8');
-    entries.push({ name: file, path: playlistFile, bytes });
-    const sha256 = createHash('sha256').update(text, 'utf8').digest('hex');
-    return { file, fetched: { ...fetched, bytes, sha256, file: playlistFile }, entries };
+    entries.push({ name: file, body, bytes: text.length });
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    return { file, fetched: { ...fetched, bytes: text.length, sha256, body }, entries };
   }
 
   type Fetched = Awaited<ReturnType<typeof archiveFile>>;
 
   /** The download part of a job, inside the download limit; a failure is its outcome. */
-  async function fetchJob(job: MediaJob, links: ResponseLinks, temp: TempFiles): Promise<Fetched | Error> {
+  async function fetchJob(
+    job: MediaJob,
+    links: ResponseLinks,
+    scratch: JobScratch,
+  ): Promise<Fetched | Error> {
     try {
       tmpReady ??= mkdir(options.tmpDir, { recursive: true });
       await tmpReady;
-      return job.kind === 'hls' ? await archiveHls(job, links, temp) : await archiveFile(job, links, temp);
+      return job.kind === 'hls'
+        ? await archiveHls(job, links, scratch)
+        : await archiveFile(job, links, scratch);
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error));
     }
@@ -259,17 +288,17 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
    * at once, so the next download starts while the single writer appends this one.
    */
   async function archiveJob(job: MediaJob, links: ResponseLinks): Promise<MediaOutcome> {
-    const temp = tempFiles(options.tmpDir);
+    const scratch = jobScratch(options.tmpDir, memory);
     const base = { turn: job.turn, kind: job.kind, answer_id: job.answer_id };
     try {
-      const result = await limit(() => fetchJob(job, links, temp));
+      const result = await limit(() => fetchJob(job, links, scratch));
       if (result instanceof Error) {
         counters.failed++;
         return { ...base, ...failedFields, error: describeFailure(result) };
       }
       // Archive errors are not this file's: they end the run, so they are not caught here.
       for (const entry of result.entries) {
-        await options.archive.add(entry.name, entry.path);
+        await options.archive.add(entry.name, entry.body);
         counters.bytes += entry.bytes;
       }
       counters.files++;
@@ -283,7 +312,7 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
         error: null,
       };
     } finally {
-      await temp.removeAll();
+      await scratch.release();
     }
   }
 

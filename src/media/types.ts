@@ -27,3 +27,10 @@ export interface MediaOutcome {
   status: 'archived' | 'failed';
   error: string | null;
 }
+
+/**
+ * A downloaded file on its way into media.zip: small files stay in memory (no temporary
+ * file written and read back), larger ones, or any once the memory budget is spent, are
+ * in a temporary file.
+ */
+export type MediaBody = { kind: 'memory'; data: Buffer } | { kind: 'file'; path: string };

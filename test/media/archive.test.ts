@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openMediaArchive } from '../../src/media/archive.ts';
+import type { MediaBody } from '../../src/media/types.ts';
 import { readZip } from './zip.ts';
 
 let dir: string;
@@ -18,10 +19,10 @@ afterEach(async () => {
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
-async function tempFile(name: string, content: Buffer): Promise<string> {
+async function tempFile(name: string, content: Buffer): Promise<MediaBody> {
   const path = join(dir, name);
   await writeFile(path, content);
-  return path;
+  return { kind: 'file', path };
 }
 
 function unzipTest(zip: string): void {
@@ -32,14 +33,14 @@ function unzipTest(zip: string): void {
 }
 
 describe('openMediaArchive', () => {
-  it('writes stored entries that read back byte for byte', async () => {
+  it('writes stored entries, from files and from memory, that read back byte for byte', async () => {
     const zipPath = join(dir, 'media.zip');
     const archive = await openMediaArchive(zipPath);
     const first = Buffer.alloc(300_000, 7);
     const second = Buffer.from('not really audio');
     await Promise.all([
       archive.add('s/r/1-audio.mp3', await tempFile('a.part', first)),
-      archive.add('s/r/2-video.mp4', await tempFile('b.part', second)),
+      archive.add('s/r/2-video.mp4', { kind: 'memory', data: second }),
     ]);
     const summary = await archive.finish();
     expect(summary.entries).toBe(2);
@@ -60,7 +61,9 @@ describe('openMediaArchive', () => {
   it('rejects an add whose file is missing and keeps going', async () => {
     const zipPath = join(dir, 'media.zip');
     const archive = await openMediaArchive(zipPath);
-    await expect(archive.add('s/r/1-audio.mp3', join(dir, 'missing.part'))).rejects.toThrow();
+    await expect(
+      archive.add('s/r/1-audio.mp3', { kind: 'file', path: join(dir, 'missing.part') }),
+    ).rejects.toThrow();
     await archive.add('s/r/2-audio.mp3', await tempFile('c.part', Buffer.from('ok')));
     await archive.finish();
     expect((await readZip(zipPath)).map((e) => e.name)).toEqual(['s/r/2-audio.mp3']);

@@ -1,11 +1,13 @@
-/** downloadToFile against a tiny loopback server: what is retried, what is not, what is sent. */
+/** downloadMedia against a tiny loopback server: what is retried, what is not, what is sent. */
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { downloadToFile } from '../../src/media/download.ts';
+import { downloadMedia } from '../../src/media/download.ts';
+import { MemoryBudget } from '../../src/media/memory-budget.ts';
 
 let server: Server;
 let base: string;
@@ -17,6 +19,10 @@ beforeAll(async () => {
     seen.push({ path: req.url ?? '', headers: req.headers });
     if (req.url?.startsWith('/missing')) {
       res.writeHead(404).end();
+    } else if (req.url?.startsWith('/short')) {
+      // Promises 10 bytes, sends 5, then drops the connection.
+      res.writeHead(200, { 'content-length': '10' });
+      res.write('hello', () => res.destroy());
     } else if (req.url?.startsWith('/bounce')) {
       res.writeHead(302, { location: `${base}/file?sig=2` }).end();
     } else {
@@ -46,10 +52,10 @@ const options = (url: string, dest: string) => ({
   backoffMs: 1,
 });
 
-describe('downloadToFile', () => {
+describe('downloadMedia', () => {
   it('streams to the file with its sha256 and sends no credential, even after a redirect', async () => {
     const dest = join(dir, 'a.part');
-    const file = await downloadToFile(options(`${base}/bounce?sig=1`, dest));
+    const file = await downloadMedia(options(`${base}/bounce?sig=1`, dest));
     expect(await readFile(dest, 'utf8')).toBe('hello');
     expect(file).toMatchObject({ bytes: 5, contentType: 'audio/mpeg' });
     expect(file.sha256).toBe('2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824');
@@ -63,7 +69,7 @@ describe('downloadToFile', () => {
 
   it('does not retry a 404 and names the URL without its query string', async () => {
     const dest = join(dir, 'b.part');
-    const failure = downloadToFile(options(`${base}/missing?sig=secret`, dest));
+    const failure = downloadMedia(options(`${base}/missing?sig=secret`, dest));
     await expect(failure).rejects.toThrow(/answered 404/);
     await expect(failure).rejects.not.toThrow(/secret/);
     expect(seen).toHaveLength(1);
@@ -71,7 +77,43 @@ describe('downloadToFile', () => {
 
   it('does not retry a temporary file that cannot be written', async () => {
     const dest = join(dir, 'no', 'such', 'dir', 'c.part');
-    await expect(downloadToFile(options(`${base}/file`, dest))).rejects.toThrow(/temporary file/);
+    await expect(downloadMedia(options(`${base}/file`, dest))).rejects.toThrow(/temporary file/);
     expect(seen).toHaveLength(1);
+  });
+
+  it('keeps a body that fits the memory budget in memory, and writes no file', async () => {
+    const dest = join(dir, 'm.part');
+    const memory = new MemoryBudget(100, 50);
+    const file = await downloadMedia({ ...options(`${base}/file?sig=1`, dest), memory });
+    expect(file.body).toEqual({ kind: 'memory', data: Buffer.from('hello') });
+    expect(file.sha256).toBe('2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824');
+    expect(memory.freeBytes).toBe(95); // the caller gives it back once the body is archived
+    expect(existsSync(dest)).toBe(false);
+  });
+
+  it('writes a body larger than the budget allows to the file', async () => {
+    const dest = join(dir, 'f.part');
+    const memory = new MemoryBudget(100, 4);
+    const file = await downloadMedia({ ...options(`${base}/file?sig=1`, dest), memory });
+    expect(file.body).toEqual({ kind: 'file', path: dest });
+    expect(await readFile(dest, 'utf8')).toBe('hello');
+    expect(memory.freeBytes).toBe(100);
+  });
+
+  it('retries a short body and gives its memory back when it finally fails', async () => {
+    const memory = new MemoryBudget(100, 50);
+    const failure = downloadMedia({ ...options(`${base}/short?sig=1`, join(dir, 's.part')), memory });
+    await expect(failure).rejects.toThrow(/gave up after 4 attempts/);
+    expect(seen).toHaveLength(4);
+    expect(memory.freeBytes).toBe(100);
+  });
+
+  it('removes the partial file of a body that never arrived whole', async () => {
+    const dest = join(dir, 'p.part');
+    await expect(downloadMedia(options(`${base}/short?sig=1`, dest))).rejects.toThrow(
+      /gave up after 4 attempts/,
+    );
+    expect(seen).toHaveLength(4);
+    expect(existsSync(dest)).toBe(false);
   });
 });

@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { SingleResponse } from '../../src/api/resources.ts';
 import type { VideoMode } from '../../src/config/schema.ts';
 import { type MediaArchive, openMediaArchive } from '../../src/media/archive.ts';
+import { MemoryBudget } from '../../src/media/memory-budget.ts';
 import { createMediaStage, type MediaStageOptions } from '../../src/media/stage.ts';
 import type { MediaOutcome } from '../../src/media/types.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -130,38 +131,46 @@ function archived(outcomes: MediaOutcome[]): MediaOutcome[] {
 }
 
 describe('media stage on the sandbox', () => {
-  it('archives every audio and video file, stored, with the bytes the hosts serve', async () => {
-    const media = stage();
-    const expected = new Map<string, string>();
-    const all: MediaOutcome[] = [];
-    for (const linkId of [AUDIO, VIDEO]) {
-      for (const { id } of sandbox.responses(linkId)) {
-        const detail = await fetchDetail(linkId, id);
-        const { outcomes } = await archiveOne(media, linkId, id, detail);
-        for (const outcome of outcomes) {
-          const row = detail.transcript[outcome.turn - 1];
-          const url = outcome.kind === 'audio' ? row?.audio : row?.video?.mp4_url;
-          expected.set(outcome.file ?? '', await sha256Of(url ?? ''));
+  it.each([
+    ['kept in memory', () => new MemoryBudget(64 * 1024 * 1024, 8 * 1024 * 1024)],
+    ['through temporary files', () => new MemoryBudget(0, 0)],
+  ])(
+    'archives every audio and video file, stored, with the bytes the hosts serve (%s)',
+    async (_, budget) => {
+      const memory = budget();
+      const media = stage({ memory });
+      const expected = new Map<string, string>();
+      const all: MediaOutcome[] = [];
+      for (const linkId of [AUDIO, VIDEO]) {
+        for (const { id } of sandbox.responses(linkId)) {
+          const detail = await fetchDetail(linkId, id);
+          const { outcomes } = await archiveOne(media, linkId, id, detail);
+          for (const outcome of outcomes) {
+            const row = detail.transcript[outcome.turn - 1];
+            const url = outcome.kind === 'audio' ? row?.audio : row?.video?.mp4_url;
+            expected.set(outcome.file ?? '', await sha256Of(url ?? ''));
+          }
+          all.push(...outcomes);
         }
-        all.push(...outcomes);
       }
-    }
-    expect(all.length).toBeGreaterThan(2);
-    expect(archived(all)).toHaveLength(all.length);
-    expect(new Set(all.map((o) => o.kind))).toEqual(new Set(['audio', 'video']));
-    const entries = await finishAndRead();
-    expect(entries.size).toBe(all.length);
-    for (const outcome of all) {
-      expect(outcome.file).toMatch(/^media-(audio|video)\/[0-9a-f-]+\/\d+-(audio\.mp3|video\.mp4)$/);
-      const entry = entries.get(outcome.file ?? '');
-      expect(entry?.sha256).toBe(outcome.sha256);
-      expect(entry?.sha256).toBe(expected.get(outcome.file ?? ''));
-      expect(entry?.size).toBe(outcome.bytes);
-    }
-    expect(media.counters()).toMatchObject({ files: all.length, failed: 0, refreshes: 0 });
-    expect(await readdir(join(dir, 'tmp'))).toEqual([]);
-    expectNoCredentialOnMediaHosts();
-  });
+      expect(all.length).toBeGreaterThan(2);
+      expect(archived(all)).toHaveLength(all.length);
+      expect(new Set(all.map((o) => o.kind))).toEqual(new Set(['audio', 'video']));
+      const entries = await finishAndRead();
+      expect(entries.size).toBe(all.length);
+      for (const outcome of all) {
+        expect(outcome.file).toMatch(/^media-(audio|video)\/[0-9a-f-]+\/\d+-(audio\.mp3|video\.mp4)$/);
+        const entry = entries.get(outcome.file ?? '');
+        expect(entry?.sha256).toBe(outcome.sha256);
+        expect(entry?.sha256).toBe(expected.get(outcome.file ?? ''));
+        expect(entry?.size).toBe(outcome.bytes);
+      }
+      expect(media.counters()).toMatchObject({ files: all.length, failed: 0, refreshes: 0 });
+      expect(await readdir(join(dir, 'tmp'))).toEqual([]);
+      expect(memory.freeBytes).toBe(memory.totalBytes);
+      expectNoCredentialOnMediaHosts();
+    },
+  );
 
   it('refreshes once when the links expired mid-run (403), then archives everything', async () => {
     const media = stage({ maxLinkAgeMs: 24 * 60 * 60 * 1000 });
@@ -263,39 +272,43 @@ describe('media stage on the sandbox', () => {
     expectNoCredentialOnMediaHosts();
   });
 
-  it.each<[VideoMode, string[]]>([
-    ['hls', ['hls']],
-    ['both', ['video', 'hls']],
-  ])('video: %s archives the playlist rewritten to local segments', async (mode, kinds) => {
-    const media = stage({ video: mode });
-    const responseId = firstResponse(VIDEO);
-    const detail = await fetchDetail(VIDEO, responseId);
-    const { outcomes } = await archiveOne(media, VIDEO, responseId, detail);
-    expect(archived(outcomes)).toHaveLength(outcomes.length);
-    expect(new Set(outcomes.map((o) => o.kind))).toEqual(new Set(kinds));
-    const entries = await finishAndRead();
-    for (const outcome of outcomes.filter((o) => o.kind === 'hls')) {
-      expect(outcome.file).toMatch(/\/\d+-hls\/index\.m3u8$/);
-      expect(outcome.content_type).toBe('application/vnd.apple.mpegurl');
-      const playlist = entries.get(outcome.file ?? '');
-      expect(playlist?.sha256).toBe(outcome.sha256);
-      const text = playlist?.text ?? '';
-      expect(text).toContain('#EXTM3U');
-      expect(text).not.toMatch(/sig=|expires=|https?:/);
-      const segments = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
-      expect(segments).toEqual(['00001.ts', '00002.ts']);
-      // Each archived segment is the segment the stream host serves.
-      const streamUrl = detail.transcript[outcome.turn - 1]?.video?.stream_url ?? '';
-      const served = await (await fetch(streamUrl)).text();
-      const servedSegments = served.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
-      const folder = (outcome.file ?? '').replace(/index\.m3u8$/, '');
-      for (const [i, name] of segments.entries()) {
-        const entry = entries.get(folder + name);
-        expect(entry?.sha256).toBe(await sha256Of(new URL(servedSegments[i] ?? '', streamUrl).href));
+  it.each<[VideoMode, string[], MemoryBudget | undefined]>([
+    ['hls', ['hls'], undefined],
+    ['both', ['video', 'hls'], undefined],
+    ['hls', ['hls'], new MemoryBudget(0, 0)],
+  ])(
+    'video: %s archives the playlist rewritten to local segments (budget %o)',
+    async (mode, kinds, memory) => {
+      const media = stage({ video: mode, ...(memory ? { memory } : {}) });
+      const responseId = firstResponse(VIDEO);
+      const detail = await fetchDetail(VIDEO, responseId);
+      const { outcomes } = await archiveOne(media, VIDEO, responseId, detail);
+      expect(archived(outcomes)).toHaveLength(outcomes.length);
+      expect(new Set(outcomes.map((o) => o.kind))).toEqual(new Set(kinds));
+      const entries = await finishAndRead();
+      for (const outcome of outcomes.filter((o) => o.kind === 'hls')) {
+        expect(outcome.file).toMatch(/\/\d+-hls\/index\.m3u8$/);
+        expect(outcome.content_type).toBe('application/vnd.apple.mpegurl');
+        const playlist = entries.get(outcome.file ?? '');
+        expect(playlist?.sha256).toBe(outcome.sha256);
+        const text = playlist?.text ?? '';
+        expect(text).toContain('#EXTM3U');
+        expect(text).not.toMatch(/sig=|expires=|https?:/);
+        const segments = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
+        expect(segments).toEqual(['00001.ts', '00002.ts']);
+        // Each archived segment is the segment the stream host serves.
+        const streamUrl = detail.transcript[outcome.turn - 1]?.video?.stream_url ?? '';
+        const served = await (await fetch(streamUrl)).text();
+        const servedSegments = served.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
+        const folder = (outcome.file ?? '').replace(/index\.m3u8$/, '');
+        for (const [i, name] of segments.entries()) {
+          const entry = entries.get(folder + name);
+          expect(entry?.sha256).toBe(await sha256Of(new URL(servedSegments[i] ?? '', streamUrl).href));
+        }
       }
-    }
-    expectNoCredentialOnMediaHosts();
-  });
+      expectNoCredentialOnMediaHosts();
+    },
+  );
 
   it('gives hostile ids safe entry names that a strict unzipper accepts', async () => {
     const media = stage({ video: 'both' });
