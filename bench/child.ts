@@ -3,26 +3,26 @@
  * Prints one JSON line last: the step's result plus the process's peak RSS in MB.
  */
 
-import { duckdbFlatten } from './duckdb.ts';
-import { exportOnce } from './export.ts';
-import { rawFetchFloor } from './floor.ts';
-import { mediaDownload } from './media.ts';
-import { parquetWriters } from './parquet-writers.ts';
-import { replayStep } from './replay.ts';
+type Step = (input: never) => Promise<object>;
 
-const steps: Record<string, (input: never) => Promise<object>> = {
-  floor: rawFetchFloor,
-  export: exportOnce,
-  replay: replayStep,
-  duckdb: duckdbFlatten,
-  'parquet-writers': parquetWriters,
-  media: mediaDownload,
+/**
+ * Loaded on demand: a step's peak RSS must not include another step's libraries (DuckDB's
+ * native library alone adds about 20 MB to a process that never uses it).
+ */
+const steps: Record<string, () => Promise<Step>> = {
+  floor: async () => (await import('./floor.ts')).rawFetchFloor,
+  export: async () => (await import('./export.ts')).exportOnce,
+  replay: async () => (await import('./replay.ts')).replayStep,
+  duckdb: async () => (await import('./duckdb.ts')).duckdbFlatten,
+  'parquet-writers': async () => (await import('./parquet-writers.ts')).parquetWriters,
+  media: async () => (await import('./media.ts')).mediaDownload,
 };
 
 async function main(): Promise<void> {
   const [step = '', input = '{}'] = process.argv.slice(2);
-  const run = steps[step];
-  if (!run) throw new Error(`unknown bench step "${step}" (known: ${Object.keys(steps).join(', ')})`);
+  const load = steps[step];
+  if (!load) throw new Error(`unknown bench step "${step}" (known: ${Object.keys(steps).join(', ')})`);
+  const run = await load();
   const result = await run(JSON.parse(input) as never);
   // maxRSS is in kilobytes.
   const rssMb = process.resourceUsage().maxRSS / 1024;
