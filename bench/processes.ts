@@ -4,6 +4,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -67,12 +69,28 @@ async function stopChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** Steps that run study-export's own code: they get the node flags the bin runs with. */
+const productSteps = new Set(['export', 'replay', 'media']);
+
 /**
- * Runs bench/child.ts with one step and its input; resolves with the JSON object the child
+ * The flags bin/study-export.js re-executes node with (its `exec node … "$0"` line), so a
+ * measured step runs under the same heap settings as `study-export run`.
+ */
+export function productNodeFlags(): string[] {
+  const bin = readFileSync(join(repoRoot, 'bin', 'study-export.js'), 'utf8');
+  const flags = /^':' \/\/; exec node (.*?) "\$0" "\$@"$/m.exec(bin)?.[1];
+  if (flags === undefined) throw new Error('bench: bin/study-export.js has no `exec node … "$0" "$@"` line');
+  return flags.split(/\s+/).filter(Boolean);
+}
+
+/**
+ * Runs bench/child.ts with one step and its input (steps of study-export's own code under
+ * the bin's node flags); resolves with the JSON object the child
  * prints on its last stdout line. The child's stderr is passed through.
  */
 export async function runStep<T>(step: string, input: unknown, nodeArgs: string[] = []): Promise<T> {
-  const args = [...nodeArgs, '--import', 'tsx', 'bench/child.ts', step, JSON.stringify(input)];
+  const productFlags = productSteps.has(step) ? productNodeFlags() : [];
+  const args = [...productFlags, ...nodeArgs, '--import', 'tsx', 'bench/child.ts', step, JSON.stringify(input)];
   const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout?.setEncoding('utf8');

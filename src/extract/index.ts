@@ -4,6 +4,7 @@ export {
   type ListingStats,
   type ListResponsesOptions,
   listResponses,
+  type PageGate,
   type ResponseListing,
 } from './responses.ts';
 export type { ExtractSinks, RawRecord, RawSink, Reject, RejectSink, Warning } from './sinks.ts';

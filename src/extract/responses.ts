@@ -24,7 +24,17 @@ export interface ListResponsesOptions {
   maxPages?: number;
   /** Where the temporary spill file goes (default: the OS temp dir). */
   spillDir?: string;
+  /**
+   * Runs each page's fetch and handling (a page of 1000 responses is about 3 MB, several
+   * times that while parsed). A run passes one gate that admits a page at a time to all its
+   * studies, so listings running side by side do not add up their pages in memory.
+   */
+  pageGate?: PageGate;
 }
+
+export type PageGate = <T>(takePage: () => Promise<T>) => Promise<T>;
+
+const ungated: PageGate = (takePage) => takePage();
 
 export interface ListingStats {
   pages: number;
@@ -103,36 +113,25 @@ async function pageIntoSpill(
   spill: SpillFile,
 ): Promise<Map<string, Winner>> {
   const maxPages = options.maxPages ?? 100_000;
+  const gate = options.pageGate ?? ungated;
   const winners = new Map<string, Winner>();
   let previousDigest: string | null = null;
   let line = 0;
-  for (let page = 0; ; page++) {
-    if (page >= maxPages) {
-      stats.stoppedBy = 'page_cap';
-      warn(
-        sinks,
-        study,
-        'page_cap',
-        `stopped after ${maxPages} pages (the page cap); the listing may be incomplete`,
-      );
-      break;
-    }
+
+  /** One page into raw and the spill; says why paging stops, or null to go on. */
+  async function takePage(page: number): Promise<ListingStats['stoppedBy']> {
     const items = await fetchPage(client, study, options, page, sinks);
     stats.pages += 1;
-    if (items.length === 0) {
-      stats.stoppedBy = 'empty_page';
-      break;
-    }
+    if (items.length === 0) return 'empty_page';
     const digest = createHash('sha256').update(JSON.stringify(items)).digest('hex');
     if (digest === previousDigest) {
-      stats.stoppedBy = 'repeated_page';
       warn(
         sinks,
         study,
         'page_repeated',
         `page ${page} is identical to page ${page - 1}: the service seems to ignore \`page\`; stopped paging, the listing may be incomplete`,
       );
-      break;
+      return 'repeated_page';
     }
     previousDigest = digest;
     const valid: ListedResponse[] = [];
@@ -150,6 +149,21 @@ async function pageIntoSpill(
     }
     // One write per page: the page is let go sooner than with a wait per line.
     await spill.appendAll(valid);
+    return null;
+  }
+
+  for (let page = 0; stats.stoppedBy === null; page++) {
+    if (page >= maxPages) {
+      stats.stoppedBy = 'page_cap';
+      warn(
+        sinks,
+        study,
+        'page_cap',
+        `stopped after ${maxPages} pages (the page cap); the listing may be incomplete`,
+      );
+      break;
+    }
+    stats.stoppedBy = await gate(() => takePage(page));
   }
   return winners;
 }

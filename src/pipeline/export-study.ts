@@ -7,7 +7,7 @@ import type { ApiClient } from '../api/client.ts';
 import { SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, NetworkError, StudyExportError } from '../errors.ts';
-import { fetchDetails, listResponses } from '../extract/index.ts';
+import { fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
 import type { ExtractSinks, Reject } from '../extract/sinks.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
@@ -29,6 +29,8 @@ export interface ExportStudyInput {
   writers: TableWriters;
   media: MediaStage | null;
   reporter: ProgressReporter;
+  /** Shared by the studies of a run: one listing page held at a time. */
+  pageGate: PageGate;
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
@@ -65,6 +67,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
         perPage: config.source.per_page,
         updatedSince: since ?? undefined,
         includeInProgress: config.source.include_in_progress,
+        pageGate: input.pageGate,
       },
       studySinks,
     );

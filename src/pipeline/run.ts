@@ -202,6 +202,9 @@ async function exportRun(
     if (media) reporter.start('media');
 
     const studyLimit = pLimit(STUDIES_IN_PARALLEL);
+    // Listing pages are large (about 3 MB at 1000 a page) and details are small: studies
+    // overlap, but take their pages one at a time, so their pages never add up in memory.
+    const pageGate = pLimit(1);
     const exportStart = Date.now();
     const outcomes = await Promise.all(
       studies.map((study) =>
@@ -217,6 +220,7 @@ async function exportRun(
             writers,
             media,
             reporter,
+            pageGate,
           });
           reporter.tick('studies');
           return outcome;

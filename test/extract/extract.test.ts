@@ -1,8 +1,15 @@
+import pLimit from 'p-limit';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.ts';
 import type { ListedResponse, Study } from '../../src/api/resources.ts';
 import { AuthError } from '../../src/errors.ts';
-import { fetchDetails, listResponses, listStudies, selectStudies } from '../../src/extract/index.ts';
+import {
+  fetchDetails,
+  listResponses,
+  listStudies,
+  type PageGate,
+  selectStudies,
+} from '../../src/extract/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { collect, type MemorySinks, memorySinks, sandboxClient, sortedJson } from './helpers.ts';
 
@@ -111,6 +118,47 @@ describe('extract against the sandbox', () => {
     expect(sizes).toEqual([7, 7, 6, 0]);
     expect(sinks.rawRecords.map((r) => r.query?.page)).toEqual(['0', '1', '2', '3']);
     expect(sinks.warnings).toEqual([]);
+  });
+
+  it('listings sharing a page gate hold one page at a time, and each still lists everything', async () => {
+    const { sandbox, client } = await setup({
+      seed: 5,
+      studies: 3,
+      responses: 20,
+      maxPerPage: 7,
+      latencyMs: 5,
+    });
+    const studies = sandbox.studies().filter((s) => sandbox.responses(s.link_id).length > 0);
+    expect(studies.length).toBeGreaterThan(1);
+
+    /** Lists every study side by side; returns the most pages that were being taken at once. */
+    async function listSideBySide(gate?: PageGate) {
+      let taking = 0;
+      let most = 0;
+      const counted: PageGate = async (takePage) => {
+        const run = async () => {
+          most = Math.max(most, ++taking);
+          try {
+            return await takePage();
+          } finally {
+            taking--;
+          }
+        };
+        return gate ? gate(run) : run();
+      };
+      const listed = await Promise.all(
+        studies.map((study) =>
+          collect(listResponses(client, study, { ...listing, pageGate: counted }, memorySinks())),
+        ),
+      );
+      for (const [i, study] of studies.entries()) {
+        expect(listed[i]?.map((r) => r.id)).toEqual(sandbox.responses(study.link_id).map((r) => r.id));
+      }
+      return most;
+    }
+
+    expect(await listSideBySide()).toBeGreaterThan(1); // without a gate, pages overlap
+    expect(await listSideBySide(pLimit(1))).toBe(1);
   });
 
   it('a page identical to the previous one stops paging with a warning', async () => {
