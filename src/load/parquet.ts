@@ -21,8 +21,11 @@ export const defaultRowGroupSize = 50_000;
 /**
  * Buffered value bytes (string lengths, 8 per other value) at which a row group is cut
  * early: every table of a run buffers at most this much, so a run's memory stays flat.
+ * 1 MiB rather than 4: in a 50k-response run four tables reach the cut, and their buffers
+ * were most of what the live heap gains over a small run (peak RSS 255 MB against 184 MB
+ * at 1k). Row groups of a few hundred KB compressed read as fast in DuckDB and pandas.
  */
-export const defaultRowGroupBytes = 4 * 2 ** 20;
+export const defaultRowGroupBytes = 2 ** 20;
 
 /** The Parquet schema of a table: the root element, then one element per column. */
 export function parquetSchema(table: TableName): SchemaElement[] {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createParquetWriter, parquetSchema } from '../../src/load/parquet.ts';
+import { createParquetWriter, defaultRowGroupBytes, parquetSchema } from '../../src/load/parquet.ts';
 import { columnNames, type Row, type TableName, tableNames } from '../../src/load/tables.ts';
 import { duckdb, readHyparquet, rowGroupCount, withTempDir } from './readers.ts';
 import { answerRow, awkwardAnswers, responseRow } from './samples.ts';
@@ -88,9 +88,9 @@ describe('Parquet tables', () => {
       const long = (i: number) => `${i}:`.padEnd(50_000, 'x');
       for (let i = 0; i < 300; i++) await writer.write([answerRow(i, long(i))]);
       const groups = await writer.close();
-      // At 4 MiB a group, 15 MB makes at least 3 groups; one per row would be wrong too.
-      expect(groups).toBeGreaterThanOrEqual(3);
-      expect(groups).toBeLessThan(10);
+      // 15 MB makes about 15 MB / defaultRowGroupBytes groups; one per row would be wrong too.
+      expect(groups).toBeGreaterThanOrEqual(Math.floor(15_000_000 / defaultRowGroupBytes));
+      expect(groups).toBeLessThan(300 / 5); // several rows to a group
       expect(await rowGroupCount(path)).toBe(groups);
       const rows = await readHyparquet(path);
       expect(rows).toHaveLength(300);
@@ -98,10 +98,10 @@ describe('Parquet tables', () => {
     });
   });
 
-  it('streams a 120,000-row answers table in several row groups', async () => {
+  it('streams a 120,000-row answers table in row groups of 50,000 rows when the byte cut allows', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = await createParquetWriter(path, 'answers');
+      const writer = await createParquetWriter(path, 'answers', { rowGroupBytes: 64 * 2 ** 20 });
       for (let start = 0; start < 120_000; start += 1000) {
         await writer.write(
           Array.from({ length: 1000 }, (_, k) => answerRow(start + k, `answer ${start + k}`)),
