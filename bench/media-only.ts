@@ -66,6 +66,7 @@ async function main(): Promise<void> {
         failed: ours.failed,
         mb: round(ours.bytes / 1e6, 1),
         ours_s: round(ours.ms / 1000, 3),
+        ours_cpu_s: round(ours.cpu_ms / 1000, 3),
         ours_mb_per_s: round(oursMbps, 1),
         curl_s: round(curl.ms / 1000, 3),
         curl_mb_per_s: round(curlMbps, 1),

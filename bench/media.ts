@@ -23,6 +23,8 @@ export interface MediaInput {
 
 export interface MediaResult {
   ms: number;
+  /** CPU time of the whole process (every thread: event loop, thread pool, GC) while timed. */
+  cpu_ms: number;
   /** Bytes of the media files (HLS not used: video mode mp4). */
   bytes: number;
   files: number;
@@ -82,6 +84,7 @@ export async function mediaDownload(input: MediaInput): Promise<MediaResult> {
   const tmpDir = join(input.out, '.media-tmp');
 
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const archive = await openMediaArchive(join(input.out, 'media.zip'));
   const stage = createMediaStage({
     archive,
@@ -101,10 +104,12 @@ export async function mediaDownload(input: MediaInput): Promise<MediaResult> {
   const zip = await archive.finish();
   await rm(tmpDir, { recursive: true, force: true });
   const ms = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
 
   const counters = stage.counters();
   return {
     ms,
+    cpu_ms: (cpu.user + cpu.system) / 1000,
     bytes: counters.bytes,
     files: counters.files,
     failed: counters.failed,
