@@ -90,7 +90,15 @@ export function productNodeFlags(): string[] {
  */
 export async function runStep<T>(step: string, input: unknown, nodeArgs: string[] = []): Promise<T> {
   const productFlags = productSteps.has(step) ? productNodeFlags() : [];
-  const args = [...productFlags, ...nodeArgs, '--import', 'tsx', 'bench/child.ts', step, JSON.stringify(input)];
+  const args = [
+    ...productFlags,
+    ...nodeArgs,
+    '--import',
+    'tsx',
+    'bench/child.ts',
+    step,
+    JSON.stringify(input),
+  ];
   const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout?.setEncoding('utf8');
