@@ -2,13 +2,36 @@
  * The run directory's life: a run is written under runs/.tmp-<run id>, renamed to
  * runs/<run id> only when complete, and `latest` is rewritten after that. A lock file keeps
  * two runs of one pipeline from writing the same state at once.
+ *
+ * A process that exits before it is done (Ctrl-C, a CI cancel, an uncaught error) removes
+ * its uncommitted run folder and its lock on the way out. Only SIGKILL leaves them, and
+ * the next run clears those.
  */
+import { rmSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { writeFileAtomic } from '../util/fs.ts';
 
 const TEMP_PREFIX = '.tmp-';
+
+/** Paths this process created and must not leave behind: its lock, uncommitted runs. */
+const removeAtExit = new Set<string>();
+
+/** Registers `path` for removal should the process exit first; returns the way to forget it. */
+function removeIfExitingFirst(path: string): () => void {
+  if (removeAtExit.size === 0) process.once('exit', removeLeftovers);
+  removeAtExit.add(path);
+  return () => {
+    removeAtExit.delete(path);
+    if (removeAtExit.size === 0) process.off('exit', removeLeftovers);
+  };
+}
+
+/** Newest first: the run folder goes before the lock that guarded it. ('exit' allows only sync work.) */
+function removeLeftovers(): void {
+  for (const path of [...removeAtExit].reverse()) rmSync(path, { recursive: true, force: true });
+}
 
 /** Run ids are UTC times, e.g. 20261121T235500Z. */
 export function runIdAt(time: number): string {
@@ -42,12 +65,16 @@ export async function openPipelineDirectory(root: string): Promise<PipelineDirec
   await mkdir(runsDir, { recursive: true });
   const lockPath = join(root, '.lock');
   await acquireLock(lockPath);
+  const forgetLock = removeIfExitingFirst(lockPath);
   await removeStaleTempRuns(runsDir);
   return {
     root,
     runsDir,
     createRun: (startedAt) => createRun(root, runsDir, startedAt),
-    release: () => rm(lockPath, { force: true }),
+    async release() {
+      forgetLock();
+      await rm(lockPath, { force: true });
+    },
   };
 }
 
@@ -96,6 +123,7 @@ async function createRun(root: string, runsDir: string, startedAt: number): Prom
   for (let n = 2; await exists(join(runsDir, id)); n++) id = `${runIdAt(startedAt)}-${n}`;
   const tempPath = join(runsDir, `${TEMP_PREFIX}${id}`);
   const finalPath = join(runsDir, id);
+  const forgetTemp = removeIfExitingFirst(tempPath);
   await mkdir(tempPath, { recursive: true });
   return {
     id,
@@ -103,9 +131,13 @@ async function createRun(root: string, runsDir: string, startedAt: number): Prom
     finalPath,
     async commit() {
       await rename(tempPath, finalPath);
+      forgetTemp();
       await writeFileAtomic(join(root, 'latest'), `${id}\n`);
     },
-    discard: () => rm(tempPath, { recursive: true, force: true }),
+    async discard() {
+      forgetTemp();
+      await rm(tempPath, { recursive: true, force: true });
+    },
   };
 }
 

@@ -1,7 +1,9 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { waitFor } from '../pipeline/helpers.ts';
 import { exitOf, runCli, spawnCli, workdir } from './helpers.ts';
 
 /** run against a running sandbox: exit codes 0 (complete), 3 (partial), 1 (failed); dry run; verify. */
@@ -89,25 +91,39 @@ describe('run', () => {
     }
   });
 
-  it('SIGTERM during a run stops it, says nothing was committed, exit 143', async () => {
-    sandbox.setFaults('latency=300ms');
-    const { child } = await spawnCli(['run', '--out', 'interrupted-out'], {
-      cwd: work.dir,
-      env: env(),
-      stream: 'stderr',
-    });
-    try {
-      let stderr = '';
-      child.stderr!.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString('utf8');
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const)(
+    '%s during a run stops it, says nothing was committed, leaves no folder or lock, exit %i',
+    async (signal, code) => {
+      sandbox.setFaults('latency=300ms');
+      const out = `interrupted-${signal}`;
+      const { child } = await spawnCli(['run', '--out', out], {
+        cwd: work.dir,
+        env: env(),
+        stream: 'stderr',
       });
-      child.kill('SIGTERM');
-      expect(await exitOf(child)).toBe(143);
-      expect(stderr).toContain('study-export: interrupted by SIGTERM: this run was not committed');
-      await expect(readFile(path.join(work.dir, 'interrupted-out', 'cli-test', 'latest'))).rejects.toThrow();
-    } finally {
-      sandbox.setFaults(null);
-      if (child.exitCode === null) child.kill('SIGKILL');
-    }
-  });
+      try {
+        let stderr = '';
+        child.stderr!.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString('utf8');
+        });
+        const root = path.join(work.dir, out, 'cli-test');
+        // Interrupted once the run has its temporary folder and holds the lock.
+        const runs = path.join(root, 'runs');
+        await waitFor(() => existsSync(runs) && readdirSync(runs).length > 0, 'the run folder');
+        expect(existsSync(path.join(root, '.lock'))).toBe(true);
+        child.kill(signal);
+        expect(await exitOf(child)).toBe(code);
+        expect(stderr).toContain(`study-export: interrupted by ${signal}: this run was not committed`);
+        await expect(readFile(path.join(root, 'latest'))).rejects.toThrow();
+        expect(await readdir(runs)).toEqual([]);
+        expect(existsSync(path.join(root, '.lock'))).toBe(false);
+      } finally {
+        sandbox.setFaults(null);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+    },
+  );
 });

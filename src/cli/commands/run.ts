@@ -110,7 +110,7 @@ function interruptHandler(reporter: RunOptions['reporter'], context: CliContext)
   const onSignal = (signal: NodeJS.Signals) => {
     reporter.stop();
     context.stderr.write(
-      `study-export: interrupted by ${signal}: this run was not committed (latest still names the previous complete run)\n`,
+      `study-export: interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)\n`,
     );
     process.exit(signal === 'SIGINT' ? 130 : 143);
   };
