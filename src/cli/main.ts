@@ -3,6 +3,7 @@
  * exit 2, and every other error reported once (report.ts).
  */
 import yargs from 'yargs';
+import packageJson from '../../package.json' with { type: 'json' };
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
 import { studiesCommand } from './commands/studies.ts';
@@ -31,7 +32,8 @@ export async function main(context: CliContext): Promise<number> {
     .strict()
     .help()
     .alias('help', 'h')
-    .version()
+    // Ours, not whatever package.json yargs finds above the bin's path (node_modules/.bin).
+    .version(packageJson.version)
     .wrap(Math.min(110, process.stdout.columns || 100))
     .fail((message, error) => {
       // yargs' own validation gives a message; an error thrown by a handler comes through as is.
