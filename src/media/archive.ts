@@ -1,7 +1,7 @@
 /**
  * media.zip, written by a single writer (archiver 8's ZipArchive). Finished bodies (in
- * memory or in temporary files) are appended one at a time, stored (media is already compressed), each under 4 GiB so no
- * entry needs zip64. Any archiver or disk error aborts the archive and removes the partial
+ * memory or in temporary files) are appended one at a time, stored (media is already
+ * compressed), each under 4 GiB so no entry needs zip64. Any archiver or disk error aborts the archive and removes the partial
  * zip: a truncated media.zip is never left behind.
  */
 import { createReadStream, createWriteStream } from 'node:fs';

@@ -151,11 +151,11 @@ function statusError(request: Request, status: number, url: string, context: Err
   return new HttpError(code, where, { context: { ...context, url: redactUrl(url), status } });
 }
 
-/** A body received, with its size and SHA-256. */
+/** A body received and its size; its SHA-256 is asked for once the size is known to be right. */
 interface Received {
   body: MediaBody;
   bytes: number;
-  sha256: string;
+  sha256(): string;
 }
 
 /** Streams the body to `dest`, hashing and counting each chunk on the way. */
@@ -168,7 +168,7 @@ async function receiveToFile(
   const written = pipeline(request, createWriteStream(dest));
   const measured = measure(request, onBytes);
   await written;
-  return { body: { kind: 'file', path: dest }, bytes: measured.bytes, sha256: measured.sha256() };
+  return { body: { kind: 'file', path: dest }, bytes: measured.bytes, sha256: measured.sha256 };
 }
 
 /**
@@ -189,7 +189,7 @@ async function receiveToMemory(
     onBytes?.(chunk.length);
   });
   await finished(request, { writable: false });
-  const sha256 = createHash('sha256').update(data).digest('hex');
+  const sha256 = () => createHash('sha256').update(data).digest('hex');
   return { body: { kind: 'memory', data }, bytes, sha256 };
 }
 
@@ -229,7 +229,7 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
       return {
         body: received.body,
         bytes: received.bytes,
-        sha256: received.sha256,
+        sha256: received.sha256(),
         contentType: typeof contentType === 'string' ? contentType : null,
       };
     } catch (error) {
