@@ -4,7 +4,7 @@
 // re-executes itself under node with these heap settings (bench/README.md has the figures):
 // - a 1 GiB limit, some twenty times the live heap the pipeline needs. Below 2 GiB V8
 //   lets the heap grow to about 1.6x the live data between full collections instead of
-//   4x: a 10k-response export peaked at 253 MB instead of 356 MB, in the same time;
+//   4x: a 10k-response export peaked at 253 MB instead of 308-356 MB, in the same time;
 // - an initial old space of 64 MB, so a small live heap (the media step's is ~20 MB) is
 //   not fully collected every few dozen milliseconds, which had cost about a quarter of
 //   the download throughput.
