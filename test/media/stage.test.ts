@@ -130,13 +130,26 @@ function archived(outcomes: MediaOutcome[]): MediaOutcome[] {
   return outcomes.filter((o) => o.status === 'archived');
 }
 
+/** A budget that counts the bodies it took into memory and those it sent to temporary files. */
+class CountingBudget extends MemoryBudget {
+  taken = 0;
+  refused = 0;
+
+  override tryTake(bytes: number): boolean {
+    const took = super.tryTake(bytes);
+    if (took) this.taken++;
+    else this.refused++;
+    return took;
+  }
+}
+
 describe('media stage on the sandbox', () => {
   it.each([
-    ['kept in memory', () => new MemoryBudget(64 * 1024 * 1024, 8 * 1024 * 1024)],
-    ['through temporary files', () => new MemoryBudget(0, 0)],
-  ])(
+    ['kept in memory', () => new CountingBudget(64 * 1024 * 1024, 8 * 1024 * 1024), 'taken'],
+    ['through temporary files', () => new CountingBudget(0, 0), 'refused'],
+  ] as const)(
     'archives every audio and video file, stored, with the bytes the hosts serve (%s)',
-    async (_, budget) => {
+    async (_, budget, path) => {
       const memory = budget();
       const media = stage({ memory });
       const expected = new Map<string, string>();
@@ -168,6 +181,9 @@ describe('media stage on the sandbox', () => {
       expect(media.counters()).toMatchObject({ files: all.length, failed: 0, refreshes: 0 });
       expect(await readdir(join(dir, 'tmp'))).toEqual([]);
       expect(memory.freeBytes).toBe(memory.totalBytes);
+      // Every body went the way this case is about.
+      expect(memory[path]).toBe(all.length);
+      expect(memory.taken + memory.refused).toBe(all.length);
       expectNoCredentialOnMediaHosts();
     },
   );
