@@ -318,16 +318,12 @@ export class DataSet {
     return study;
   }
 
-  private newStudy(fields: {
-    id: string;
-    linkId: string;
-    title: string;
-    createdMs: number;
-    createdAt: string;
-    modality: Modality;
-    contentKey: string;
-    topic: string;
-  }): StudyRecord {
+  /** The study's own fields (as StudyRecord declares them) and a topic for its questions. */
+  private newStudy(
+    fields: Omit<StudyRecord, 'questions' | 'entries' | 'byId' | 'visibleTo' | 'nextIndex'> & {
+      topic: string;
+    },
+  ): StudyRecord {
     const { topic, ...rest } = fields;
     return {
       ...rest,
