@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { type ApiClient, createApiClient } from '../src/api/client.ts';
 import type { Study } from '../src/api/resources.ts';
 import { fetchDetails, listResponses, listStudies } from '../src/extract/index.ts';
-import type { ExtractSinks } from '../src/extract/sinks.ts';
+import type { ExtractSinks } from '../src/records.ts';
 import { startSandbox } from '../src/sandbox/index.ts';
 
 const CONCURRENCY = 16;

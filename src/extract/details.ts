@@ -10,7 +10,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, type ListedResponse, SingleResponse, type Study } from '../api/resources.ts';
 import { HttpError, PayloadError } from '../errors.ts';
-import type { ExtractSinks } from './sinks.ts';
+import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
 
 export interface DetailResult {
   listed: ListedResponse;
@@ -93,16 +93,13 @@ async function fetchOne(
     return { listed, detail: null, fetchedAt: Date.now() };
   }
   const fetchedAt = Date.now();
-  sinks.raw.write({
-    operation: 'get_response',
-    link_id: study.link_id,
-    study_id: study.id,
-    response_id: listed.id,
-    url: fetched.url,
-    status: fetched.status,
-    received_at: fetched.receivedAt,
-    payload: fetched.payload,
-  });
+  sinks.raw.write(
+    rawRecord('get_response', fetched, {
+      link_id: study.link_id,
+      study_id: study.id,
+      response_id: listed.id,
+    }),
+  );
   const parsed = SingleResponse.safeParse(fetched.payload);
   if (!parsed.success) {
     rejectDetail(sinks, study, listed.id, describeIssues(parsed.error), fetched.payload);
@@ -123,14 +120,11 @@ function rejectDetail(
   reason: string,
   raw: unknown,
 ): void {
-  sinks.rejects.write({
-    stage: 'extract',
-    operation: 'get_response',
-    study_id: study.id,
-    link_id: study.link_id,
-    response_id: responseId,
-    reason,
-    raw,
-    at: new Date().toISOString(),
-  });
+  sinks.rejects.write(
+    rejectRecord('get_response', reason, raw, {
+      study_id: study.id,
+      link_id: study.link_id,
+      response_id: responseId,
+    }),
+  );
 }

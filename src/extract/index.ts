@@ -7,7 +7,6 @@ export {
   type PageGate,
   type ResponseListing,
 } from './responses.ts';
-export type { ExtractSinks, RawRecord, RawSink, Reject, RejectSink, Warning } from './sinks.ts';
 export {
   globToRegExp,
   listStudies,

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
-import type { ExtractSinks } from './sinks.ts';
+import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
 import { SpillFile } from './spill.ts';
 
 export interface ListResponsesOptions {
@@ -180,17 +180,7 @@ async function fetchPage(
     study.link_id,
     options.updatedSince === undefined ? query : { ...query, updatedSince: options.updatedSince },
   );
-  const record = {
-    operation: 'list_responses' as const,
-    link_id: study.link_id,
-    study_id: study.id,
-    page,
-    url: fetched.url,
-    status: fetched.status,
-    received_at: fetched.receivedAt,
-    payload: fetched.payload,
-  };
-  sinks.raw.write(fetched.query === undefined ? record : { ...record, query: fetched.query });
+  sinks.raw.write(rawRecord('list_responses', fetched, { link_id: study.link_id, study_id: study.id, page }));
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(
       `list_responses for study "${study.link_id}": page ${page} is not a JSON array of responses (${fetched.url})`,
@@ -216,16 +206,13 @@ function keepNewest(winners: Map<string, Winner>, response: ListedResponse, line
 
 function rejectItem(sinks: ExtractSinks, study: Study, raw: unknown, reason: string): void {
   const id = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).id : undefined;
-  sinks.rejects.write({
-    stage: 'extract',
-    operation: 'list_responses',
-    study_id: study.id,
-    link_id: study.link_id,
-    ...(typeof id === 'string' ? { response_id: id } : {}),
-    reason,
-    raw,
-    at: new Date().toISOString(),
-  });
+  sinks.rejects.write(
+    rejectRecord('list_responses', reason, raw, {
+      study_id: study.id,
+      link_id: study.link_id,
+      ...(typeof id === 'string' ? { response_id: id } : {}),
+    }),
+  );
 }
 
 /** The desc count covers every response, so compare only an unfiltered listing. */

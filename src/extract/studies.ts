@@ -8,18 +8,12 @@
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, Study } from '../api/resources.ts';
 import { ConfigError, PayloadError } from '../errors.ts';
-import type { ExtractSinks, Reject } from './sinks.ts';
+import { type ExtractSinks, type Reject, rawRecord, rejectRecord } from '../records.ts';
 
 /** Lists the studies, archives the payload raw, and returns the valid ones (invalid ones go to rejects). */
 export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promise<Study[]> {
   const fetched = await client.listStudies();
-  sinks.raw.write({
-    operation: 'list_surveys',
-    url: fetched.url,
-    status: fetched.status,
-    received_at: fetched.receivedAt,
-    payload: fetched.payload,
-  });
+  sinks.raw.write(rawRecord('list_surveys', fetched));
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(`list_surveys: expected a JSON array of studies from ${fetched.url}`, {
       context: { operation: 'list_surveys', url: fetched.url, status: fetched.status },
@@ -44,19 +38,11 @@ export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promi
 }
 
 function studyReject(raw: unknown, reason: string): Reject {
-  const reject: Reject = {
-    stage: 'extract',
-    operation: 'list_surveys',
-    reason,
-    raw,
-    at: new Date().toISOString(),
-  };
-  if (raw !== null && typeof raw === 'object') {
-    const { id, link_id } = raw as Record<string, unknown>;
-    if (typeof id === 'string') reject.study_id = id;
-    if (typeof link_id === 'string') reject.link_id = link_id;
-  }
-  return reject;
+  const { id, link_id } = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  return rejectRecord('list_surveys', reason, raw, {
+    ...(typeof id === 'string' ? { study_id: id } : {}),
+    ...(typeof link_id === 'string' ? { link_id } : {}),
+  });
 }
 
 /** A glob on whole link_ids: `*` any run of characters (slashes included), `?` one character. */

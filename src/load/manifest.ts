@@ -6,7 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
-import type { Warning } from '../extract/sinks.ts';
+import type { Warning } from '../records.ts';
 import { hashFile, writeFileAtomic } from '../util/fs.ts';
 
 export const MANIFEST_FILE = 'manifest.json';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip, type Gzip } from 'node:zlib';
 import type { Operation } from '../api/resources.ts';
-import type { RawRecord, RawSink } from '../extract/sinks.ts';
+import type { RawRecord, RawSink } from '../records.ts';
 import { ByteBatch } from './file-sink.ts';
 
 export interface RawArchive extends RawSink {

@@ -4,7 +4,7 @@
  */
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import type { Reject, RejectSink } from '../extract/sinks.ts';
+import type { Reject, RejectSink } from '../records.ts';
 
 export interface RejectsFile extends RejectSink {
   readonly path: string;

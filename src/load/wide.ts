@@ -9,7 +9,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { type WideColumn, type WideRow, wideFixedColumns } from '../transform/wide.ts';
+import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter } from './csv.ts';
 import { FileSink } from './file-sink.ts';
 

@@ -1,7 +1,8 @@
 /** Which files one response asks the media stage to fetch. */
 import type { SingleResponse, TranscriptRow } from '../api/resources.ts';
 import type { VideoMode } from '../config/schema.ts';
-import type { MediaJob, MediaKind } from './types.ts';
+import type { MediaKind } from '../records.ts';
+import type { MediaJob } from './types.ts';
 
 export interface ResponseContext {
   study_id: string;

@@ -8,7 +8,7 @@
  * never produce the same name as an unchanged one, and two changed ids differ by hash.
  */
 import { createHash } from 'node:crypto';
-import type { MediaKind } from './types.ts';
+import type { MediaKind } from '../records.ts';
 
 /** Longest kept part of a segment, in code points (the hash suffix comes on top). */
 const maxSegmentChars = 80;

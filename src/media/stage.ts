@@ -11,6 +11,7 @@ import pLimit from 'p-limit';
 import type { SingleResponse } from '../api/resources.ts';
 import type { VideoMode } from '../config/schema.ts';
 import { MediaError, redactUrl } from '../errors.ts';
+import type { MediaKind, MediaOutcome } from '../records.ts';
 import type { MediaArchive } from './archive.ts';
 import { maxEntryBytes } from './archive.ts';
 import {
@@ -24,7 +25,7 @@ import { bestVariant, type ParsedPlaylist, parsePlaylist, rewritePlaylist } from
 import { mediaJobs, mediaUrl, type ResponseContext } from './jobs.ts';
 import { defaultMemoryBudget, type MemoryBudget } from './memory-budget.ts';
 import { extensionFor, hlsFolder, hlsPlaylistFile, hlsSegmentFile, mediaEntryName } from './names.ts';
-import type { MediaBody, MediaJob, MediaKind, MediaOutcome } from './types.ts';
+import type { MediaBody, MediaJob } from './types.ts';
 
 export interface MediaStageOptions {
   archive: MediaArchive;

@@ -1,7 +1,5 @@
-/** What the media stage is asked to fetch and what it reports back, per transcript row. */
-
-/** audio: the audio URL; video: the MP4; hls: the HLS playlist with its segments. */
-export type MediaKind = 'audio' | 'video' | 'hls';
+/** What the media stage is asked to fetch, and a body on its way into media.zip. */
+import type { MediaKind } from '../records.ts';
 
 export interface MediaJob {
   study_id: string;
@@ -13,19 +11,6 @@ export interface MediaJob {
   kind: MediaKind;
   /** Signed URL; never logged or written with its query string. */
   url: string;
-}
-
-export interface MediaOutcome {
-  turn: number;
-  kind: MediaKind;
-  answer_id: string | null;
-  /** Path inside media.zip; null when the download failed. */
-  file: string | null;
-  content_type: string | null;
-  bytes: number | null;
-  sha256: string | null;
-  status: 'archived' | 'failed';
-  error: string | null;
 }
 
 /**

@@ -8,11 +8,11 @@ import { SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, NetworkError, StudyExportError } from '../errors.ts';
 import { fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
-import type { ExtractSinks, Reject } from '../extract/sinks.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
 import { createWideWriter } from '../load/wide.ts';
 import type { MediaStage } from '../media/stage.ts';
+import { type ExtractSinks, type Reject, rawRecord } from '../records.ts';
 import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -137,15 +137,13 @@ function trackLoss(sinks: ExtractSinks, outcome: StudyOutcome): ExtractSinks {
 /** A fresh detail for new signed links, when the media stage finds the old ones expired. */
 async function refreshDetail(input: ExportStudyInput, responseId: string): Promise<SingleResponse> {
   const fetched = await input.client.getResponse(input.study.link_id, responseId);
-  input.sinks.raw.write({
-    operation: 'get_response',
-    link_id: input.study.link_id,
-    study_id: input.study.id,
-    response_id: responseId,
-    url: fetched.url,
-    status: fetched.status,
-    received_at: fetched.receivedAt,
-    payload: fetched.payload,
-  });
+  const { study } = input;
+  input.sinks.raw.write(
+    rawRecord('get_response', fetched, {
+      link_id: study.link_id,
+      study_id: study.id,
+      response_id: responseId,
+    }),
+  );
   return SingleResponse.parse(fetched.payload);
 }

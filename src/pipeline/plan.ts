@@ -7,7 +7,7 @@ import type { ApiClient } from '../api/client.ts';
 import { responseCountInDesc, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { listStudies, selectStudies } from '../extract/index.ts';
-import type { RawRecord, Reject, Warning } from '../extract/sinks.ts';
+import type { RawRecord, Reject, Warning } from '../records.ts';
 import { effectiveSince, type State } from './state.ts';
 import type { DryRunPlan, RunOptions } from './types.ts';
 

@@ -3,7 +3,7 @@
  * implementation (live bars on a TTY, plain periodic lines otherwise); the pipeline only
  * calls these methods.
  */
-import type { Warning } from '../extract/sinks.ts';
+import type { Warning } from '../records.ts';
 
 export type Stage = 'studies' | 'pages' | 'details' | 'media';
 

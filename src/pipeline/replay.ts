@@ -20,12 +20,12 @@ import { createInterface } from 'node:readline';
 import { createGunzip } from 'node:zlib';
 import { ListedResponse, SingleResponse, Study } from '../api/resources.ts';
 import type { Format } from '../config/schema.ts';
-import type { RawRecord } from '../extract/sinks.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { FileSink } from '../load/file-sink.ts';
 import { createTableWriters, type TableWriters } from '../load/table-writers.ts';
 import type { Row, TableName } from '../load/tables.ts';
 import { createWideWriter, type WideWriter } from '../load/wide.ts';
+import type { RawRecord } from '../records.ts';
 import {
   type QuestionCandidate,
   QuestionRegistry,

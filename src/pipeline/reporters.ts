@@ -4,7 +4,7 @@
  * goes to stderr; the final summary (formatSummary) goes to stdout.
  */
 import cliProgress from 'cli-progress';
-import type { Warning } from '../extract/sinks.ts';
+import type { Warning } from '../records.ts';
 import type { ProgressReporter, Stage } from './progress.ts';
 import type { RunResult } from './run.ts';
 

@@ -12,10 +12,9 @@ import {
   type TranscriptRow,
 } from '../api/resources.ts';
 import type { Row } from '../load/tables.ts';
-import type { MediaOutcome } from '../media/types.ts';
+import type { MediaOutcome, WideRow } from '../records.ts';
 import { type QuestionCandidate, questionKey } from './questions.ts';
 import { extraJson, redactUrlsInText, toIsoUtc } from './values.ts';
-import type { WideRow } from './wide.ts';
 
 /** The answers key that holds the summary of the whole conversation, not an answer. */
 export const summaryKey = 'Summary';

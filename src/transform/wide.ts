@@ -4,31 +4,8 @@
  * slots share a text, so a spreadsheet never shows two columns under one name.
  */
 import type { Row } from '../load/tables.ts';
+import { type WideColumn, wideFixedColumns } from '../records.ts';
 import { questionKey } from './questions.ts';
-
-export interface WideRow {
-  response_id: string;
-  response_number: number | null;
-  created_at: string;
-  updated_at: string | null;
-  summary: string | null;
-  /** Answer text per question slot, keyed by questionKey(dgq id, concept id). */
-  cells: Record<string, string>;
-}
-
-export interface WideColumn {
-  key: string;
-  header: string;
-}
-
-/** The fixed columns that precede the question columns, in order. */
-export const wideFixedColumns = [
-  'response_id',
-  'response_number',
-  'created_at',
-  'updated_at',
-  'summary',
-] as const;
 
 /** One column per question slot, by position, with distinct headers. */
 export function wideColumns(questions: readonly Row<'questions'>[]): WideColumn[] {

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listResponses } from '../../src/extract/index.ts';
-import type { RawRecord, Reject } from '../../src/extract/sinks.ts';
 import { createRawArchive } from '../../src/load/raw.ts';
 import { createRejectsFile } from '../../src/load/rejects.ts';
+import type { RawRecord, Reject } from '../../src/records.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { memorySinks, sandboxClient } from './helpers.ts';
 

@@ -1,6 +1,6 @@
 /** Shared test helpers: sinks that keep everything in memory, and a client for a sandbox. */
 import { type ApiClient, type ApiClientOptions, createApiClient } from '../../src/api/client.ts';
-import type { ExtractSinks, RawRecord, Reject, Warning } from '../../src/extract/sinks.ts';
+import type { ExtractSinks, RawRecord, Reject, Warning } from '../../src/records.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 
 export interface MemorySinks extends ExtractSinks {

@@ -2,7 +2,8 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createWideWriter, safeFileName } from '../../src/load/wide.ts';
-import { questionKey, type WideRow, wideColumns } from '../../src/transform/index.ts';
+import type { WideRow } from '../../src/records.ts';
+import { questionKey, wideColumns } from '../../src/transform/index.ts';
 import { readCsv, withTempDir } from './readers.ts';
 
 const csv = { bom: false, escape_formulae: true };

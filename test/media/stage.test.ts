@@ -16,7 +16,7 @@ import type { VideoMode } from '../../src/config/schema.ts';
 import { type MediaArchive, openMediaArchive } from '../../src/media/archive.ts';
 import { MemoryBudget } from '../../src/media/memory-budget.ts';
 import { createMediaStage, type MediaStageOptions } from '../../src/media/stage.ts';
-import type { MediaOutcome } from '../../src/media/types.ts';
+import type { MediaOutcome } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readZip, type ZipEntryInfo } from './zip.ts';
 

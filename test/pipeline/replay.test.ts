@@ -5,10 +5,10 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RawRecord } from '../../src/extract/sinks.ts';
 import { createRawArchive } from '../../src/load/raw.ts';
 import { tableNames } from '../../src/load/tables.ts';
 import { replayRaw } from '../../src/pipeline/replay.ts';
+import type { RawRecord } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 

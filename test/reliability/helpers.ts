@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'vitest';
-import type { Reject } from '../../src/extract/sinks.ts';
+import type { Reject } from '../../src/records.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { readCsv, readHyparquet } from '../load/readers.ts';
 

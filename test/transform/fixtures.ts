@@ -1,6 +1,6 @@
 /** Small payloads for transform tests, shaped like the service's (spec sections 2.1 to 2.5). */
 import type { ListedResponse, SingleResponse, Study, TranscriptRow } from '../../src/api/resources.ts';
-import type { MediaOutcome } from '../../src/media/types.ts';
+import type { MediaOutcome } from '../../src/records.ts';
 
 export const study: Study = {
   id: '5f0c1a2b-0000-4000-8000-000000000001',

@@ -1,0 +1,137 @@
+/**
+ * The records the stages hand each other, declared once so that no stage imports another's
+ * internals: payloads as received (raw/), records that failed validation (rejects.jsonl),
+ * warnings (manifest), what the media stage reports per transcript row (transform's input)
+ * and a wide sheet's row (transform's output, load's input).
+ */
+import type { Operation } from './api/resources.ts';
+
+/** Which request a record came from; what is unknown is left out. */
+export interface RecordOrigin {
+  /** link_id used in the request path, when the operation has one. */
+  link_id?: string;
+  study_id?: string;
+  response_id?: string;
+  page?: number;
+}
+
+export interface RawRecord extends RecordOrigin {
+  operation: Operation;
+  /** The request URL without its query string; query parameters are listed in `query`. */
+  url: string;
+  query?: Record<string, string>;
+  status: number;
+  received_at: string;
+  payload: unknown;
+}
+
+/** What a client call returns that raw/ keeps (structurally the API client's Fetched). */
+export interface ReceivedPayload {
+  url: string;
+  query?: Record<string, string>;
+  status: number;
+  receivedAt: string;
+  payload: unknown;
+}
+
+/** The one place a raw record is built from a response as received. */
+export function rawRecord(
+  operation: Operation,
+  received: ReceivedPayload,
+  origin: RecordOrigin = {},
+): RawRecord {
+  return {
+    operation,
+    ...origin,
+    url: received.url,
+    ...(received.query === undefined ? {} : { query: received.query }),
+    status: received.status,
+    received_at: received.receivedAt,
+    payload: received.payload,
+  };
+}
+
+export interface RawSink {
+  write(record: RawRecord): void;
+}
+
+export interface Reject extends Omit<RecordOrigin, 'page'> {
+  /** Only extract validates records today; kept in rejects.jsonl so a later stage can add its own. */
+  stage: 'extract';
+  operation: Operation;
+  /** One line naming what was wrong and where, e.g. "transcript[3].audio: expected string". */
+  reason: string;
+  /** The record exactly as received (or the body text when it was not JSON). */
+  raw: unknown;
+  at: string;
+}
+
+/** The one place a reject is built. */
+export function rejectRecord(
+  operation: Operation,
+  reason: string,
+  raw: unknown,
+  origin: Omit<RecordOrigin, 'page'> = {},
+): Reject {
+  return { stage: 'extract', operation, ...origin, reason, raw, at: new Date().toISOString() };
+}
+
+export interface RejectSink {
+  write(reject: Reject): void;
+}
+
+export interface Warning {
+  code: string;
+  message: string;
+  study_id?: string;
+  link_id?: string;
+}
+
+/** Where extract puts what is not a validated record; the pipeline owns the implementations. */
+export interface ExtractSinks {
+  raw: RawSink;
+  rejects: RejectSink;
+  warn(warning: Warning): void;
+}
+
+/** audio: the audio URL; video: the MP4; hls: the HLS playlist with its segments. */
+export type MediaKind = 'audio' | 'video' | 'hls';
+
+/** What became of one recording of a transcript row. */
+export interface MediaOutcome {
+  turn: number;
+  kind: MediaKind;
+  answer_id: string | null;
+  /** Path inside media.zip; null when the download failed. */
+  file: string | null;
+  content_type: string | null;
+  bytes: number | null;
+  sha256: string | null;
+  status: 'archived' | 'failed';
+  error: string | null;
+}
+
+/** One response's row of its study's wide sheet. */
+export interface WideRow {
+  response_id: string;
+  response_number: number | null;
+  created_at: string;
+  updated_at: string | null;
+  summary: string | null;
+  /** Answer text per question slot, keyed by questionKey(dgq id, concept id). */
+  cells: Record<string, string>;
+}
+
+export interface WideColumn {
+  key: string;
+  header: string;
+}
+
+/** The fixed columns that precede the question columns, in order. */
+export const wideFixedColumns = [
+  'response_id',
+  'response_number',
+  'created_at',
+  'updated_at',
+  'summary',
+] as const;
