@@ -75,9 +75,16 @@ export function describeExpected(schema: AnySchema | undefined): string {
 function describeNumber(schema: AnySchema): string {
   const integer = !schema.safeParse(0.5).success;
   const noun = integer ? 'integer' : 'number';
+  const { minValue, maxValue } = schema as unknown as { minValue: number | null; maxValue: number | null };
+  if (isBound(minValue) && isBound(maxValue)) return `an ${noun} from ${minValue} to ${maxValue}`;
   if (!schema.safeParse(0).success && schema.safeParse(1).success) return `a positive ${noun}`;
   if (schema.safeParse(0).success && !schema.safeParse(-1).success) return `an ${noun} of 0 or more`;
   return `an ${noun}`;
+}
+
+/** A declared bound, not zod's implicit safe-integer range. */
+function isBound(value: number | null): value is number {
+  return value !== null && Math.abs(value) < Number.MAX_SAFE_INTEGER;
 }
 
 function plural(description: string): string {

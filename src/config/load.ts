@@ -1,7 +1,7 @@
 /**
  * Finding, reading, interpolating and validating a pipeline file. Every problem is a
  * ConfigError whose message names the file, the key path, what was expected and what was
- * found, e.g. `pipelines/x.yaml: source.per_page: expected a positive integer, found "ten"`.
+ * found, e.g. `pipelines/x.yaml: source.per_page: expected an integer from 1 to 10000, found "ten"`.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';

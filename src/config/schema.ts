@@ -11,19 +11,32 @@ export type Format = (typeof formats)[number];
 export const videoModes = ['mp4', 'hls', 'both'] as const;
 export type VideoMode = (typeof videoModes)[number];
 
-const positiveInt = z.number().int().positive();
+/**
+ * The range of every numeric setting, declared once: the pipeline file's schema and the
+ * command-line flags that override a setting both read it, so the two can never disagree.
+ */
+export const settingBounds = {
+  per_page: { min: 1, max: 10_000 },
+  concurrency: { min: 1, max: 256 },
+  // Beyond about 24.8 days Node's timers overflow; an hour of silence is already a hang.
+  timeout_ms: { min: 100, max: 3_600_000 },
+  retries: { min: 0, max: 20 },
+  media_concurrency: { min: 1, max: 64 },
+} as const;
+
+const boundedInt = (bounds: { min: number; max: number }) => z.number().int().min(bounds.min).max(bounds.max);
 
 export const SourceConfig = z.strictObject({
   /** "sandbox" starts the embedded service in-process. */
   base_url: z.string().min(1).default('sandbox'),
   /** Name of the environment variable holding the key; the key itself never sits in a file. */
   api_key_env: z.string().min(1).default('STUDY_API_KEY'),
-  per_page: positiveInt.default(1000),
+  per_page: boundedInt(settingBounds.per_page).default(1000),
   include_in_progress: z.boolean().default(true),
   /** API requests in flight, all studies together. */
-  concurrency: positiveInt.default(8),
-  timeout_ms: positiveInt.default(30_000),
-  retries: z.number().int().min(0).default(5),
+  concurrency: boundedInt(settingBounds.concurrency).default(8),
+  timeout_ms: boundedInt(settingBounds.timeout_ms).default(30_000),
+  retries: boundedInt(settingBounds.retries).default(5),
 });
 
 export const StudiesConfig = z.strictObject({
@@ -46,7 +59,7 @@ export const OutputConfig = z.strictObject({
 export const MediaConfig = z.strictObject({
   enabled: z.boolean().default(true),
   video: z.enum(videoModes).default('mp4'),
-  concurrency: positiveInt.default(4),
+  concurrency: boundedInt(settingBounds.media_concurrency).default(4),
 });
 
 export const PipelineConfig = z.strictObject({

@@ -50,7 +50,7 @@ describe('validate', () => {
       const result = await runCli(['validate'], { cwd: work.dir });
       expect(result.code).toBe(2);
       expect(result.stderr).toBe(
-        'study-export: pipeline.yaml: source.per_page: expected a positive integer, found "ten"\n',
+        'study-export: pipeline.yaml: source.per_page: expected an integer from 1 to 10000, found "ten"\n',
       );
     } finally {
       await work.cleanup();

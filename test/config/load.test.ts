@@ -3,7 +3,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { integerOption } from '../../src/cli/usage.ts';
 import { loadPipeline, resolveApiKey } from '../../src/config/load.ts';
+import { settingBounds } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 let cwd: string;
@@ -127,7 +129,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nsource:\n  per_page: ten\n');
     const error = await loadError('x');
     expect(error.message).toBe(
-      `${path.join('pipelines', 'x.yaml')}: source.per_page: expected a positive integer, found "ten"`,
+      `${path.join('pipelines', 'x.yaml')}: source.per_page: expected an integer from 1 to 10000, found "ten"`,
     );
   });
 
@@ -139,13 +141,39 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     const lines = (await loadError('x')).message.split('\n');
     expect(lines).toHaveLength(3);
     expect(lines).toContain(
-      `${path.join('pipelines', 'x.yaml')}: source.retries: expected an integer of 0 or more, found -1`,
+      `${path.join('pipelines', 'x.yaml')}: source.retries: expected an integer from 0 to 20, found -1`,
     );
     expect(lines).toContain(
       `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: csv, parquet, found "xlsx"`,
     );
     expect(lines).toContain(
       `${path.join('pipelines', 'x.yaml')}: incremental: expected true or false, found "yes"`,
+    );
+  });
+
+  it('every numeric setting has both bounds in the file, the same as its flag', async () => {
+    const keys: [string, string, { min: number; max: number }][] = [
+      ['source', 'per_page', settingBounds.per_page],
+      ['source', 'concurrency', settingBounds.concurrency],
+      ['source', 'timeout_ms', settingBounds.timeout_ms],
+      ['source', 'retries', settingBounds.retries],
+      ['media', 'concurrency', settingBounds.media_concurrency],
+    ];
+    for (const [section, key, bounds] of keys) {
+      for (const value of [bounds.min - 1, bounds.max + 1]) {
+        await writePipeline('x', `name: x\n${section}:\n  ${key}: ${value}\n`);
+        expect((await loadError('x')).message).toBe(
+          `${path.join('pipelines', 'x.yaml')}: ${section}.${key}: expected an integer from ${bounds.min} to ${bounds.max}, found ${value}`,
+        );
+      }
+      await writePipeline('x', `name: x\n${section}:\n  ${key}: ${bounds.max}\n`);
+      const { config } = await loadPipeline({ pipeline: 'x', cwd, env: {} });
+      expect((config as unknown as Record<string, Record<string, number>>)[section]?.[key]).toBe(bounds.max);
+    }
+    // The flag that overrides source.concurrency reads the same bounds.
+    const flag = integerOption('concurrency', settingBounds.concurrency.min, settingBounds.concurrency.max);
+    expect(() => flag(settingBounds.concurrency.max + 1)).toThrow(
+      `--concurrency: expected an integer from 1 to 256, found "257"`,
     );
   });
 

@@ -101,7 +101,7 @@ describe.concurrent('the command line refuses clearly', () => {
     {
       name: 'wrong-type',
       lines: () => ['name: t', source(', concurrency: "eight"')],
-      says: [/source\.concurrency/, /expected a positive integer/, /"eight"/],
+      says: [/source\.concurrency/, /expected an integer from 1 to 256/, /"eight"/],
     },
     {
       name: 'missing-env-in-file',

@@ -1,7 +1,7 @@
 /** `study-export run`: the main job. Exit 0 complete (or dry run), 3 partial; errors exit 1 or 2. */
 import type { CommandModule } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
-import type { Format } from '../../config/schema.ts';
+import { type Format, settingBounds } from '../../config/schema.ts';
 import { createReporter, formatSummary } from '../../pipeline/reporters.ts';
 import type { RunOptions, RunResult } from '../../pipeline/run.ts';
 import { type CliContext, isCI, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
@@ -54,7 +54,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         .option('concurrency', {
           type: 'number',
           requiresArg: true,
-          coerce: integerOption('concurrency', 1, 256),
+          coerce: integerOption('concurrency', settingBounds.concurrency.min, settingBounds.concurrency.max),
           describe: 'API requests in flight (instead of source.concurrency)',
         })
         .option('dry-run', {
