@@ -7,8 +7,14 @@
  * so memory stays bounded by bytes whatever the width of the rows or the size of the table.
  *
  * Types: string -> BYTE_ARRAY UTF8 (STRING); json -> STRING (the JSON text; readers need
- * no extension); integer -> INT64; timestamp -> INT64 TIMESTAMP(MILLIS, UTC).
+ * no extension); integer -> INT64; timestamp -> INT64 TIMESTAMP(MICROS, UTC).
  * Nullable columns are OPTIONAL, the others REQUIRED.
+ *
+ * Older readers: the footer says format version 1 and every column is PLAIN. hyparquet-writer
+ * always writes version 2 and dictionary-encoded pages as RLE_DICTIONARY, which readers of the 1.0
+ * format (parquetjs-lite) refuse; it has no option for either, so PLAIN is asked per column
+ * and the footer's version is rewritten (footerVersion1). Its pages are DataPage V2, which
+ * those readers do read, and parquet-mr, the reference writer, also writes version 1 with them.
  */
 import type { SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
@@ -44,8 +50,10 @@ function columnElement(column: Column): SchemaElement {
         name,
         repetition_type,
         type: 'INT64',
-        converted_type: 'TIMESTAMP_MILLIS',
-        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
+        // MICROS, not MILLIS: parquetjs-lite cannot convert a MILLIS value (it reads INT64 as
+        // a bigint and fails on `+value`), and microseconds are Spark's own unit.
+        converted_type: 'TIMESTAMP_MICROS',
+        logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MICROS' },
       };
     case 'string':
     case 'json':
@@ -108,7 +116,26 @@ class FileByteWriter extends ByteWriter {
     return this.#sink.write(bytes);
   }
 
-  override finish(): void {}
+  /** Called by ParquetWriter.finish() once the footer is in the buffer. */
+  override finish(): void {
+    footerVersion1(new Uint8Array(this.buffer, 0, this.index));
+  }
+}
+
+/**
+ * Rewrites the footer's format version from 2 to 1 in place. `tail` ends with the footer:
+ * FileMetaData (Thrift compact), its length (4 bytes, little-endian) and "PAR1". Its first
+ * field is the version: header byte 0x15 (field 1, i32), then the zigzag varint 0x04 (2),
+ * which becomes 0x02 (1), the same length. Anything else is refused rather than guessed at.
+ */
+export function footerVersion1(tail: Uint8Array): void {
+  const view = new DataView(tail.buffer, tail.byteOffset, tail.byteLength);
+  const magic = tail.length >= 8 ? new TextDecoder().decode(tail.subarray(tail.length - 4)) : '';
+  const start = tail.length - 8 - (tail.length >= 8 ? view.getUint32(tail.length - 8, true) : 0);
+  if (magic !== 'PAR1' || start < 0 || tail[start] !== 0x15 || tail[start + 1] !== 0x04) {
+    throw new Error('unexpected Parquet footer: cannot set its format version to 1');
+  }
+  tail[start + 1] = 0x02;
 }
 
 export interface ParquetTableWriter<T extends TableName> {
@@ -152,6 +179,8 @@ export async function createParquetWriter<T extends TableName>(
         name: column.name,
         data: columnValues(column, values[i] as unknown[]),
         nullable: column.nullable,
+        // No dictionary: hyparquet-writer labels dictionary-encoded pages RLE_DICTIONARY (format 2).
+        encoding: 'PLAIN',
       }),
     );
     // write() flushes the row group to the file through writer.flush() and waits for it.

@@ -16,7 +16,7 @@ export function tablesMarkdown(): string {
     '',
     'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
     'cell is a missing value; in Parquet nullable columns are OPTIONAL, timestamps are UTC',
-    "TIMESTAMP(MILLIS) and integers INT64. The same facts are in each run's datapackage.json.",
+    "TIMESTAMP(MICROS) and integers INT64. The same facts are in each run's datapackage.json.",
     '',
   ];
   for (const name of tableNames) parts.push(...tableSection(name));

@@ -1,8 +1,23 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createParquetWriter, defaultRowGroupBytes, parquetSchema } from '../../src/load/parquet.ts';
+import {
+  createParquetWriter,
+  defaultRowGroupBytes,
+  footerVersion1,
+  parquetSchema,
+} from '../../src/load/parquet.ts';
 import { columnNames, type Row, type TableName, tableNames } from '../../src/load/tables.ts';
-import { duckdb, readHyparquet, rowGroupCount, withTempDir } from './readers.ts';
+import {
+  duckdb,
+  duckdbTypes,
+  expectedTypes,
+  readHyparquet,
+  readParquetjsLite,
+  readParquetWasm,
+  rowGroupCount,
+  tableRow,
+  withTempDir,
+} from './readers.ts';
 import { answerRow, awkwardAnswers, responseRow } from './samples.ts';
 
 /** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */
@@ -21,7 +36,7 @@ const responses = [
 ];
 
 describe('Parquet tables', () => {
-  it('round-trips awkward values through DuckDB and hyparquet, value by value', async () => {
+  it('round-trips awkward values through DuckDB, hyparquet, parquetjs-lite and parquet-wasm, value by value', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
       const writer = await createParquetWriter(path, 'answers');
@@ -31,7 +46,45 @@ describe('Parquet tables', () => {
       const fromDuck = await duckdb((query) => query(`select * from read_parquet('${path}')`));
       expect(fromDuck.map(normaliseRow)).toEqual(awkwardAnswers);
       expect((await readHyparquet(path)).map(normaliseRow)).toEqual(awkwardAnswers);
+      const answers = (row: Record<string, unknown>) => tableRow('answers', row);
+      expect((await readParquetjsLite(path)).rows.map(answers)).toEqual(awkwardAnswers);
+      expect((await readParquetWasm(path)).rows.map(answers)).toEqual(awkwardAnswers);
     });
+  });
+
+  it('is a format version 1 file with PLAIN columns, which parquetjs-lite (a 1.0 reader) opens with the declared types', async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'responses.parquet');
+      const writer = await createParquetWriter(path, 'responses', { rowGroupSize: 2 });
+      await writer.write(responses);
+      await writer.close();
+      await duckdb(async (query) => {
+        const [file] = await query(`select format_version from parquet_file_metadata('${path}')`);
+        expect(normalise(file!.format_version)).toBe(1);
+        const encodings = await query(`select distinct encodings from parquet_metadata('${path}')`);
+        expect(encodings.map((e) => e.encodings)).toEqual(['PLAIN']);
+      });
+      const lite = await readParquetjsLite(path);
+      expect(lite.types).toEqual(expectedTypes('responses', 'parquetjs-lite'));
+      expect(lite.rows.map((row) => tableRow('responses', row))).toEqual(responses);
+      const wasm = await readParquetWasm(path);
+      expect(wasm.types).toEqual(expectedTypes('responses', 'parquet-wasm'));
+      expect(wasm.rows.map((row) => tableRow('responses', row))).toEqual(responses);
+      expect(await duckdbTypes(path)).toEqual(expectedTypes('responses', 'duckdb'));
+    });
+  });
+
+  it('refuses to rewrite a footer it does not recognise', () => {
+    const footer = (first: number[]) => {
+      const meta = [...first, 0x00];
+      return new Uint8Array([...meta, meta.length, 0, 0, 0, ...Buffer.from('PAR1')]);
+    };
+    const v2 = footer([0x15, 0x04]);
+    footerVersion1(v2);
+    expect([...v2.subarray(0, 2)]).toEqual([0x15, 0x02]);
+    expect(() => footerVersion1(footer([0x15, 0x06]))).toThrow(/format version/);
+    expect(() => footerVersion1(footer([0x16, 0x04]))).toThrow(/format version/);
+    expect(() => footerVersion1(new Uint8Array([0x15, 0x04, 3, 0, 0, 0, 80, 65, 82, 0]))).toThrow();
   });
 
   it('types timestamps as UTC timestamps, integers as BIGINT, and marks only nullable columns optional', async () => {

@@ -1,10 +1,17 @@
-/** Independent readers for the files the load stage writes: DuckDB and hyparquet for Parquet, papaparse for CSV. */
+/**
+ * Independent readers for the files the load stage writes: DuckDB, hyparquet, parquetjs-lite
+ * and parquet-wasm (with apache-arrow) for Parquet, papaparse for CSV.
+ */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { tableFromIPC } from 'apache-arrow';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
+import { readParquet } from 'parquet-wasm/node';
+import { type ColumnType, type TableName, tables } from '../../src/load/tables.ts';
 
 export async function withTempDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'study-export-load-'));
@@ -46,4 +53,118 @@ export async function readCsv(path: string): Promise<{ text: string; records: st
     (r, i) => !(i === parsed.data.length - 1 && r.length === 1 && r[0] === ''),
   );
   return { text, records };
+}
+
+/** What a Parquet reader returns: rows, and each column's type as that reader names it. */
+export interface ParquetRead {
+  rows: Record<string, unknown>[];
+  /** Column name -> the reader's type, with "?" appended when the column is nullable. */
+  types: Record<string, string>;
+}
+
+/** parquetjs-lite's reader (the Parquet 1.0 reader of the design card). Absent keys are nulls. */
+export async function readParquetjsLite(path: string): Promise<ParquetRead> {
+  const reader = await parquetjs.ParquetReader.openFile(path);
+  try {
+    const fields = reader.getSchema().fields;
+    const names = Object.keys(fields);
+    const rows: Record<string, unknown>[] = [];
+    const cursor = reader.getCursor();
+    for (let row = await cursor.next(); row; row = await cursor.next()) {
+      rows.push(Object.fromEntries(names.map((name) => [name, row[name] ?? null])));
+    }
+    const types = Object.fromEntries(
+      Object.entries(fields).map(([name, f]) => [
+        name,
+        `${f.primitiveType}${f.originalType ? `/${f.originalType}` : ''}${f.repetitionType === 'OPTIONAL' ? '?' : ''}`,
+      ]),
+    );
+    return { rows, types };
+  } finally {
+    await reader.close();
+  }
+}
+
+interface ParquetjsField {
+  primitiveType: string;
+  originalType?: string;
+  repetitionType: string;
+}
+interface ParquetjsReader {
+  getSchema(): { fields: Record<string, ParquetjsField> };
+  getCursor(): { next(): Promise<Record<string, unknown> | null> };
+  close(): Promise<void>;
+}
+/** parquetjs-lite ships no types; the little used here. */
+const parquetjs = createRequire(import.meta.url)('parquetjs-lite') as {
+  ParquetReader: { openFile(path: string): Promise<ParquetjsReader> };
+};
+
+/** parquet-wasm (Rust's parquet crate) into an Arrow table read by apache-arrow. */
+export async function readParquetWasm(path: string): Promise<ParquetRead> {
+  const wasmTable = readParquet(new Uint8Array(await readFile(path)));
+  const table = tableFromIPC(wasmTable.intoIPCStream());
+  const rows = table.toArray().map((row) => ({ ...(row.toJSON() as Record<string, unknown>) }));
+  const types = Object.fromEntries(
+    table.schema.fields.map((f) => [f.name, `${String(f.type)}${f.nullable ? '?' : ''}`]),
+  );
+  return { rows, types };
+}
+
+/**
+ * A Parquet value in the row convention of src/load/tables.ts: integers as numbers,
+ * timestamps as ISO strings (readers give a Date, or apache-arrow epoch milliseconds), null
+ * for a missing value.
+ */
+export function rowValue(type: ColumnType, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (type === 'integer') return Number(value as number | bigint);
+  if (type === 'timestamp') return new Date(value instanceof Date ? value : Number(value)).toISOString();
+  return value;
+}
+
+/** A row read back by any Parquet reader, in the row convention of the table's declaration. */
+export function tableRow(table: TableName, row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(tables[table].columns.map((c) => [c.name, rowValue(c.type, row[c.name])]));
+}
+
+/** Each reader's name for the type a declared column must have ("?" when nullable). */
+export const declaredParquetTypes: Record<
+  'duckdb' | 'parquetjs-lite' | 'parquet-wasm',
+  Record<ColumnType, string>
+> = {
+  duckdb: { string: 'VARCHAR', json: 'VARCHAR', integer: 'BIGINT', timestamp: 'TIMESTAMP WITH TIME ZONE' },
+  'parquetjs-lite': {
+    string: 'BYTE_ARRAY/UTF8',
+    json: 'BYTE_ARRAY/UTF8',
+    integer: 'INT64',
+    timestamp: 'INT64/TIMESTAMP_MICROS',
+  },
+  'parquet-wasm': {
+    string: 'Utf8',
+    json: 'Utf8',
+    integer: 'Int64',
+    timestamp: 'Timestamp<MICROSECOND, UTC>',
+  },
+};
+
+/** The types a reader must report for a table's columns, nullable ones marked "?" (not DuckDB's). */
+export function expectedTypes(
+  table: TableName,
+  reader: keyof typeof declaredParquetTypes,
+): Record<string, string> {
+  return Object.fromEntries(
+    tables[table].columns.map((c) => [
+      c.name,
+      declaredParquetTypes[reader][c.type] + (c.nullable && reader !== 'duckdb' ? '?' : ''),
+    ]),
+  );
+}
+
+/** Column name -> type as DuckDB describes the file. */
+export async function duckdbTypes(path: string): Promise<Record<string, string>> {
+  return duckdb(async (query) => {
+    const described = await query(`describe select * from read_parquet('${path}')`);
+    return Object.fromEntries(described.map((c) => [String(c.column_name), String(c.column_type)]));
+  });
 }
