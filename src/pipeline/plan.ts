@@ -8,6 +8,7 @@ import { responseCountInDesc, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { listStudies, selectStudies } from '../extract/index.ts';
 import type { RawRecord, Reject, Warning } from '../records.ts';
+import { inShard } from './shard.ts';
 import { effectiveSince, type State } from './state.ts';
 import type { DryRunPlan, RunOptions } from './types.ts';
 
@@ -37,7 +38,7 @@ export async function listSelectedStudies(
     all,
     { include: config.studies.include, exclude: config.studies.exclude, only },
     known,
-  );
+  ).filter((study) => inShard(study.id, options.shard));
   return listing;
 }
 
@@ -69,6 +70,7 @@ export function dryRunPlan(
     media: config.media.enabled,
     formats: config.output.formats,
     out: join(config.output.dir, config.name),
+    shard: options.shard ?? null,
   };
 }
 

@@ -288,16 +288,20 @@ function formatPlan(result: RunResult): string {
     `media:    ${plan.media ? 'on' : 'off'}`,
     `formats:  ${plan.formats.join(', ')}`,
     `out:      ${plan.out}`,
+    ...(plan.shard
+      ? [`shard:    ${plan.shard.index} of ${plan.shard.count} (studies by a hash of their permanent id)`]
+      : []),
     '',
   ];
-  const header = ['link_id', 'title', 'expected responses', 'since'];
+  const header = ['study_id', 'link_id', 'title', 'expected responses', 'since'];
   const rows = plan.studies.map((study) => [
+    study.study_id,
     study.link_id,
     truncate(study.title, 40),
     study.expected_responses === null ? '?' : formatCount(study.expected_responses),
     study.since ?? '(everything)',
   ]);
-  lines.push(...alignRows([header, ...rows], ['left', 'left', 'right', 'left']));
+  lines.push(...alignRows([header, ...rows], ['left', 'left', 'left', 'right', 'left']));
   return lines.join('\n');
 }
 

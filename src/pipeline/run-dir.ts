@@ -3,6 +3,11 @@
  * runs/<run id> only when complete, and `latest` is rewritten after that. A lock file keeps
  * two runs of one pipeline from writing the same state at once.
  *
+ * Shard K of N owns its own objects: run ids end in -shard-K-of-N, its lock is
+ * .lock-shard-K-of-N and its pointer latest-shard-K-of-N, and it clears only its own
+ * leftovers. So N shards run at once without waiting for each other, and none of them
+ * writes an object another one writes.
+ *
  * A process that exits before it is done (Ctrl-C, a CI cancel, an uncaught error) removes
  * its uncommitted run folder and its lock on the way out. Only SIGKILL leaves them, and
  * the next run clears those.
@@ -12,6 +17,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promis
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { writeFileAtomic } from '../util/fs.ts';
+import { type Shard, shardLabel } from './shard.ts';
 
 const TEMP_PREFIX = '.tmp-';
 
@@ -59,18 +65,33 @@ export interface PipelineDirectory {
   release(): Promise<void>;
 }
 
-/** Take the pipeline's lock and clear what killed runs left behind. */
-export async function openPipelineDirectory(root: string): Promise<PipelineDirectory> {
+/** What one shard (or the unsharded pipeline) names its own: lock, latest pointer, run id suffix. */
+export interface ShardNames {
+  lock: string;
+  latest: string;
+  /** '' unsharded, '-shard-2-of-3' for shard 2 of 3. */
+  runSuffix: string;
+}
+
+export function shardNames(shard: Shard | undefined): ShardNames {
+  if (!shard) return { lock: '.lock', latest: 'latest', runSuffix: '' };
+  const label = shardLabel(shard);
+  return { lock: `.lock-${label}`, latest: `latest-${label}`, runSuffix: `-${label}` };
+}
+
+/** Take the pipeline's (or the shard's) lock and clear what its killed runs left behind. */
+export async function openPipelineDirectory(root: string, shard?: Shard): Promise<PipelineDirectory> {
+  const names = shardNames(shard);
   const runsDir = join(root, 'runs');
   await mkdir(runsDir, { recursive: true });
-  const lockPath = join(root, '.lock');
+  const lockPath = join(root, names.lock);
   await acquireLock(lockPath);
   const forgetLock = removeIfExitingFirst(lockPath);
-  await removeStaleTempRuns(runsDir);
+  await removeStaleTempRuns(runsDir, names.runSuffix);
   return {
     root,
     runsDir,
-    createRun: (startedAt) => createRun(root, runsDir, startedAt),
+    createRun: (startedAt) => createRun(root, runsDir, startedAt, names),
     async release() {
       forgetLock();
       await rm(lockPath, { force: true });
@@ -110,17 +131,34 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Runs that were killed leave a temp directory; under the lock nobody else owns one. */
-async function removeStaleTempRuns(runsDir: string): Promise<void> {
+/**
+ * Runs that were killed leave a temp directory; under its lock nobody else owns one of this
+ * shard's. Other shards' temp runs may be in progress: they are theirs to clear.
+ */
+async function removeStaleTempRuns(runsDir: string, runSuffix: string): Promise<void> {
   for (const name of await readdir(runsDir)) {
-    if (name.startsWith(TEMP_PREFIX)) await rm(join(runsDir, name), { recursive: true, force: true });
+    if (name.startsWith(TEMP_PREFIX) && ownRun(name, runSuffix)) {
+      await rm(join(runsDir, name), { recursive: true, force: true });
+    }
   }
 }
 
-async function createRun(root: string, runsDir: string, startedAt: number): Promise<RunDirectory> {
-  let id = runIdAt(startedAt);
+/** Run ids: <time>[-n][-shard-K-of-N]. */
+function ownRun(name: string, runSuffix: string): boolean {
+  const sharded = /-shard-\d+-of-\d+$/.test(name);
+  return runSuffix === '' ? !sharded : name.endsWith(runSuffix);
+}
+
+async function createRun(
+  root: string,
+  runsDir: string,
+  startedAt: number,
+  names: ShardNames,
+): Promise<RunDirectory> {
+  const time = runIdAt(startedAt);
+  let id = `${time}${names.runSuffix}`;
   // Two runs within one second get distinct ids.
-  for (let n = 2; await exists(join(runsDir, id)); n++) id = `${runIdAt(startedAt)}-${n}`;
+  for (let n = 2; await exists(join(runsDir, id)); n++) id = `${time}-${n}${names.runSuffix}`;
   const tempPath = join(runsDir, `${TEMP_PREFIX}${id}`);
   const finalPath = join(runsDir, id);
   const forgetTemp = removeIfExitingFirst(tempPath);
@@ -132,7 +170,7 @@ async function createRun(root: string, runsDir: string, startedAt: number): Prom
     async commit() {
       await rename(tempPath, finalPath);
       forgetTemp();
-      await writeFileAtomic(join(root, 'latest'), `${id}\n`);
+      await writeFileAtomic(join(root, names.latest), `${id}\n`);
     },
     async discard() {
       forgetTemp();

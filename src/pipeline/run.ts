@@ -63,7 +63,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     client = createClient(source, config, log);
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
-    const pipelineDir = await openPipelineDirectory(pipelineRoot);
+    const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard);
     try {
       const run = await pipelineDir.createRun(startedAt);
       try {
@@ -79,7 +79,9 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         );
         await run.commit();
         // State moves only now, after the run is in place, and only for lossless studies.
-        await writeState(statePath, advanceState(state, outcomes, { id: run.id, startedAt }));
+        // Read again: other shards may have advanced their studies meanwhile.
+        const latestState = options.shard ? await readState(statePath) : state;
+        await writeState(statePath, advanceState(latestState, outcomes, { id: run.id, startedAt }));
         return result;
       } catch (error) {
         await run.discard();

@@ -1,6 +1,7 @@
 /** What a run is asked to do and what it reports back (the command line's view of a run). */
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import type { ProgressReporter } from './progress.ts';
+import type { Shard } from './shard.ts';
 
 export interface RunOptions {
   config: PipelineConfig;
@@ -16,6 +17,8 @@ export interface RunOptions {
   concurrency?: number;
   dryRun?: boolean;
   stateFile?: string;
+  /** Only the studies of this shard (by a stable hash of the permanent id). */
+  shard?: Shard;
   reporter: ProgressReporter;
   env: NodeJS.ProcessEnv;
 }
@@ -37,6 +40,8 @@ export interface DryRunPlan {
   media: boolean;
   formats: Format[];
   out: string;
+  /** The shard this run would take, e.g. { index: 2, count: 3 }; null when not sharded. */
+  shard: Shard | null;
 }
 
 export interface RunResult {

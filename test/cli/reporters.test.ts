@@ -137,9 +137,12 @@ describe('formatSummary', () => {
         media: false,
         formats: ['csv'],
         out: 'out/demo',
+        shard: { index: 2, count: 3 },
       },
     });
     expect(text).toContain('dry run: nothing was written');
+    expect(text).toContain('shard:    2 of 3');
+    expect(text).toMatch(/s1\s+cars\s+Cars\s+120\s+\(everything\)/);
     expect(text).toContain('studies:  2 (about 125 responses');
     expect(text).toContain('media:    off');
     expect(text).toMatch(/bikes\s+Bikes\s+5\s+2026-01-01T00:00:00Z/);

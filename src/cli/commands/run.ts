@@ -6,9 +6,10 @@ import { createReporter, formatSummary } from '../../pipeline/reporters.ts';
 import type { RunOptions, RunResult } from '../../pipeline/run.ts';
 import { type CliContext, isCI, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { registerSecret } from '../report.ts';
+import { JOB_INDEX_ENV, SHARD_COUNT_ENV, SHARD_ENV, type ShardArgs, shardOf } from '../shard.ts';
 import { integerOption, parseFormats, parseSince } from '../usage.ts';
 
-interface RunArgs extends PipelineArgs {
+interface RunArgs extends PipelineArgs, ShardArgs {
   out?: string;
   study?: string[];
   since?: string;
@@ -66,10 +67,23 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
           requiresArg: true,
           describe: 'state file (default out/<name>/state.json)',
         })
+        .option('shard', {
+          type: 'string',
+          requiresArg: true,
+          describe: `only the studies of shard K of N (1-based, e.g. 2/3; also ${SHARD_ENV}=K/N)`,
+        })
+        .option('shard-count', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('shard-count', 1, 10_000),
+          describe: `number of shards when the shard comes from ${JOB_INDEX_ENV} (also ${SHARD_COUNT_ENV})`,
+        })
         .conflicts('since', 'full')
+        .conflicts('shard', 'shard-count')
         .example('$0 run', 'run ./pipeline.yaml (the embedded sandbox by default)')
         .example('$0 run --pipeline nightly-incremental', 'run pipelines/nightly-incremental.yaml')
         .example('$0 run --study cars-2024 --no-media', 'one study, without media')
+        .example('$0 run --shard 2/3 --dry-run', 'the studies the second of three shards would take')
         .epilog(
           'Exit codes: 0 complete, 3 finished but partial (rejects or failed media, listed in the manifest), 1 failed, 2 usage, configuration or authentication error.',
         ) as never,
@@ -79,6 +93,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         cwd: context.cwd,
         env: context.env,
       });
+      const shard = shardOf(args, context.env);
       // Fail before any work when the key's variable is missing.
       registerSecret(resolveApiKey(config, context.env, file));
       const reporter = createReporter({
@@ -91,7 +106,9 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       const stopOnSignal = interruptHandler(reporter, context);
       let result: RunResult;
       try {
-        result = await runPipeline(runOptions(args, config, file, reporter, context.env));
+        const options = runOptions(args, config, file, reporter, context.env);
+        if (shard) options.shard = shard;
+        result = await runPipeline(options);
       } finally {
         stopOnSignal.remove();
         reporter.stop();
