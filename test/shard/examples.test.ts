@@ -18,8 +18,31 @@ afterAll(async () => {
   await sandbox.close();
 });
 
-const example = async (name: string) =>
-  parse(await readFile(path.join(repoRoot, 'examples', name), 'utf8')) as Record<string, any>;
+interface Step {
+  run?: string;
+  env?: Record<string, string>;
+}
+interface Workflow {
+  jobs: { export: { strategy: { matrix: { shard: number[] } }; steps: Step[] } };
+}
+interface IndexedCronJob {
+  spec: {
+    jobTemplate: {
+      spec: {
+        completionMode: string;
+        completions: number;
+        template: {
+          spec: {
+            containers: { command: string[]; args: string[]; env: { name: string; value?: string }[] }[];
+          };
+        };
+      };
+    };
+  };
+}
+
+const example = async <T>(name: string) =>
+  parse(await readFile(path.join(repoRoot, 'examples', name), 'utf8')) as T;
 
 /** Words of a one-line shell command: "..." quoting and $VAR expansion, nothing more. */
 function shellWords(command: string, env: Record<string, string>): string[] {
@@ -63,11 +86,11 @@ function expectEveryStudyOnce(taken: string[][]): void {
 
 describe('examples/github-actions-sharded.yml', () => {
   it('is a matrix workflow whose shards together take every study once', async () => {
-    const workflow = await example('github-actions-sharded.yml');
+    const workflow = await example<Workflow>('github-actions-sharded.yml');
     const job = workflow.jobs.export;
     const shards: number[] = job.strategy.matrix.shard;
     expect(shards).toEqual(shards.map((_, i) => i + 1));
-    const step = (job.steps as Array<Record<string, any>>).find((s) => /study-export run/.test(s.run ?? ''));
+    const step = job.steps.find((s) => /study-export run/.test(s.run ?? ''));
     expect(step).toBeDefined();
     const taken: string[][] = [];
     for (const shard of shards) {
@@ -79,11 +102,11 @@ describe('examples/github-actions-sharded.yml', () => {
         'secrets.STUDY_API_KEY': sandbox.api_key,
       };
       const env: Record<string, string> = {};
-      for (const [name, value] of Object.entries(step!.env as Record<string, string>)) {
+      for (const [name, value] of Object.entries(step?.env ?? {})) {
         env[name] = githubExpand(String(value), expressions);
       }
       expect(env.STUDY_EXPORT_SHARD).toBe(`${shard}/${shards.length}`);
-      const words = shellWords(step!.run.trim(), env);
+      const words = shellWords(step?.run?.trim() ?? '', env);
       expect(words.slice(0, 2)).toEqual(['npx', 'study-export']);
       const result = await runCli([...words.slice(2), '--dry-run'], { env: { ...env, ...sandboxEnv() } });
       expect(result.stderr).toBe('');
@@ -98,14 +121,12 @@ describe('examples/github-actions-sharded.yml', () => {
 
 describe('examples/kubernetes-indexed-job.yaml', () => {
   it('is an Indexed Job whose pods (JOB_COMPLETION_INDEX 0..N-1) together take every study once', async () => {
-    const cronJob = await example('kubernetes-indexed-job.yaml');
+    const cronJob = await example<IndexedCronJob>('kubernetes-indexed-job.yaml');
     const job = cronJob.spec.jobTemplate.spec;
     expect(job.completionMode).toBe('Indexed');
-    const container = job.template.spec.containers[0];
+    const container = job.template.spec.containers[0]!;
     expect(container.command).toEqual(['node', 'bin/study-export.js']);
-    const env = Object.fromEntries(
-      (container.env as Array<{ name: string; value?: string }>).map((item) => [item.name, item.value ?? '']),
-    );
+    const env = Object.fromEntries(container.env.map((item) => [item.name, item.value ?? '']));
     expect(Number(env.STUDY_EXPORT_SHARD_COUNT)).toBe(job.completions);
     const taken: string[][] = [];
     for (let index = 0; index < job.completions; index++) {
