@@ -35,6 +35,25 @@ export function pipelineOptions<T>(yargs: Argv<T>): Argv<T & PipelineArgs> {
     .epilog('Without --config or --pipeline, ./pipeline.yaml is used.') as Argv<T & PipelineArgs>;
 }
 
+export type LogFormat = 'text' | 'json';
+
+export interface LogFormatArgs {
+  'log-format'?: LogFormat;
+}
+
+/**
+ * --log-format as the command line gives it, read before yargs parses it so that even a
+ * usage error is reported in that format (yargs still checks the value).
+ */
+export function logFormatOf(argv: string[]): LogFormat {
+  let format: LogFormat = 'text';
+  argv.forEach((arg, index) => {
+    const value = arg === '--log-format' ? argv[index + 1] : /^--log-format=(.*)$/.exec(arg)?.[1];
+    if (value !== undefined) format = value === 'json' ? 'json' : 'text';
+  });
+  return format;
+}
+
 /** CI is set to anything but "false"/"0": no live bars. */
 export function isCI(env: NodeJS.ProcessEnv): boolean {
   const value = env.CI;

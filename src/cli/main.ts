@@ -9,7 +9,7 @@ import { sandboxCommand } from './commands/sandbox.ts';
 import { studiesCommand } from './commands/studies.ts';
 import { validateCommand } from './commands/validate.ts';
 import { verifyCommand } from './commands/verify.ts';
-import type { CliContext } from './context.ts';
+import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
 import { UsageError } from './usage.ts';
 
@@ -27,6 +27,13 @@ export async function main(context: CliContext): Promise<number> {
     .command(sandboxCommand())
     .command(validateCommand(context))
     .command(verifyCommand(context))
+    .option('log-format', {
+      choices: ['text', 'json'] as const,
+      default: 'text' as const,
+      global: true,
+      describe:
+        'json: one JSON object per line on stderr for each event (progress, warnings, errors), for CI log collectors',
+    })
     .demandCommand(1, 'name a command: run, studies, sandbox, validate or verify')
     .recommendCommands()
     .strict()
@@ -45,12 +52,14 @@ export async function main(context: CliContext): Promise<number> {
     await parser.parseAsync();
     return context.exitCode;
   } catch (error) {
-    return reportError(error, context.stderr, context.env);
+    return reportError(error, context.stderr, context.env, logFormatOf(context.argv));
   }
 }
 
 /** yargs' messages, said the way the rest of the tool speaks: one line, options with dashes. */
 export function usageMessage(message: string, argv: string[]): string {
+  const choice = /Argument: (\S+), Given: (.+), Choices: (.+)$/m.exec(message);
+  if (choice?.[1]) return `${dashed(choice[1])}: expected one of ${choice[3]}, found ${choice[2]}`;
   const text = message.split('\n')[0]?.trim() ?? message;
   const unknown = /^Unknown arguments?: (.+)$/.exec(text);
   if (unknown?.[1]) {

@@ -4,6 +4,8 @@
  * printed, as a last line of defence behind the error messages themselves.
  */
 import { StudyExportError } from '../errors.ts';
+import type { LogFormat } from './context.ts';
+import { jsonEvent } from './json-event.ts';
 import { UsageError } from './usage.ts';
 
 const secrets = new Set<string>();
@@ -24,7 +26,13 @@ export interface ErrorOutput {
 }
 
 /** Prints the error once and returns the exit code it maps to. */
-export function reportError(error: unknown, stderr: ErrorOutput, env: NodeJS.ProcessEnv): number {
+export function reportError(
+  error: unknown,
+  stderr: ErrorOutput,
+  env: NodeJS.ProcessEnv,
+  format: LogFormat = 'text',
+): number {
+  if (format === 'json') return reportErrorAsJson(error, stderr);
   const debug = /(^|,)\s*study-export\s*(,|$)/.test(env.DEBUG ?? '') || env.DEBUG === '*';
   if (error instanceof StudyExportError) {
     const lines = [`study-export: ${indentRest(error.message)}`];
@@ -40,6 +48,22 @@ export function reportError(error: unknown, stderr: ErrorOutput, env: NodeJS.Pro
   else lines.push('  hint: run again with DEBUG=study-export for the stack trace, and report it');
   stderr.write(`${maskSecrets(lines.join('\n'))}\n`);
   return 1;
+}
+
+/** --log-format json: the error as one JSON line, its code, exit code, context and hint. */
+function reportErrorAsJson(error: unknown, stderr: ErrorOutput): number {
+  const known = error instanceof StudyExportError ? error : null;
+  const exitCode = known?.exitCode ?? 1;
+  const hint = known ? hintFor(known) : undefined;
+  const fields = {
+    code: known?.code ?? 'E_UNEXPECTED',
+    message: error instanceof Error ? error.message : String(error),
+    exit_code: exitCode,
+    ...(known && Object.keys(known.context).length > 0 ? { context: known.context } : {}),
+    ...(hint === undefined ? {} : { hint }),
+  };
+  stderr.write(`${maskSecrets(jsonEvent('error', fields))}\n`);
+  return exitCode;
 }
 
 function indentRest(message: string): string {

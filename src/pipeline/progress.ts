@@ -1,20 +1,37 @@
 /**
  * What the pipeline tells the person or CI log watching it. The CLI chooses the
- * implementation (live bars on a TTY, plain periodic lines otherwise); the pipeline only
- * calls these methods.
+ * implementation (live bars on a TTY, plain periodic lines otherwise, JSON lines with
+ * --log-format json); the pipeline only calls these methods.
  */
+import type { StudyOutcome } from '../load/manifest.ts';
 import type { Warning } from '../records.ts';
 
 export type Stage = 'studies' | 'pages' | 'details' | 'media';
+
+/** One API request about to be tried again. */
+export interface RetryEvent {
+  operation: string;
+  study?: string;
+  response?: string;
+  /** Without its query string. */
+  url: string;
+  /** 1 for the first retry. */
+  attempt: number;
+  /** HTTP status or network error code. */
+  reason: string;
+  delayMs: number;
+}
 
 export interface ProgressReporter {
   /** A stage starts; total is known for studies and estimated (from desc) for details. */
   start(stage: Stage, total?: number): void;
   /** `count` more items done; for media, `bytes` more bytes downloaded. */
   tick(stage: Stage, count?: number, bytes?: number): void;
-  setTotal(stage: Stage, total: number): void;
   info(message: string): void;
   warn(warning: Warning): void;
+  retry(event: RetryEvent): void;
+  /** A study is exported (or failed): what the manifest will say of it. */
+  studyDone(outcome: StudyOutcome): void;
   stop(): void;
 }
 
@@ -22,8 +39,9 @@ export interface ProgressReporter {
 export const silentReporter: ProgressReporter = {
   start() {},
   tick() {},
-  setTotal() {},
   info() {},
   warn() {},
+  retry() {},
+  studyDone() {},
   stop() {},
 };

@@ -22,12 +22,13 @@ import { studyRow } from '../transform/index.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
+import type { ProgressReporter } from './progress.ts';
 import { openPipelineDirectory, type RunDirectory } from './run-dir.ts';
 import { openSource } from './source.ts';
 import { advanceState, readState, type State, writeState } from './state.ts';
-import type { RunOptions, RunResult } from './types.ts';
+import type { RunOptions, RunOverrides, RunResult } from './types.ts';
 
-export type { DryRunPlan, RunOptions, RunResult, TableSummary } from './types.ts';
+export type { DryRunPlan, RunOptions, RunOverrides, RunResult, TableSummary } from './types.ts';
 
 /** Downloads land here before they are appended to media.zip; removed before the commit. */
 const MEDIA_TEMP_DIR = '.media-tmp';
@@ -43,7 +44,7 @@ interface WarningLog {
 
 export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
-  const config = applyOverrides(options);
+  const config = applyOverrides(options.config, options);
   if (options.since !== undefined && Number.isNaN(Date.parse(options.since))) {
     throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
   }
@@ -60,7 +61,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const source = await openSource(config, options.env, options.configFile);
   let client: ApiClient | undefined;
   try {
-    client = createClient(source, config, log);
+    client = createClient(source, config, log, options.reporter);
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
     const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard);
@@ -97,8 +98,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
 }
 
 /** The pipeline file with the command line's overrides applied. */
-function applyOverrides(options: RunOptions): PipelineConfig {
-  const { config } = options;
+function applyOverrides(config: PipelineConfig, options: RunOverrides): PipelineConfig {
   return {
     ...config,
     source: { ...config.source, concurrency: options.concurrency ?? config.source.concurrency },
@@ -115,6 +115,7 @@ function createClient(
   source: { baseUrl: string; apiKey: string },
   config: PipelineConfig,
   log: WarningLog,
+  reporter: ProgressReporter,
 ): ApiClient {
   return createApiClient({
     baseUrl: source.baseUrl,
@@ -124,6 +125,16 @@ function createClient(
     timeoutMs: config.source.timeout_ms,
     retries: config.source.retries,
     onRetry(info) {
+      const { operation, url, attempt, reason, delayMs } = info;
+      reporter.retry({
+        operation,
+        url,
+        attempt,
+        reason,
+        delayMs,
+        ...(info.study === undefined ? {} : { study: info.study }),
+        ...(info.response === undefined ? {} : { response: info.response }),
+      });
       if (!info.retryAfterCapped) return;
       log.warn({
         code: 'retry_after_capped',
@@ -225,6 +236,7 @@ async function exportRun(
             pageGate,
           });
           reporter.tick('studies');
+          reporter.studyDone(outcome);
           return outcome;
         }),
       ),

@@ -3,21 +3,36 @@ import type { Format, PipelineConfig } from '../config/schema.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Shard } from './shard.ts';
 
-export interface RunOptions {
+/**
+ * The command line's overrides, each winning over the pipeline file. Declared here once:
+ * the `run` command's options are keyed by these names (src/cli/commands/run.ts).
+ */
+export interface RunOverrides {
+  /** output.dir */
+  out?: string;
+  /** Exact ids or link_ids; replaces studies.include and exclude. */
+  studies?: string[];
+  /** updated_since for every study instead of its watermark. */
+  since?: string;
+  /** Ignore the watermarks. */
+  full?: boolean;
+  /** output.formats */
+  formats?: Format[];
+  /** media.enabled */
+  media?: boolean;
+  /** source.concurrency */
+  concurrency?: number;
+  /** Print the plan; write nothing. */
+  dryRun?: boolean;
+  /** Instead of out/<name>/state.json. */
+  stateFile?: string;
+}
+
+export interface RunOptions extends RunOverrides {
   config: PipelineConfig;
   /** The pipeline file the config came from, for messages and the manifest. */
   configFile: string;
-  /** Command-line overrides; each wins over the pipeline file. */
-  out?: string;
-  studies?: string[];
-  since?: string;
-  full?: boolean;
-  formats?: Format[];
-  media?: boolean;
-  concurrency?: number;
-  dryRun?: boolean;
-  stateFile?: string;
-  /** Only the studies of this shard (by a stable hash of the permanent id). */
+  /** Only the studies of this shard (by a stable hash of the permanent id); from --shard or the environment. */
   shard?: Shard;
   reporter: ProgressReporter;
   env: NodeJS.ProcessEnv;

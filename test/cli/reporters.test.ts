@@ -1,6 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createReporter, formatBytes, formatDuration, formatSummary } from '../../src/pipeline/reporters.ts';
+import { formatBytes, formatDuration } from '../../src/cli/format.ts';
+import { createReporter } from '../../src/cli/reporters.ts';
+import { formatSummary } from '../../src/cli/summary.ts';
 import type { RunResult } from '../../src/pipeline/run.ts';
 
 function capture(): { stream: NodeJS.WriteStream; text: () => string } {

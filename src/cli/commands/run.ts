@@ -1,72 +1,87 @@
 /** `study-export run`: the main job. Exit 0 complete (or dry run), 3 partial; errors exit 1 or 2. */
-import type { CommandModule } from 'yargs';
+import type { CommandModule, Options } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
-import { type Format, settingBounds } from '../../config/schema.ts';
-import { createReporter, formatSummary } from '../../pipeline/reporters.ts';
-import type { RunOptions, RunResult } from '../../pipeline/run.ts';
-import { type CliContext, isCI, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
-import { registerSecret } from '../report.ts';
+import { settingBounds } from '../../config/schema.ts';
+import type { RunOptions, RunOverrides, RunResult } from '../../pipeline/run.ts';
+import {
+  type CliContext,
+  isCI,
+  type LogFormat,
+  type LogFormatArgs,
+  type PipelineArgs,
+  pipelineOptions,
+  pipelineSelection,
+} from '../context.ts';
+import { jsonEvent } from '../json-event.ts';
+import { maskSecrets, registerSecret } from '../report.ts';
+import { createReporter } from '../reporters.ts';
 import { JOB_INDEX_ENV, SHARD_COUNT_ENV, SHARD_ENV, type ShardArgs, shardOf } from '../shard.ts';
+import { formatSummary } from '../summary.ts';
 import { integerOption, parseFormats, parseSince } from '../usage.ts';
 
-interface RunArgs extends PipelineArgs, ShardArgs {
-  out?: string;
-  study?: string[];
-  since?: string;
-  full?: boolean;
-  formats?: Format[];
-  media?: boolean;
-  concurrency?: number;
-  'dry-run'?: boolean;
-  state?: string;
-}
+type RunArgs = PipelineArgs & ShardArgs & LogFormatArgs & { [option: string]: unknown };
+
+/**
+ * The options that override the pipeline file, keyed by the override they set, so that an
+ * override without an option (or the reverse) does not compile.
+ */
+const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } & Options } = {
+  out: {
+    flag: 'out',
+    type: 'string',
+    requiresArg: true,
+    describe: 'output directory (instead of output.dir)',
+  },
+  studies: {
+    flag: 'study',
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    describe: 'only these studies (permanent id or link_id; repeatable)',
+  },
+  since: {
+    flag: 'since',
+    type: 'string',
+    requiresArg: true,
+    coerce: parseSince,
+    describe: 'only responses updated after this ISO date/timestamp (instead of the watermark)',
+  },
+  full: { flag: 'full', type: 'boolean', describe: 'ignore the saved watermarks: export everything' },
+  formats: {
+    flag: 'formats',
+    type: 'string',
+    requiresArg: true,
+    coerce: parseFormats,
+    describe: 'csv, parquet or csv,parquet (instead of output.formats)',
+  },
+  media: { flag: 'media', type: 'boolean', describe: 'archive audio and video (--no-media to skip)' },
+  concurrency: {
+    flag: 'concurrency',
+    type: 'number',
+    requiresArg: true,
+    coerce: integerOption('concurrency', settingBounds.concurrency.min, settingBounds.concurrency.max),
+    describe: 'API requests in flight (instead of source.concurrency)',
+  },
+  dryRun: {
+    flag: 'dry-run',
+    type: 'boolean',
+    describe: 'print the plan (studies, expected responses); write nothing',
+  },
+  stateFile: {
+    flag: 'state',
+    type: 'string',
+    requiresArg: true,
+    describe: 'state file (default out/<name>/state.json)',
+  },
+};
 
 export function runCommand(context: CliContext): CommandModule<object, RunArgs> {
   return {
     command: 'run',
     describe: 'Export the studies of a pipeline into a new run directory',
     builder: (yargs) =>
-      pipelineOptions(yargs)
-        .option('out', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'output directory (instead of output.dir)',
-        })
-        .option('study', {
-          type: 'string',
-          array: true,
-          requiresArg: true,
-          describe: 'only these studies (permanent id or link_id; repeatable)',
-        })
-        .option('since', {
-          type: 'string',
-          requiresArg: true,
-          coerce: parseSince,
-          describe: 'only responses updated after this ISO date/timestamp (instead of the watermark)',
-        })
-        .option('full', { type: 'boolean', describe: 'ignore the saved watermarks: export everything' })
-        .option('formats', {
-          type: 'string',
-          requiresArg: true,
-          coerce: parseFormats,
-          describe: 'csv, parquet or csv,parquet (instead of output.formats)',
-        })
-        .option('media', { type: 'boolean', describe: 'archive audio and video (--no-media to skip)' })
-        .option('concurrency', {
-          type: 'number',
-          requiresArg: true,
-          coerce: integerOption('concurrency', settingBounds.concurrency.min, settingBounds.concurrency.max),
-          describe: 'API requests in flight (instead of source.concurrency)',
-        })
-        .option('dry-run', {
-          type: 'boolean',
-          describe: 'print the plan (studies, expected responses); write nothing',
-        })
-        .option('state', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'state file (default out/<name>/state.json)',
-        })
+      Object.values(overrideOptions)
+        .reduce((parser, { flag, ...option }) => parser.option(flag, option), pipelineOptions(yargs))
         .option('shard', {
           type: 'string',
           requiresArg: true,
@@ -96,25 +111,37 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       const shard = shardOf(args, context.env);
       // Fail before any work when the key's variable is missing.
       registerSecret(resolveApiKey(config, context.env, file));
+      const format = args['log-format'] ?? 'text';
       const reporter = createReporter({
+        format,
         tty: Boolean(context.stderr.isTTY),
         ci: isCI(context.env),
         stream: context.stderr,
       });
       // Loaded on use: `--help` and usage errors stay fast.
       const { runPipeline } = await import('../../pipeline/run.ts');
-      const stopOnSignal = interruptHandler(reporter, context);
+      const stopOnSignal = interruptHandler(reporter, context, format);
       let result: RunResult;
       try {
-        const options = runOptions(args, config, file, reporter, context.env);
-        if (shard) options.shard = shard;
-        result = await runPipeline(options);
+        result = await runPipeline({
+          ...givenOverrides(args),
+          config,
+          configFile: file,
+          reporter,
+          env: context.env,
+          ...(shard ? { shard } : {}),
+        });
       } finally {
         stopOnSignal.remove();
         reporter.stop();
       }
-      context.stdout.write(`${formatSummary(result)}\n`);
       context.exitCode = result.status === 'partial' ? 3 : 0;
+      context.stdout.write(`${formatSummary(result)}\n`);
+      if (format === 'json') {
+        context.stderr.write(
+          `${maskSecrets(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`,
+        );
+      }
     },
   };
 }
@@ -123,13 +150,21 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
  * Ctrl-C or a CI cancel: put the terminal back (bars hide the cursor) and say what state the
  * output is in, then exit with the shell's code for the signal (130 SIGINT, 143 SIGTERM).
  */
-function interruptHandler(reporter: RunOptions['reporter'], context: CliContext): { remove(): void } {
+function interruptHandler(
+  reporter: RunOptions['reporter'],
+  context: CliContext,
+  format: LogFormat,
+): { remove(): void } {
   const onSignal = (signal: NodeJS.Signals) => {
     reporter.stop();
+    const exitCode = signal === 'SIGINT' ? 130 : 143;
+    const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)`;
     context.stderr.write(
-      `study-export: interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)\n`,
+      format === 'json'
+        ? `${jsonEvent('interrupted', { signal, message, exit_code: exitCode })}\n`
+        : `study-export: ${message}\n`,
     );
-    process.exit(signal === 'SIGINT' ? 130 : 143);
+    process.exit(exitCode);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -141,22 +176,29 @@ function interruptHandler(reporter: RunOptions['reporter'], context: CliContext)
   };
 }
 
-function runOptions(
-  args: RunArgs,
-  config: RunOptions['config'],
-  configFile: string,
-  reporter: RunOptions['reporter'],
-  env: NodeJS.ProcessEnv,
-): RunOptions {
-  const options: RunOptions = { config, configFile, reporter, env };
-  if (args.out !== undefined) options.out = args.out;
-  if (args.study !== undefined && args.study.length > 0) options.studies = args.study;
-  if (args.since !== undefined) options.since = args.since;
-  if (args.full !== undefined) options.full = args.full;
-  if (args.formats !== undefined) options.formats = args.formats;
-  if (args.media !== undefined) options.media = args.media;
-  if (args.concurrency !== undefined) options.concurrency = args.concurrency;
-  if (args['dry-run'] !== undefined) options.dryRun = args['dry-run'];
-  if (args.state !== undefined) options.stateFile = args.state;
-  return options;
+/** The overrides given on the command line (an empty --study list is none). */
+function givenOverrides(args: RunArgs): RunOverrides {
+  const given: Record<string, unknown> = {};
+  for (const [key, { flag }] of Object.entries(overrideOptions)) {
+    const value = args[flag];
+    if (value !== undefined && !(Array.isArray(value) && value.length === 0)) given[key] = value;
+  }
+  return given as RunOverrides;
+}
+
+/** The summary event of --log-format json: what the text summary says, as fields. */
+function summaryFields(result: RunResult, exitCode: number): object {
+  return {
+    status: result.status,
+    exit_code: exitCode,
+    run_dir: result.runDir,
+    tables: Object.fromEntries(result.tables.map((table) => [table.table, table.rows])),
+    files: result.files.length,
+    bytes: result.files.reduce((sum, file) => sum + file.bytes, 0),
+    warnings: result.warnings,
+    rejects: result.rejects,
+    media_failed: result.mediaFailed,
+    duration_ms: result.durationMs,
+    ...(result.plan === undefined ? {} : { plan: result.plan }),
+  };
 }

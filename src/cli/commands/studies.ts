@@ -2,9 +2,10 @@
 import type { CommandModule } from 'yargs';
 import { responseCountInDesc } from '../../api/resources.ts';
 import { loadPipeline } from '../../config/load.ts';
-import { alignRows, formatWarning } from '../../pipeline/reporters.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
+import { alignRows } from '../format.ts';
 import { registerSecret } from '../report.ts';
+import { formatWarning } from '../reporters.ts';
 
 interface StudiesArgs extends PipelineArgs {
   json?: boolean;

@@ -2,8 +2,8 @@
 import type { CommandModule } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
 import type { PipelineConfig } from '../../config/schema.ts';
-import { alignRows } from '../../pipeline/reporters.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
+import { alignRows } from '../format.ts';
 
 export function validateCommand(context: CliContext): CommandModule<object, PipelineArgs> {
   return {

@@ -1,0 +1,53 @@
+/**
+ * Progress as JSON lines (--log-format json), sampled like the plain lines: a stage's start,
+ * every few seconds for a stage that moved, and its end. Warnings, retries and finished
+ * studies are written as they happen. Every line passes the secret mask on its way out.
+ */
+import type { StudyOutcome } from '../load/manifest.ts';
+import type { RetryEvent } from '../pipeline/progress.ts';
+import type { Warning } from '../records.ts';
+import { jsonEvent } from './json-event.ts';
+import { LineReporter } from './line-reporter.ts';
+import { maskSecrets } from './report.ts';
+import type { StageProgress } from './reporter-base.ts';
+
+export class JsonReporter extends LineReporter {
+  protected override startText(progress: StageProgress): string {
+    return jsonEvent('stage_start', { stage: progress.stage, total: progress.total ?? null });
+  }
+
+  protected override progressText(progress: StageProgress): string {
+    const now = this.now();
+    const eta = progress.etaSeconds(now);
+    return jsonEvent('progress', {
+      stage: progress.stage,
+      done: progress.done,
+      total: progress.total ?? null,
+      ...(progress.stage === 'media' ? { bytes: progress.bytes } : {}),
+      per_second: Math.round(progress.rate(now) * 10) / 10,
+      eta_s: eta === undefined || progress.isComplete() ? null : Math.round(eta),
+      complete: progress.isComplete(),
+    });
+  }
+
+  override info(message: string): void {
+    this.print(jsonEvent('info', { message }));
+  }
+
+  override warn(warning: Warning): void {
+    this.print(jsonEvent('warning', warning));
+  }
+
+  override retry(event: RetryEvent): void {
+    const { delayMs, ...rest } = event;
+    this.print(jsonEvent('retry', { ...rest, delay_ms: delayMs }));
+  }
+
+  override studyDone(outcome: StudyOutcome): void {
+    this.print(jsonEvent('study_done', outcome));
+  }
+
+  protected override print(line: string): void {
+    this.options.stream.write(`${maskSecrets(line)}\n`);
+  }
+}

@@ -1,0 +1,100 @@
+/** The final summary of a run (or the plan of a dry run), printed on stdout. */
+import type { RunResult } from '../pipeline/run.ts';
+import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
+
+export function formatSummary(result: RunResult): string {
+  if (result.status === 'planned') return formatPlan(result);
+  const lines: string[] = [];
+  const headline = result.status === 'complete' ? 'run complete' : 'run finished with problems (partial)';
+  lines.push(`${headline} in ${formatDuration(result.durationMs)}`);
+  const totalBytes = result.files.reduce((sum, file) => sum + file.bytes, 0);
+  lines.push('', `${formatCount(result.files.length)} files, ${formatBytes(totalBytes)}`);
+  lines.push(...tableLines(result));
+  const others = groupFiles(result.files.filter((file) => !isTableFile(file.path, result)));
+  if (others.length > 0) lines.push('', ...alignRows(others, ['left', 'right', 'right']));
+  lines.push(
+    '',
+    `warnings: ${formatCount(result.warnings)}   rejects: ${formatCount(result.rejects)}   media failed: ${formatCount(result.mediaFailed)}`,
+  );
+  if (result.status === 'partial') {
+    lines.push(
+      '  every rejected record and failed media file is listed in manifest.json (records in rejects.jsonl)',
+    );
+  }
+  if (result.runDir) lines.push(`run: ${result.runDir}`);
+  return lines.join('\n');
+}
+
+function formatPlan(result: RunResult): string {
+  const plan = result.plan;
+  if (!plan) return 'dry run: nothing planned';
+  const expected = plan.studies.reduce((sum, study) => sum + (study.expected_responses ?? 0), 0);
+  const lines = [
+    `dry run: nothing was written`,
+    `source:   ${plan.base_url}`,
+    `studies:  ${plan.studies.length} (about ${formatCount(expected)} responses, from each study's desc)`,
+    `media:    ${plan.media ? 'on' : 'off'}`,
+    `formats:  ${plan.formats.join(', ')}`,
+    `out:      ${plan.out}`,
+    ...(plan.shard
+      ? [`shard:    ${plan.shard.index} of ${plan.shard.count} (studies by a hash of their permanent id)`]
+      : []),
+    '',
+  ];
+  const header = ['study_id', 'link_id', 'title', 'expected responses', 'since'];
+  const rows = plan.studies.map((study) => [
+    study.study_id,
+    study.link_id,
+    truncate(study.title, 40),
+    study.expected_responses === null ? '?' : formatCount(study.expected_responses),
+    study.since ?? '(everything)',
+  ]);
+  lines.push(...alignRows([header, ...rows], ['left', 'left', 'left', 'right', 'left']));
+  return lines.join('\n');
+}
+
+/** One line per table: rows, then the bytes of each format's file. */
+function tableLines(result: RunResult): string[] {
+  const formatsSeen = [...new Set(result.files.map((file) => tableFileFormat(file.path)).filter(isString))];
+  const header = ['  table', 'rows', ...formatsSeen];
+  const rows = result.tables.map((table) => [
+    `  ${table.table}`,
+    formatCount(table.rows),
+    ...formatsSeen.map((format) => {
+      const file = result.files.find((f) => f.path === `${table.table}.${format}`);
+      return file ? formatBytes(file.bytes) : '-';
+    }),
+  ]);
+  return alignRows([header, ...rows], ['left', 'right', ...formatsSeen.map(() => 'right' as const)]);
+}
+
+function tableFileFormat(path: string): string | undefined {
+  return /^[^/\\]+\.(csv|parquet)$/.exec(path)?.[1];
+}
+
+function isTableFile(path: string, result: RunResult): boolean {
+  const format = tableFileFormat(path);
+  return format !== undefined && result.tables.some((table) => path === `${table.table}.${format}`);
+}
+
+function isString(value: string | undefined): value is string {
+  return value !== undefined;
+}
+
+/** Files in the run's top folder one per line; sub-folders (wide/, raw/) summed. */
+function groupFiles(files: { path: string; bytes: number }[]): string[][] {
+  const groups = new Map<string, { count: number; bytes: number }>();
+  for (const file of files) {
+    const slash = file.path.replaceAll('\\', '/').indexOf('/');
+    const name = slash === -1 ? file.path : `${file.path.slice(0, slash)}/`;
+    const group = groups.get(name) ?? { count: 0, bytes: 0 };
+    group.count += 1;
+    group.bytes += file.bytes;
+    groups.set(name, group);
+  }
+  return [...groups].map(([name, group]) => [
+    `  ${name}`,
+    name.endsWith('/') ? `${group.count} file${group.count === 1 ? '' : 's'}` : '',
+    formatBytes(group.bytes),
+  ]);
+}
