@@ -87,13 +87,3 @@ export class RunError extends StudyExportError {
     super('E_RUN', message, options);
   }
 }
-
-/** A URL safe to print: origin and path, no query string, no credentials. */
-export function redactUrl(url: string | URL): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return String(url).split('?')[0] ?? '';
-  }
-}

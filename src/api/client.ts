@@ -5,26 +5,23 @@
  *   all studies; backoff waits happen outside it, so a sleeping retry does not hold a slot.
  * - The key goes only to base_url's host: requests are built from base_url, and a redirect to
  *   another host is neither followed nor given the key.
- * - Retries (own loop, got's are off): network errors, 408, 429, 5xx, non-JSON and truncated
- *   bodies; backoff with full jitter, Retry-After honoured up to a cap. 400/401/403/404 are final.
+ * - Retries: the shared policy and loop of src/http/retry.ts (got's are off). outcome.ts says
+ *   what is retried (network errors, 408, 429, 5xx, non-JSON and truncated bodies) and what
+ *   is final (400/401/403/404).
  * - Bodies are read as bytes and parsed here, so truncation and non-JSON are seen and retried.
  */
 import http from 'node:http';
 import https from 'node:https';
-import got, { type Got } from 'got';
+import got, { type Got, type Response } from 'got';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { HttpError, redactUrl } from '../errors.ts';
+import type { PipelineConfig } from '../config/schema.ts';
+import { HttpError } from '../errors.ts';
+import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
+import { redact, registerSecret } from '../redact.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
 import { ApiCounters } from './counters.ts';
-import {
-  answerOutcome,
-  type ClientIdentity,
-  networkOutcome,
-  type Outcome,
-  type RequestSpec,
-} from './outcome.ts';
+import { type ClientIdentity, giveUp, networkFailure, type RequestSpec, readAnswer } from './outcome.ts';
 import type { Operation } from './resources.ts';
-import { type BackoffOptions, parseRetryAfter, retryDelay, sleep } from './retry.ts';
 
 export interface RetryInfo {
   operation: Operation;
@@ -55,7 +52,7 @@ export interface ApiClientOptions {
   /** Longest Retry-After honoured; longer ones are capped to this (and counted). Default 60 s. */
   maxRetryAfterMs?: number;
   /** Backoff when no Retry-After is given. Defaults: 250 ms base, 10 s ceiling. */
-  backoff?: Partial<BackoffOptions>;
+  backoff?: Partial<RetryPolicy['backoff']>;
   adaptive?: AdaptiveOptions;
   onRetry?: (info: RetryInfo) => void;
 }
@@ -101,6 +98,19 @@ export function pathSegment(value: string, what: string): string {
   return encodeURIComponent(value);
 }
 
+/** The client options a pipeline file's `source` section sets (run and studies alike). */
+export function clientSettings(
+  source: PipelineConfig['source'],
+): Pick<ApiClientOptions, 'apiKeyEnv' | 'concurrency' | 'timeoutMs' | 'retries' | 'maxRetryAfterMs'> {
+  return {
+    apiKeyEnv: source.api_key_env,
+    concurrency: source.concurrency,
+    timeoutMs: source.timeout_ms,
+    retries: source.retries,
+    maxRetryAfterMs: source.max_retry_after_s * 1000,
+  };
+}
+
 export function createApiClient(options: ApiClientOptions): ApiClient {
   return new GotApiClient(options);
 }
@@ -114,19 +124,19 @@ class GotApiClient implements ApiClient {
   private readonly agents: { http: http.Agent; https: https.Agent };
   private readonly adaptive: AdaptiveConcurrency;
   private readonly identity: ClientIdentity;
-  private readonly backoff: BackoffOptions;
-  private readonly maxRetryAfterMs: number;
+  private readonly policy: RetryPolicy;
 
   constructor(private readonly options: ApiClientOptions) {
     // A trailing slash makes relative paths resolve below any path base_url has.
     this.base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
-    this.baseUrl = redactUrl(this.base);
-    this.identity = { apiKey: options.apiKey, apiKeyEnv: options.apiKeyEnv };
+    this.baseUrl = redact(this.base);
+    // Whatever a server echoes back (a header in an error body) is masked before it is shown.
+    registerSecret(options.apiKey);
+    this.identity = { apiKeyEnv: options.apiKeyEnv };
     this.counters = new ApiCounters(options.concurrency);
     this.limit = pLimit(options.concurrency);
     this.adaptive = new AdaptiveConcurrency(this.limit, options.concurrency, this.counters, options.adaptive);
-    this.backoff = { baseMs: 250, maxMs: 10_000, ...options.backoff };
-    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
+    this.policy = retryPolicy(options);
     this.agents = {
       http: new http.Agent({ keepAlive: true }),
       https: new https.Agent({ keepAlive: true }),
@@ -194,75 +204,66 @@ class GotApiClient implements ApiClient {
     return url;
   }
 
-  /** The retry loop: attempts run in the shared limit, waits outside it. */
+  /** The shared retry loop: attempts run in the shared limit, waits outside it. */
   private async fetch(spec: RequestSpec): Promise<Fetched> {
-    for (let attempt = 0; ; attempt++) {
-      const { outcome, status, bytes } = await this.limit(() => this.attempt(spec));
-      if (outcome.kind === 'ok') {
-        this.adaptive.onSuccess();
-        const fetched: Fetched = {
-          payload: outcome.payload,
-          url: redactUrl(spec.url),
-          status,
-          bytes,
-          receivedAt: new Date().toISOString(),
-        };
-        if (spec.query !== undefined) fetched.query = spec.query;
-        return fetched;
-      }
-      if (outcome.kind === 'fail') throw outcome.error;
-      if (outcome.reason === '429') this.adaptive.onRateLimited();
-      if (attempt >= this.options.retries) throw outcome.fail(attempt + 1);
-      await this.waitBeforeRetry(spec, outcome, attempt);
-    }
+    const hooks = {
+      giveUp: (failure: TryAgain, attempts: number) => giveUp(spec, failure, attempts),
+      counts: this.counters.retryCounts,
+      onRetry: (event: RetryEvent) => this.onRetry(spec, event),
+    };
+    const { payload, status, bytes } = await withRetries(this.policy, hooks, () =>
+      this.limit(() => this.attempt(spec)),
+    );
+    this.adaptive.onSuccess();
+    const fetched: Fetched = {
+      payload,
+      url: redact(spec.url),
+      status,
+      bytes,
+      receivedAt: new Date().toISOString(),
+    };
+    if (spec.query !== undefined) fetched.query = spec.query;
+    return fetched;
   }
 
-  private async waitBeforeRetry(
-    spec: RequestSpec,
-    outcome: Extract<Outcome, { kind: 'retry' }>,
-    attempt: number,
-  ): Promise<void> {
-    const retryAfterMs = parseRetryAfter(outcome.retryAfterHeader);
-    const { delayMs, capped } = retryDelay(attempt, retryAfterMs, this.maxRetryAfterMs, this.backoff);
-    this.counters.recordRetry(outcome.reason);
-    if (capped) this.counters.recordRetryAfterCapped();
+  private onRetry(spec: RequestSpec, event: RetryEvent): void {
+    if (event.failure.reason === '429') this.adaptive.onRateLimited();
     const info: RetryInfo = {
       operation: spec.operation,
-      url: redactUrl(spec.url),
-      attempt: attempt + 1,
-      reason: outcome.reason,
-      delayMs,
-      retryAfterCapped: capped,
+      url: redact(spec.url),
+      attempt: event.retry,
+      reason: event.failure.reason,
+      delayMs: event.delayMs,
+      retryAfterCapped: event.capped,
     };
     if (spec.study !== undefined) info.study = spec.study;
     if (spec.response !== undefined) info.response = spec.response;
     this.options.onRetry?.(info);
-    await sleep(delayMs);
   }
 
-  /** One HTTP exchange, classified; counted whatever happens. */
-  private async attempt(spec: RequestSpec): Promise<{ outcome: Outcome; status: number; bytes: number }> {
+  /** One HTTP exchange: its payload, or TryAgain / a final error; counted whatever happens. */
+  private async attempt(spec: RequestSpec): Promise<{ payload: unknown; status: number; bytes: number }> {
     const started = performance.now();
+    let response: Response<Buffer>;
     try {
-      const response = await this.http.get(spec.url, { responseType: 'buffer' });
-      const body = response.body;
-      this.counters.recordAttempt(
-        spec.operation,
-        response.statusCode,
-        performance.now() - started,
-        body.length,
-      );
-      const outcome = answerOutcome(
-        spec,
-        { status: response.statusCode, headers: response.headers, body, url: response.url },
-        this.identity,
-      );
-      return { outcome, status: response.statusCode, bytes: body.length };
+      response = await this.http.get(spec.url, { responseType: 'buffer' });
     } catch (error) {
-      const outcome = networkOutcome(spec, error, this.identity);
-      const code = outcome.kind === 'retry' ? outcome.reason : 'error';
-      this.counters.recordAttempt(spec.operation, code, performance.now() - started, 0);
-      return { outcome, status: 0, bytes: 0 };
+      const failure = networkFailure(error);
+      this.counters.recordAttempt(spec.operation, failure.reason, performance.now() - started, 0);
+      throw failure;
     }
+    const body = response.body;
+    this.counters.recordAttempt(
+      spec.operation,
+      response.statusCode,
+      performance.now() - started,
+      body.length,
+    );
+    const payload = readAnswer(
+      spec,
+      { status: response.statusCode, headers: response.headers, body, url: response.url },
+      this.identity,
+    );
+    return { payload, status: response.statusCode, bytes: body.length };
   }
 }

@@ -2,6 +2,7 @@
  * What the client did, for the manifest: every request by operation and outcome, every
  * retry by reason, bytes received, time spent, and each change of the adaptive concurrency.
  */
+import { RetryCounts, type RetryCountsSnapshot } from '../http/retry.ts';
 import type { Operation } from './resources.ts';
 
 export interface ConcurrencyChange {
@@ -11,13 +12,9 @@ export interface ConcurrencyChange {
   reason: 'rate_limited' | 'recovered';
 }
 
-export interface CountersSnapshot {
+export interface CountersSnapshot extends RetryCountsSnapshot {
   /** Attempts by operation and outcome: an HTTP status ("200", "503") or a network error code ("ECONNRESET"). */
   requests: Record<string, Record<string, number>>;
-  /** Retries by reason: "429", "503", "ECONNRESET", "invalid_json", "truncated", ... */
-  retries: Record<string, number>;
-  /** Retry-After values longer than the cap, which were waited for only up to the cap. */
-  retry_after_capped: number;
   /** Body bytes received, by operation. */
   bytes: Record<string, number>;
   /** Wall time of attempts (excluding queueing and backoff), by operation. */
@@ -27,11 +24,11 @@ export interface CountersSnapshot {
 
 export class ApiCounters {
   private readonly requests: Record<string, Record<string, number>> = {};
-  private readonly retries: Record<string, number> = {};
+  /** Counted by the retry loop (src/http/retry.ts), as the media stage's are. */
+  readonly retryCounts = new RetryCounts();
   private readonly bytes: Record<string, number> = {};
   private readonly durations: Record<string, { total_ms: number; count: number }> = {};
   private readonly changes: ConcurrencyChange[] = [];
-  private retryAfterCapped = 0;
   private currentConcurrency: number;
 
   constructor(private readonly configuredConcurrency: number) {
@@ -49,14 +46,6 @@ export class ApiCounters {
     this.durations[operation] = duration;
     duration.total_ms += ms;
     duration.count += 1;
-  }
-
-  recordRetry(reason: string): void {
-    this.retries[reason] = (this.retries[reason] ?? 0) + 1;
-  }
-
-  recordRetryAfterCapped(): void {
-    this.retryAfterCapped += 1;
   }
 
   recordConcurrencyChange(from: number, to: number, reason: ConcurrencyChange['reason']): void {
@@ -77,8 +66,7 @@ export class ApiCounters {
   snapshot(): CountersSnapshot {
     return structuredClone({
       requests: this.requests,
-      retries: this.retries,
-      retry_after_capped: this.retryAfterCapped,
+      ...this.retryCounts.snapshot(),
       bytes: this.bytes,
       durations: this.durations,
       concurrency: {

@@ -1,6 +1,7 @@
 /**
- * What one HTTP attempt means: a payload, a reason to retry, or a final typed error.
- * Messages name the operation, the study or response, and the fix; never the key.
+ * What one API attempt means: a payload, a `TryAgain` (src/http/retry.ts), or a final typed
+ * error; and the error of a request whose retries ran out. Messages name the operation, the
+ * study or response, and the fix; never the key.
  */
 import {
   AuthError,
@@ -8,9 +9,10 @@ import {
   HttpError,
   NetworkError,
   PayloadError,
-  redactUrl,
   type StudyExportError,
 } from '../errors.ts';
+import { isRetryableStatus, networkReason, TryAgain } from '../http/retry.ts';
+import { redact } from '../redact.ts';
 import type { Operation } from './resources.ts';
 
 export interface RequestSpec {
@@ -23,7 +25,7 @@ export interface RequestSpec {
 }
 
 export interface ClientIdentity {
-  apiKey: string;
+  /** Name of the environment variable the key came from, for the message of a refused key. */
   apiKeyEnv: string;
 }
 
@@ -35,11 +37,6 @@ export interface RawAnswer {
   url: string;
 }
 
-export type Outcome =
-  | { kind: 'ok'; payload: unknown }
-  | { kind: 'retry'; reason: string; retryAfterHeader?: string; fail: (attempts: number) => StudyExportError }
-  | { kind: 'fail'; error: StudyExportError };
-
 /** "list_responses for study "x"", "get_response for response "r" of study "x"". */
 export function describeRequest(spec: RequestSpec): string {
   if (spec.response !== undefined) {
@@ -50,16 +47,11 @@ export function describeRequest(spec: RequestSpec): string {
 }
 
 export function errorContext(spec: RequestSpec, status?: number): ErrorContext {
-  const context: ErrorContext = { operation: spec.operation, url: redactUrl(spec.url) };
+  const context: ErrorContext = { operation: spec.operation, url: redact(spec.url) };
   if (spec.study !== undefined) context.study = spec.study;
   if (spec.response !== undefined) context.response = spec.response;
   if (status !== undefined) context.status = status;
   return context;
-}
-
-/** Removes the key from text that came from elsewhere (a server message may echo a header). */
-export function scrub(text: string, identity: ClientIdentity): string {
-  return identity.apiKey === '' ? text : text.split(identity.apiKey).join('***');
 }
 
 const networkReasons: Record<string, string> = {
@@ -71,93 +63,75 @@ const networkReasons: Record<string, string> = {
   EPIPE: 'connection closed while sending',
 };
 
-/** A request that got no HTTP answer: always retried, then a NetworkError naming the URL and why. */
-export function networkOutcome(spec: RequestSpec, error: unknown, identity: ClientIdentity): Outcome {
-  const code = (error as { code?: unknown }).code;
-  const reason = typeof code === 'string' ? code : 'ERR_NETWORK';
-  const why =
-    networkReasons[reason] ?? scrub(error instanceof Error ? error.message : String(error), identity);
-  return {
-    kind: 'retry',
-    reason,
-    fail: (attempts) =>
-      new NetworkError(
-        `${describeRequest(spec)}: could not get an answer from ${redactUrl(spec.url)} (${reason}: ${why}) ` +
-          `after ${attempts} attempt${attempts === 1 ? '' : 's'}; check base_url and that the service is up`,
-        { context: errorContext(spec), cause: error },
-      ),
-  };
+/** A request that got no HTTP answer: always worth another attempt. */
+export function networkFailure(error: unknown): TryAgain {
+  const reason = networkReason(error);
+  const why = networkReasons[reason] ?? redact(error instanceof Error ? error.message : String(error));
+  return new TryAgain('network', reason, `${reason}: ${why}`, { cause: error });
 }
 
-/** Classifies an HTTP answer. */
-export function answerOutcome(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): Outcome {
+/**
+ * The payload of an HTTP answer. Throws TryAgain for what another attempt may fix (408, 429,
+ * 5xx, truncated or non-JSON bodies) and a typed final error for the rest.
+ */
+export function readAnswer(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): unknown {
   const { status } = answer;
-  if (status >= 200 && status < 300) return payloadOutcome(spec, answer);
-  if (status === 408 || status === 429 || status >= 500) return statusRetry(spec, answer);
-  return { kind: 'fail', error: finalError(spec, answer, identity) };
+  if (status >= 200 && status < 300) return readPayload(answer);
+  if (isRetryableStatus(status)) {
+    throw new TryAgain('status', String(status), `HTTP ${status}`, {
+      status,
+      retryAfter: answer.headers['retry-after'],
+    });
+  }
+  throw finalError(spec, answer, identity);
 }
 
-function payloadOutcome(spec: RequestSpec, answer: RawAnswer): Outcome {
+function readPayload(answer: RawAnswer): unknown {
   const declared = Number(answer.headers['content-length']);
   // With content-encoding, Content-Length counts compressed bytes: compare only plain bodies.
   const plain = answer.headers['content-encoding'] === undefined;
   if (plain && Number.isFinite(declared) && answer.body.length < declared) {
-    return payloadRetry(
-      spec,
-      'truncated',
-      `body truncated: ${answer.body.length} of ${declared} bytes`,
-      answer,
-    );
+    throw new TryAgain('body', 'truncated', `body truncated: ${answer.body.length} of ${declared} bytes`, {
+      status: answer.status,
+    });
   }
   const text = answer.body.toString('utf8');
   try {
-    return { kind: 'ok', payload: JSON.parse(text) };
+    return JSON.parse(text);
   } catch (cause) {
     const why = `body is not JSON (${(cause as Error).message}); it starts ${JSON.stringify(text.slice(0, 60))}`;
-    return payloadRetry(spec, 'invalid_json', why, answer, cause);
+    throw new TryAgain('body', 'invalid_json', redact(why), { status: answer.status, cause });
   }
 }
 
-function payloadRetry(
-  spec: RequestSpec,
-  reason: string,
-  why: string,
-  answer: RawAnswer,
-  cause?: unknown,
-): Outcome {
-  return {
-    kind: 'retry',
-    reason,
-    fail: (attempts) =>
-      new PayloadError(
-        `${describeRequest(spec)}: ${why} from ${redactUrl(spec.url)} after ${attempts} attempts`,
-        {
-          context: errorContext(spec, answer.status),
-          cause,
-        },
-      ),
-  };
-}
-
-function statusRetry(spec: RequestSpec, answer: RawAnswer): Outcome {
-  const header = answer.headers['retry-after'];
-  const outcome: Outcome = {
-    kind: 'retry',
-    reason: String(answer.status),
-    fail: (attempts) =>
-      new HttpError(
+/** The final error of a request whose attempts all failed with `failure`. */
+export function giveUp(spec: RequestSpec, failure: TryAgain, attempts: number): StudyExportError {
+  const where = redact(spec.url);
+  const times = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
+  const context = errorContext(spec, failure.status);
+  switch (failure.kind) {
+    case 'status':
+      return new HttpError(
         'E_RETRIES_EXHAUSTED',
-        `${describeRequest(spec)}: the service kept answering HTTP ${answer.status} at ${redactUrl(spec.url)}; ` +
-          `gave up after ${attempts} attempts (raise source.retries or try again later)`,
-        { context: errorContext(spec, answer.status) },
-      ),
-  };
-  if (typeof header === 'string') outcome.retryAfterHeader = header;
-  return outcome;
+        `${describeRequest(spec)}: the service kept answering HTTP ${failure.status} at ${where}; ` +
+          `gave up after ${times} (raise source.retries or try again later)`,
+        { context },
+      );
+    case 'network':
+      return new NetworkError(
+        `${describeRequest(spec)}: the service is unreachable: no answer from ${where} (${failure.message}) after ${times}`,
+        { context, cause: failure.cause },
+      );
+    case 'body':
+      return new PayloadError(`${describeRequest(spec)}: ${failure.message} from ${where} after ${times}`, {
+        context,
+        cause: failure.cause,
+      });
+  }
 }
 
 /** The server's own words from an error body, short and without the key. */
-function serverMessage(answer: RawAnswer, identity: ClientIdentity): string {
+function serverMessage(answer: RawAnswer): string {
   const text = answer.body.toString('utf8').trim();
   let message = text;
   try {
@@ -167,14 +141,14 @@ function serverMessage(answer: RawAnswer, identity: ClientIdentity): string {
   } catch {
     // not JSON: the text itself is the message
   }
-  message = scrub(message, identity).replace(/\s+/g, ' ');
+  message = redact(message).replace(/\s+/g, ' ');
   return message.length > 200 ? `${message.slice(0, 200)}…` : message || '(no message)';
 }
 
 function finalError(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): StudyExportError {
   const { status } = answer;
   const context = errorContext(spec, status);
-  const where = redactUrl(spec.url);
+  const where = redact(spec.url);
   if (status === 401 || status === 403) {
     return new AuthError(
       `${describeRequest(spec)} was refused (HTTP ${status}): the API key in environment variable ` +
@@ -200,7 +174,7 @@ function finalError(spec: RequestSpec, answer: RawAnswer, identity: ClientIdenti
   if (status === 400) {
     return new HttpError(
       'E_BAD_REQUEST',
-      `${describeRequest(spec)} was rejected as a bad request (HTTP 400 at ${where}): ${serverMessage(answer, identity)}`,
+      `${describeRequest(spec)} was rejected as a bad request (HTTP 400 at ${where}): ${serverMessage(answer)}`,
       { context },
     );
   }
@@ -216,14 +190,14 @@ function finalError(spec: RequestSpec, answer: RawAnswer, identity: ClientIdenti
   }
   return new HttpError(
     'E_HTTP',
-    `${describeRequest(spec)}: unexpected HTTP ${status} at ${where}: ${serverMessage(answer, identity)}`,
+    `${describeRequest(spec)}: unexpected HTTP ${status} at ${where}: ${serverMessage(answer)}`,
     { context },
   );
 }
 
 function redirectTarget(location: string, from: URL): string {
   try {
-    return redactUrl(new URL(location, from));
+    return redact(new URL(location, from));
   } catch {
     return '(unreadable location)';
   }

@@ -8,7 +8,7 @@ import type { RetryEvent } from '../pipeline/progress.ts';
 import type { Warning } from '../records.ts';
 import { jsonEvent } from './json-event.ts';
 import { LineReporter } from './line-reporter.ts';
-import { maskSecrets } from './report.ts';
+import { redact } from '../redact.ts';
 import type { StageProgress } from './reporter-base.ts';
 
 export class JsonReporter extends LineReporter {
@@ -48,6 +48,6 @@ export class JsonReporter extends LineReporter {
   }
 
   protected override print(line: string): void {
-    this.options.stream.write(`${maskSecrets(line)}\n`);
+    this.options.stream.write(`${redact(line)}\n`);
   }
 }

@@ -1,25 +1,14 @@
 /**
  * The one place errors are reported: a line on stderr ("study-export: <message>"), a hint
  * where one helps, and the exit code. Secrets registered here are masked in everything
- * printed, as a last line of defence behind the error messages themselves.
+ * printed (and URLs lose their query strings), as a last line of defence behind the
+ * error messages themselves.
  */
 import { StudyExportError } from '../errors.ts';
+import { redact } from '../redact.ts';
 import type { LogFormat } from './context.ts';
 import { jsonEvent } from './json-event.ts';
 import { UsageError } from './usage.ts';
-
-const secrets = new Set<string>();
-
-/** A value (an API key) that must never be printed. */
-export function registerSecret(value: string | undefined): void {
-  if (value && value.length >= 4) secrets.add(value);
-}
-
-export function maskSecrets(text: string): string {
-  let masked = text;
-  for (const secret of secrets) masked = masked.split(secret).join('***');
-  return masked;
-}
 
 export interface ErrorOutput {
   write(text: string): unknown;
@@ -39,14 +28,14 @@ export function reportError(
     const hint = hintFor(error);
     if (hint) lines.push(`  hint: ${hint}`);
     if (debug && error.stack) lines.push(error.stack);
-    stderr.write(`${maskSecrets(lines.join('\n'))}\n`);
+    stderr.write(`${redact(lines.join('\n'))}\n`);
     return error.exitCode;
   }
   const message = error instanceof Error ? error.message : String(error);
   const lines = [`study-export: unexpected error: ${indentRest(message)}`];
   if (debug && error instanceof Error && error.stack) lines.push(error.stack);
   else lines.push('  hint: run again with DEBUG=study-export for the stack trace, and report it');
-  stderr.write(`${maskSecrets(lines.join('\n'))}\n`);
+  stderr.write(`${redact(lines.join('\n'))}\n`);
   return 1;
 }
 
@@ -62,7 +51,7 @@ function reportErrorAsJson(error: unknown, stderr: ErrorOutput): number {
     ...(known && Object.keys(known.context).length > 0 ? { context: known.context } : {}),
     ...(hint === undefined ? {} : { hint }),
   };
-  stderr.write(`${maskSecrets(jsonEvent('error', fields))}\n`);
+  stderr.write(`${redact(jsonEvent('error', fields))}\n`);
   return exitCode;
 }
 

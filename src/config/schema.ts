@@ -21,6 +21,7 @@ export const settingBounds = {
   // Beyond about 24.8 days Node's timers overflow; an hour of silence is already a hang.
   timeout_ms: { min: 100, max: 3_600_000 },
   retries: { min: 0, max: 20 },
+  max_retry_after_s: { min: 0, max: 3_600 },
   media_concurrency: { min: 1, max: 64 },
 } as const;
 
@@ -37,6 +38,8 @@ export const SourceConfig = z.strictObject({
   concurrency: boundedInt(settingBounds.concurrency).default(8),
   timeout_ms: boundedInt(settingBounds.timeout_ms).default(30_000),
   retries: boundedInt(settingBounds.retries).default(5),
+  /** Longest Retry-After waited for (API and media); a longer one waits this long and is counted. */
+  max_retry_after_s: boundedInt(settingBounds.max_retry_after_s).default(60),
 });
 
 export const StudiesConfig = z.strictObject({

@@ -6,6 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
+import { redact } from '../redact.ts';
 import type { Warning } from '../records.ts';
 import { hashFile, writeFileAtomic } from '../util/fs.ts';
 
@@ -68,18 +69,5 @@ export async function writeManifest(dir: string, manifest: Manifest): Promise<vo
 
 /** The config as it may be recorded: a base_url never keeps user:password or a query. */
 export function publicConfig(config: PipelineConfig): PipelineConfig {
-  return { ...config, source: { ...config.source, base_url: publicBaseUrl(config.source.base_url) } };
-}
-
-function publicBaseUrl(baseUrl: string): string {
-  if (baseUrl === 'sandbox') return baseUrl;
-  try {
-    const url = new URL(baseUrl);
-    url.username = '';
-    url.password = '';
-    url.search = '';
-    return url.toString();
-  } catch {
-    return baseUrl.split('?')[0] ?? baseUrl;
-  }
+  return { ...config, source: { ...config.source, base_url: redact(config.source.base_url) } };
 }

@@ -1,8 +1,9 @@
 /**
  * One signed URL to one body: into memory when its Content-Length fits the memory budget,
- * else streamed to a temporary file. A retry loop of our own: got's stream retries neither
- * resume nor run hooks, so each attempt is a fresh request with `retry: {limit: 0}`,
- * written from the start.
+ * else streamed to a temporary file. Retries are the shared policy and loop of
+ * src/http/retry.ts (got's stream retries neither resume nor run hooks): each attempt is a
+ * fresh request with `retry: {limit: 0}`, written from the start. A 403 renews the link
+ * inside the attempt; it is not a retry.
  *
  * Media hosts get a plain got instance: no x-api-key or any other API client header ever
  * reaches them, and redirects off them are followed with credential headers stripped.
@@ -12,9 +13,17 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { finished, pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import got, { type Request, RequestError } from 'got';
-import { type ErrorContext, HttpError, MediaError, NetworkError, redactUrl } from '../errors.ts';
+import { type ErrorContext, HttpError, MediaError, NetworkError, type StudyExportError } from '../errors.ts';
+import {
+  isRetryableStatus,
+  networkReason,
+  RetryCounts,
+  type RetryPolicy,
+  TryAgain,
+  withRetries,
+} from '../http/retry.ts';
+import { redact } from '../redact.ts';
 import type { MemoryBudget } from './memory-budget.ts';
 import type { MediaBody } from './types.ts';
 
@@ -35,19 +44,18 @@ export interface DownloadOptions {
    * `dest`. The caller gives a memory body's bytes back once it is done with it.
    */
   memory?: MemoryBudget;
-  /** Further attempts after the first, for network errors, 408/429/5xx and short bodies. */
-  retries: number;
+  /** The shared retry policy (network errors, 408/429/5xx and short bodies are retried). */
+  policy: RetryPolicy;
+  /** Where retries are counted (the media stage's counts, in the manifest). */
+  counts?: RetryCounts;
   /** Connect, first-byte and idle-socket timeout of one attempt. */
   timeoutMs: number;
   /** Refresh before using a link older than this (it expires one hour after issue). */
   maxLinkAgeMs?: number;
   /** Refreshes allowed for one file before its 403s are taken as final. */
   maxRefreshes?: number;
-  /** First backoff delay; doubles on each retry. */
-  backoffMs?: number;
   now?: () => number;
   onBytes?: (n: number) => void;
-  onRetry?: () => void;
   /** Study and response, for error messages. */
   context?: ErrorContext;
 }
@@ -63,8 +71,6 @@ export interface DownloadedFile {
 
 export const defaultMaxLinkAgeMs = 50 * 60 * 1000;
 const defaultMaxRefreshes = 3;
-const defaultBackoffMs = 250;
-const maxBackoffMs = 30_000;
 
 /** Headers that must never follow a redirect, although we never set them in the first place. */
 const credentialHeaders = ['x-api-key', 'authorization', 'cookie', 'proxy-authorization'];
@@ -90,26 +96,6 @@ export const mediaHttp = got.extend({
 /** The host refused the signed link (expired or tampered): get a fresh one. */
 class LinkRefusedError extends Error {}
 
-/** Worth another attempt: network failures, 408/429/5xx, short bodies. */
-class TransientError extends Error {
-  constructor(
-    message: string,
-    readonly status: number | undefined,
-    readonly retryAfterMs: number | undefined,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
-/** The body ended before Content-Length said it would (a dropped or truncated response). */
-class ShortBodyError extends TransientError {}
-
-/** Removes query strings from any URL inside a message (signed URLs must not leak). */
-export function scrubUrls(text: string): string {
-  return text.replace(/(https?:\/\/[^\s?#"'<>]*)[?#][^\s"'<>]*/g, '$1');
-}
-
 /**
  * Counts and hashes the body as it flows to the file. A 'data' listener beside the pipe,
  * not a Transform: one stream hop less per chunk, which was a sizeable part of the
@@ -126,29 +112,19 @@ function measure(body: Request, onBytes?: (n: number) => void) {
   return measured;
 }
 
-function retryAfterMs(value: string | undefined): number | undefined {
-  if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
-
 /** Classifies a non-2xx answer: refresh, retry, or give up. */
 function statusError(request: Request, status: number, url: string, context: ErrorContext): Error {
   request.destroy();
-  const where = `GET ${redactUrl(url)} answered ${status}`;
+  const where = `GET ${redact(url)} answered ${status}`;
   if (status === 403) return new LinkRefusedError(where);
   if (isRetryableStatus(status)) {
-    const header = request.response?.headers['retry-after'];
-    return new TransientError(where, status, retryAfterMs(header));
+    return new TryAgain('status', String(status), where, {
+      status,
+      retryAfter: request.response?.headers['retry-after'],
+    });
   }
   const code = status === 404 ? 'E_NOT_FOUND' : status === 400 ? 'E_BAD_REQUEST' : 'E_HTTP';
-  return new HttpError(code, where, { context: { ...context, url: redactUrl(url), status } });
+  return new HttpError(code, where, { context: { ...context, url: redact(url), status } });
 }
 
 /** A body received and its size; its SHA-256 is asked for once the size is known to be right. */
@@ -220,10 +196,10 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
         ? await receiveToMemory(request, expected, options.onBytes)
         : await receiveToFile(request, options.dest, options.onBytes);
       if (known && received.bytes !== expected) {
-        throw new ShortBodyError(
-          `GET ${redactUrl(url)} sent ${received.bytes} of ${expected} bytes`,
-          undefined,
-          undefined,
+        throw new TryAgain(
+          'body',
+          'short_body',
+          `GET ${redact(url)} sent ${received.bytes} of ${expected} bytes`,
         );
       }
       return {
@@ -244,11 +220,11 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
   }
 }
 
-/** Our own errors pass through; anything from got or the socket is a transient failure. */
+/** Our own errors pass through; anything from got or the socket is worth another attempt. */
 function classify(error: unknown, url: string): Error {
   if (
     error instanceof LinkRefusedError ||
-    error instanceof TransientError ||
+    error instanceof TryAgain ||
     error instanceof HttpError ||
     error instanceof MediaError
   ) {
@@ -258,38 +234,36 @@ function classify(error: unknown, url: string): Error {
   if (error instanceof Error && !(error instanceof RequestError) && 'syscall' in error) {
     return new MediaError(`could not write the temporary file: ${error.message}`, { cause: error });
   }
-  const message = scrubUrls(error instanceof Error ? error.message : String(error));
-  return new TransientError(`GET ${redactUrl(url)} failed: ${message}`, undefined, undefined, {
+  const message = redact(error instanceof Error ? error.message : String(error));
+  return new TryAgain('network', networkReason(error), `GET ${redact(url)} failed: ${message}`, {
     cause: error,
   });
 }
 
-function backoff(retry: number, options: DownloadOptions, hint: number | undefined): number {
-  const base = (options.backoffMs ?? defaultBackoffMs) * 2 ** retry;
-  const jittered = base / 2 + Math.random() * (base / 2);
-  return Math.min(maxBackoffMs, hint ?? jittered);
-}
-
-/** The final error of a file, with study, response and the URL without its query string. */
-function giveUp(error: Error, url: string, attempts: number, options: DownloadOptions): Error {
-  const context = { ...options.context, url: redactUrl(url) };
-  if (error instanceof HttpError || error instanceof MediaError) return error;
-  if (error instanceof LinkRefusedError) {
-    return new MediaError(`${error.message} after ${attempts} attempts with refreshed links`, {
-      context: { ...context, status: 403 },
-    });
+/** The final error of a file whose attempts all failed, with study, response and the URL without its query. */
+function giveUp(
+  failure: TryAgain,
+  url: string,
+  attempts: number,
+  options: DownloadOptions,
+): StudyExportError {
+  const context = { ...options.context, url: redact(url) };
+  const message = `${failure.message} (gave up after ${attempts} attempts)`;
+  switch (failure.kind) {
+    case 'status':
+      return new HttpError('E_RETRIES_EXHAUSTED', message, {
+        context: { ...context, status: failure.status },
+      });
+    case 'body':
+      return new MediaError(message, { context });
+    case 'network':
+      return new NetworkError(message, { context, cause: failure.cause });
   }
-  const status = error instanceof TransientError ? error.status : undefined;
-  const message = `${error.message} (gave up after ${attempts} attempts)`;
-  if (status !== undefined)
-    return new HttpError('E_RETRIES_EXHAUSTED', message, { context: { ...context, status } });
-  if (error instanceof ShortBodyError) return new MediaError(message, { context });
-  return new NetworkError(message, { context, cause: error.cause });
 }
 
 /**
- * Downloads `options.link` into memory or to `options.dest`, refreshing the link when it
- * is old or refused (403) and retrying transient failures with backoff. Each failed
+ * Downloads `options.link` into memory or to `options.dest`, renewing the link when it is
+ * old or refused (403) and retrying transient failures by the shared policy. Each failed
  * attempt removes its partial file, so `dest` exists only when the body is that file.
  */
 export async function downloadMedia(options: DownloadOptions): Promise<DownloadedFile> {
@@ -297,32 +271,29 @@ export async function downloadMedia(options: DownloadOptions): Promise<Downloade
   const maxAge = options.maxLinkAgeMs ?? defaultMaxLinkAgeMs;
   const maxRefreshes = options.maxRefreshes ?? defaultMaxRefreshes;
   let link = options.link;
-  let retries = 0;
   let refreshes = 0;
-  let attempts = 0;
-  for (;;) {
-    if (now() - link.issuedAt >= maxAge && refreshes < maxRefreshes) {
-      refreshes++;
-      link = await options.refresh(link);
-    }
-    attempts++;
-    try {
-      const result = await attempt(link.url, options);
-      return { ...result, link };
-    } catch (error) {
-      const failure = error as Error;
-      if (failure instanceof LinkRefusedError && refreshes < maxRefreshes) {
-        refreshes++;
-        link = await options.refresh(link);
-        continue;
+  const renew = async () => {
+    refreshes++;
+    link = await options.refresh(link);
+  };
+  const hooks = {
+    giveUp: (failure: TryAgain, attempts: number) => giveUp(failure, link.url, attempts, options),
+    counts: options.counts ?? new RetryCounts(),
+  };
+  return withRetries(options.policy, hooks, async () => {
+    for (;;) {
+      if (now() - link.issuedAt >= maxAge && refreshes < maxRefreshes) await renew();
+      try {
+        return { ...(await attempt(link.url, options)), link };
+      } catch (error) {
+        if (!(error instanceof LinkRefusedError)) throw error;
+        if (refreshes >= maxRefreshes) {
+          throw new MediaError(`${error.message} after ${refreshes} refreshed links`, {
+            context: { ...options.context, url: redact(link.url), status: 403 },
+          });
+        }
+        await renew();
       }
-      if (failure instanceof TransientError && retries < options.retries) {
-        await sleep(backoff(retries, options, failure.retryAfterMs));
-        retries++;
-        options.onRetry?.();
-        continue;
-      }
-      throw giveUp(failure, link.url, attempts, options);
     }
-  }
+  });
 }

@@ -10,17 +10,13 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { SingleResponse } from '../api/resources.ts';
 import type { VideoMode } from '../config/schema.ts';
-import { MediaError, redactUrl } from '../errors.ts';
+import { MediaError } from '../errors.ts';
+import { RetryCounts, type RetryCountsSnapshot, type RetryPolicy, retryPolicy } from '../http/retry.ts';
+import { redact } from '../redact.ts';
 import type { MediaKind, MediaOutcome } from '../records.ts';
 import type { MediaArchive } from './archive.ts';
 import { maxEntryBytes } from './archive.ts';
-import {
-  type DownloadedFile,
-  type DownloadOptions,
-  downloadMedia,
-  type SignedLink,
-  scrubUrls,
-} from './download.ts';
+import { type DownloadedFile, type DownloadOptions, downloadMedia, type SignedLink } from './download.ts';
 import { bestVariant, type ParsedPlaylist, parsePlaylist, rewritePlaylist } from './hls.ts';
 import { mediaJobs, mediaUrl, type ResponseContext } from './jobs.ts';
 import { defaultMemoryBudget, type MemoryBudget } from './memory-budget.ts';
@@ -32,13 +28,15 @@ export interface MediaStageOptions {
   tmpDir: string;
   concurrency: number;
   video: VideoMode;
-  /** Retries per file for network errors, 408/429/5xx and short bodies. */
+  /** Retries per file for network errors, 408/429/5xx and short bodies (the shared policy). */
   retries: number;
+  /** Longest Retry-After honoured (default 60 s). */
+  maxRetryAfterMs?: number;
+  /** Backoff without Retry-After (defaults of src/http/retry.ts). */
+  backoff?: Partial<RetryPolicy['backoff']>;
   timeoutMs: number;
   /** Refresh links older than this before using them (default 50 minutes). */
   maxLinkAgeMs?: number;
-  /** First retry delay, doubling each time (default 250 ms). */
-  backoffMs?: number;
   onBytes?: (n: number) => void;
   /** Downloads held in memory instead of temporary files (default: 32 MiB, 8 MiB a file). */
   memory?: MemoryBudget;
@@ -46,7 +44,7 @@ export interface MediaStageOptions {
   now?: () => number;
 }
 
-export interface MediaCounters {
+export interface MediaCounters extends RetryCountsSnapshot {
   /** Media files archived (one per archived outcome). */
   files: number;
   /** Bytes written into media.zip entries, HLS segments included. */
@@ -54,7 +52,6 @@ export interface MediaCounters {
   failed: number;
   /** Single-response calls made to renew links. */
   refreshes: number;
-  retries: number;
 }
 
 export interface MediaStage {
@@ -145,7 +142,9 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
   const limit = pLimit(options.concurrency);
   const now = options.now ?? Date.now;
   const memory = options.memory ?? defaultMemoryBudget();
-  const counters: MediaCounters = { files: 0, bytes: 0, failed: 0, refreshes: 0, retries: 0 };
+  const counters = { files: 0, bytes: 0, failed: 0, refreshes: 0 };
+  const retryCounts = new RetryCounts();
+  const policy = retryPolicy(options);
   let tmpReady: Promise<unknown> | null = null;
 
   async function download(
@@ -159,13 +158,12 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
       refresh,
       dest: scratch.tempPath(),
       memory,
-      retries: options.retries,
+      policy,
+      counts: retryCounts,
       timeoutMs: options.timeoutMs,
       ...(options.maxLinkAgeMs === undefined ? {} : { maxLinkAgeMs: options.maxLinkAgeMs }),
-      ...(options.backoffMs === undefined ? {} : { backoffMs: options.backoffMs }),
       now,
       ...(options.onBytes ? { onBytes: options.onBytes } : {}),
-      onRetry: () => counters.retries++,
       context: { study: job.study_id, response: job.response_id },
     });
     scratch.hold(fetched.body);
@@ -175,7 +173,7 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
   function checkSize(job: MediaJob, file: DownloadedFile): void {
     if (file.bytes >= maxEntryBytes) {
       throw new MediaError(`${file.bytes} bytes: files of 4 GiB or more are not archived`, {
-        context: { study: job.study_id, response: job.response_id, url: redactUrl(file.link.url) },
+        context: { study: job.study_id, response: job.response_id, url: redact(file.link.url) },
       });
     }
   }
@@ -323,7 +321,7 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
       const jobs = mediaJobs(ctx, detail, options.video);
       return Promise.all(jobs.map((job) => archiveJob(job, links)));
     },
-    counters: () => ({ ...counters }),
+    counters: () => ({ ...counters, ...retryCounts.snapshot() }),
   };
 }
 
@@ -331,5 +329,5 @@ const failedFields = { file: null, content_type: null, bytes: null, sha256: null
 
 /** The reason a file failed, safe to write: no query string of any URL. */
 function describeFailure(error: unknown): string {
-  return scrubUrls(error instanceof Error ? error.message : String(error));
+  return redact(error instanceof Error ? error.message : String(error));
 }

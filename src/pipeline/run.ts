@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
-import { type ApiClient, createApiClient } from '../api/client.ts';
+import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
@@ -120,10 +120,7 @@ function createClient(
   return createApiClient({
     baseUrl: source.baseUrl,
     apiKey: source.apiKey,
-    apiKeyEnv: config.source.api_key_env,
-    concurrency: config.source.concurrency,
-    timeoutMs: config.source.timeout_ms,
-    retries: config.source.retries,
+    ...clientSettings(config.source),
     onRetry(info) {
       const { operation, url, attempt, reason, delayMs } = info;
       reporter.retry({
@@ -188,6 +185,7 @@ async function exportRun(
         concurrency: config.media.concurrency,
         video: config.media.video,
         retries: config.source.retries,
+        maxRetryAfterMs: config.source.max_retry_after_s * 1000,
         timeoutMs: config.source.timeout_ms,
         onBytes: (bytes) => reporter.tick('media', 0, bytes),
       })

@@ -12,9 +12,10 @@ import {
   type TranscriptRow,
 } from '../api/resources.ts';
 import type { Row } from '../load/tables.ts';
+import { redact } from '../redact.ts';
 import type { MediaOutcome, WideRow } from '../records.ts';
 import { type QuestionCandidate, questionKey } from './questions.ts';
-import { extraJson, redactUrlsInText, toIsoUtc } from './values.ts';
+import { extraJson, toIsoUtc } from './values.ts';
 
 /** The answers key that holds the summary of the whole conversation, not an answer. */
 export const summaryKey = 'Summary';
@@ -195,7 +196,7 @@ function mediaRow(ids: { response_id: string; study_id: string }, outcome: Media
     sha256: outcome.sha256,
     status: outcome.status,
     // The media stage redacts already; this is the last line of defence for the tables.
-    error: outcome.error === null ? null : redactUrlsInText(outcome.error),
+    error: outcome.error === null ? null : redact(outcome.error),
   };
 }
 

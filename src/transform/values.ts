@@ -1,21 +1,14 @@
 /** Small value helpers shared by the transform functions. */
-import { redactUrl } from '../errors.ts';
+import { redact } from '../redact.ts';
 
 /** A service timestamp as ISO 8601 UTC ("2026-11-21T23:55:00.000Z"). */
 export function toIsoUtc(timestamp: string): string {
   return new Date(timestamp).toISOString();
 }
 
-const urlInText = /\bhttps?:\/\/[^\s"'<>]+/gi;
-
-/** Replaces every http(s) URL in a text by its origin and path: no signed query string survives. */
-export function redactUrlsInText(text: string): string {
-  return text.replace(urlInText, (url) => redactUrl(url));
-}
-
 /** A deep copy of a JSON-like value in which every string has its URLs redacted. */
 export function redactUrlsDeep(value: unknown): unknown {
-  if (typeof value === 'string') return redactUrlsInText(value);
+  if (typeof value === 'string') return redact(value);
   if (Array.isArray(value)) return value.map(redactUrlsDeep);
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, redactUrlsDeep(inner)]));

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { retryPolicy } from '../../src/http/retry.ts';
 import { downloadMedia } from '../../src/media/download.ts';
 import { MemoryBudget } from '../../src/media/memory-budget.ts';
 
@@ -47,9 +48,8 @@ const options = (url: string, dest: string) => ({
     throw new Error('no refresh expected');
   },
   dest,
-  retries: 3,
+  policy: retryPolicy({ retries: 3, backoff: { baseMs: 1 } }),
   timeoutMs: 2_000,
-  backoffMs: 1,
 });
 
 describe('downloadMedia', () => {

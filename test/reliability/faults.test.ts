@@ -156,12 +156,17 @@ describe('API faults', () => {
         { listener: 'api', pathIncludes: '/api/public/responses/' },
         { status: 429, body: '{"error":"rate limited"}', headers: { 'retry-after': '3600' } },
       );
-      const result = await runAgainst(sandbox, sandboxConfig(sandbox, out, settings));
+      // The cap comes from the pipeline file (source.max_retry_after_s), so the test waits 1 s, not 60.
+      const capped = { ...settings, source: { ...settings.source, max_retry_after_s: 1 } };
+      const started = Date.now();
+      const result = await runAgainst(sandbox, sandboxConfig(sandbox, out, capped));
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
       expect(result.status).toBe('complete');
       await expectSameTablesAsBaseline(result.runDir!);
       const requests = (await readManifest(result.runDir!)).requests as CountersSnapshot;
       expect(requests.retry_after_capped).toBe(1);
+      expect(requests.retries['429']).toBe(1);
       await expectNoSecretIn(out, sandbox.api_key);
     });
-  }, 120_000);
+  });
 });

@@ -3,6 +3,7 @@ import type { CommandModule, Options } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
 import { settingBounds } from '../../config/schema.ts';
 import type { RunOptions, RunOverrides, RunResult } from '../../pipeline/run.ts';
+import { redact, registerSecret } from '../../redact.ts';
 import {
   type CliContext,
   isCI,
@@ -13,7 +14,6 @@ import {
   pipelineSelection,
 } from '../context.ts';
 import { jsonEvent } from '../json-event.ts';
-import { maskSecrets, registerSecret } from '../report.ts';
 import { createReporter } from '../reporters.ts';
 import { JOB_INDEX_ENV, SHARD_COUNT_ENV, SHARD_ENV, type ShardArgs, shardOf } from '../shard.ts';
 import { formatSummary } from '../summary.ts';
@@ -139,7 +139,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       context.stdout.write(`${formatSummary(result)}\n`);
       if (format === 'json') {
         context.stderr.write(
-          `${maskSecrets(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`,
+          `${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`,
         );
       }
     },

@@ -2,9 +2,9 @@
 import type { CommandModule } from 'yargs';
 import { responseCountInDesc } from '../../api/resources.ts';
 import { loadPipeline } from '../../config/load.ts';
+import { registerSecret } from '../../redact.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { alignRows } from '../format.ts';
-import { registerSecret } from '../report.ts';
 import { formatWarning } from '../reporters.ts';
 
 interface StudiesArgs extends PipelineArgs {
@@ -47,7 +47,7 @@ async function fetchStudies(
   context: CliContext,
 ): Promise<StudyRow[]> {
   // Loaded on use: `--help` and usage errors stay fast.
-  const [{ createApiClient }, { listStudies }, { openSource }] = await Promise.all([
+  const [{ clientSettings, createApiClient }, { listStudies }, { openSource }] = await Promise.all([
     import('../../api/client.ts'),
     import('../../extract/studies.ts'),
     import('../../pipeline/source.ts'),
@@ -57,10 +57,8 @@ async function fetchStudies(
   const client = createApiClient({
     baseUrl: source.baseUrl,
     apiKey: source.apiKey,
-    apiKeyEnv: config.source.api_key_env,
+    ...clientSettings(config.source),
     concurrency: 1,
-    timeoutMs: config.source.timeout_ms,
-    retries: config.source.retries,
   });
   try {
     const warn = (line: string) => context.stderr.write(`${line}\n`);
