@@ -6,8 +6,8 @@
 import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
-import { redact } from '../redact.ts';
 import type { Warning } from '../records.ts';
+import { redact } from '../redact.ts';
 import { hashFile, writeFileAtomic } from '../util/fs.ts';
 
 export const MANIFEST_FILE = 'manifest.json';

@@ -12,8 +12,8 @@ import {
   type TranscriptRow,
 } from '../api/resources.ts';
 import type { Row } from '../load/tables.ts';
-import { redact } from '../redact.ts';
 import type { MediaOutcome, WideRow } from '../records.ts';
+import { redact } from '../redact.ts';
 import { type QuestionCandidate, questionKey } from './questions.ts';
 import { extraJson, toIsoUtc } from './values.ts';
 
