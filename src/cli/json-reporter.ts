@@ -6,9 +6,9 @@
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { RetryEvent } from '../pipeline/progress.ts';
 import type { Warning } from '../records.ts';
+import { redact } from '../redact.ts';
 import { jsonEvent } from './json-event.ts';
 import { LineReporter } from './line-reporter.ts';
-import { redact } from '../redact.ts';
 import type { StageProgress } from './reporter-base.ts';
 
 export class JsonReporter extends LineReporter {

@@ -138,9 +138,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       context.exitCode = result.status === 'partial' ? 3 : 0;
       context.stdout.write(`${formatSummary(result)}\n`);
       if (format === 'json') {
-        context.stderr.write(
-          `${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`,
-        );
+        context.stderr.write(`${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`);
       }
     },
   };
