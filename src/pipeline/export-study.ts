@@ -25,6 +25,8 @@ export interface ExportStudyInput {
   config: PipelineConfig;
   /** The run's temporary directory. */
   dir: string;
+  /** The run's scratch folder, for the listing's spill. */
+  scratchDir: string;
   sinks: ExtractSinks;
   writers: TableWriters;
   media: MediaStage | null;
@@ -68,6 +70,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
         updatedSince: since ?? undefined,
         includeInProgress: config.source.include_in_progress,
         pageGate: input.pageGate,
+        spillDir: input.scratchDir,
       },
       studySinks,
     );

@@ -12,32 +12,14 @@
  * its uncommitted run folder and its lock on the way out. Only SIGKILL leaves them, and
  * the next run clears those.
  */
-import { rmSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { writeFileAtomic } from '../util/fs.ts';
 import { type Shard, shardLabel } from './shard.ts';
 
 const TEMP_PREFIX = '.tmp-';
-
-/** Paths this process created and must not leave behind: its lock, uncommitted runs. */
-const removeAtExit = new Set<string>();
-
-/** Registers `path` for removal should the process exit first; returns the way to forget it. */
-function removeIfExitingFirst(path: string): () => void {
-  if (removeAtExit.size === 0) process.once('exit', removeLeftovers);
-  removeAtExit.add(path);
-  return () => {
-    removeAtExit.delete(path);
-    if (removeAtExit.size === 0) process.off('exit', removeLeftovers);
-  };
-}
-
-/** Newest first: the run folder goes before the lock that guarded it. ('exit' allows only sync work.) */
-function removeLeftovers(): void {
-  for (const path of [...removeAtExit].reverse()) rmSync(path, { recursive: true, force: true });
-}
 
 /** Run ids are UTC times, e.g. 20261121T235500Z. */
 export function runIdAt(time: number): string {
@@ -109,7 +91,7 @@ async function acquireLock(lockPath: string): Promise<void> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+      if (Number.isInteger(holder) && holder !== process.pid && isProcessAlive(holder)) {
         throw new ConfigError(
           `another run of this pipeline is in progress (process ${holder} holds ${lockPath}); wait for it or stop it`,
           { context: { file: lockPath } },
@@ -120,15 +102,6 @@ async function acquireLock(lockPath: string): Promise<void> {
     }
   }
   throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -4,7 +4,6 @@
  * configuration) abort the run and leave no trace but the error; everything else that goes
  * wrong for one record or one study is recorded and makes the run partial.
  */
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -19,6 +18,7 @@ import { openMediaArchive } from '../media/archive.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
 import { studyRow } from '../transform/index.ts';
+import { openScratch } from '../util/scratch.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
@@ -29,9 +29,6 @@ import { advanceState, readState, type State, writeState } from './state.ts';
 import type { RunOptions, RunOverrides, RunResult } from './types.ts';
 
 export type { DryRunPlan, RunOptions, RunOverrides, RunResult, TableSummary } from './types.ts';
-
-/** Downloads land here before they are appended to media.zip; removed before the commit. */
-const MEDIA_TEMP_DIR = '.media-tmp';
 
 /** Studies exported at once; the API limit is shared, this only overlaps paging with details. */
 const STUDIES_IN_PARALLEL = 3;
@@ -64,7 +61,11 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     client = createClient(source, config, log, options.reporter);
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
-    const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard);
+    const scratch = await openScratch();
+    const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard).catch(async (error: unknown) => {
+      await scratch.remove();
+      throw error;
+    });
     try {
       const run = await pipelineDir.createRun(startedAt);
       try {
@@ -77,6 +78,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           options,
           startedAt,
           log,
+          scratch.dir,
         );
         await run.commit();
         // State moves only now, after the run is in place, and only for lossless studies.
@@ -89,6 +91,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         throw error;
       }
     } finally {
+      await scratch.remove();
       await pipelineDir.release();
     }
   } finally {
@@ -170,6 +173,8 @@ async function exportRun(
   options: RunOptions,
   startedAt: number,
   log: WarningLog,
+  /** The run's scratch folder (listing spills, media bodies), outside the output. */
+  scratchDir: string,
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
   const { studies } = listing;
@@ -181,7 +186,7 @@ async function exportRun(
   const media: MediaStage | null = archive
     ? createMediaStage({
         archive,
-        tmpDir: join(dir, MEDIA_TEMP_DIR),
+        tmpDir: join(scratchDir, 'media'),
         concurrency: config.media.concurrency,
         video: config.media.video,
         retries: config.source.retries,
@@ -227,6 +232,7 @@ async function exportRun(
             client,
             config,
             dir,
+            scratchDir,
             sinks,
             writers,
             media,
@@ -246,7 +252,6 @@ async function exportRun(
     await raw.close();
     await rejects.close();
     const archived = archive ? await archive.finish() : null;
-    await rm(join(dir, MEDIA_TEMP_DIR), { recursive: true, force: true });
     timings.close = Date.now() - closeStart;
 
     const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);

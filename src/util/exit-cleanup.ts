@@ -1,0 +1,34 @@
+/**
+ * Paths a process must not leave behind should it exit before it is done (an uncaught error,
+ * Ctrl-C or a CI cancel, which the CLI turns into process.exit). 'exit' allows only
+ * synchronous work, so removal there is rmSync. Only SIGKILL skips this; whoever starts next
+ * clears those leftovers by their owner's pid (see isProcessAlive).
+ */
+import { rmSync } from 'node:fs';
+
+const removeAtExit = new Set<string>();
+
+/** Registers `path` for removal should the process exit first; returns the way to forget it. */
+export function removeIfExitingFirst(path: string): () => void {
+  if (removeAtExit.size === 0) process.once('exit', removeLeftovers);
+  removeAtExit.add(path);
+  return () => {
+    removeAtExit.delete(path);
+    if (removeAtExit.size === 0) process.off('exit', removeLeftovers);
+  };
+}
+
+/** Newest first: a run folder goes before the lock that guarded it. */
+function removeLeftovers(): void {
+  for (const path of [...removeAtExit].reverse()) rmSync(path, { recursive: true, force: true });
+}
+
+/** Whether a process with this id exists (EPERM: it does, owned by someone else). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
