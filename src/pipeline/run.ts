@@ -62,10 +62,12 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
     const scratch = await openScratch();
-    const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard).catch(async (error: unknown) => {
-      await scratch.remove();
-      throw error;
-    });
+    const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard).catch(
+      async (error: unknown) => {
+        await scratch.remove();
+        throw error;
+      },
+    );
     try {
       const run = await pipelineDir.createRun(startedAt);
       try {
