@@ -98,7 +98,10 @@ async function openWriter(
 ): Promise<FormatWriter> {
   const path = join(dir, `${table}.${format}`);
   if (format === 'csv') {
-    const writer = await createTableCsvWriter(path, table, options.csv);
+    // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
+    // resources, and its JavaScript reference reader takes a BOM for part of the first header.
+    // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
+    const writer = await createTableCsvWriter(path, table, { ...options.csv, bom: false });
     return { path, ...writer };
   }
   return await createParquetWriter(path, table, {

@@ -1,5 +1,5 @@
 /** The tables reference as Markdown, rendered from the declarations in tables.ts. */
-import { type TableName, tableNames, tables } from './tables.ts';
+import { type Column, type TableName, tableNames, tables } from './tables.ts';
 
 const typeNames = {
   string: 'string',
@@ -33,9 +33,15 @@ function tableSection(name: TableName): string[] {
   lines.push('', '| column | type | required | meaning |', '|---|---|---|---|');
   for (const column of table.columns) {
     lines.push(
-      `| ${column.name} | ${typeNames[column.type]} | ${column.nullable ? '' : 'yes'} | ${column.description.replace(/\|/g, '\\|')} |`,
+      `| ${column.name} | ${typeNames[column.type]} | ${required(column)} | ${column.description.replace(/\|/g, '\\|')} |`,
     );
   }
   lines.push('');
   return lines;
+}
+
+/** "yes" when a value is always there; text the service may send as "" says so. */
+function required(column: Column): string {
+  if (column.nullable) return '';
+  return column.canBeEmpty ? 'yes (may be "")' : 'yes';
 }

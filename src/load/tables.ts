@@ -11,7 +11,13 @@ export type ColumnType = 'string' | 'integer' | 'timestamp' | 'json';
 export interface Column {
   readonly name: string;
   readonly type: ColumnType;
+  /** May hold no value (null; an empty CSV cell). */
   readonly nullable: boolean;
+  /**
+   * Always present, but may be the empty string (text the service sends as ""). In CSV an
+   * empty cell cannot tell "" from null, so datapackage.json does not mark these required.
+   */
+  readonly canBeEmpty: boolean;
   readonly description: string;
 }
 
@@ -28,10 +34,14 @@ export interface TableDeclaration {
   readonly foreignKeys: readonly ForeignKey[];
 }
 
+/** Always a value, never empty: ids, numbers, timestamps, enumerations. */
 const required = <N extends string, T extends ColumnType>(name: N, type: T, description: string) =>
-  ({ name, type, nullable: false, description }) as const;
+  ({ name, type, nullable: false, canBeEmpty: false, description }) as const;
+/** Always a string, possibly empty: text from the service, whose schema allows "". */
+const text = <N extends string>(name: N, description: string) =>
+  ({ name, type: 'string', nullable: false, canBeEmpty: true, description }) as const;
 const optional = <N extends string, T extends ColumnType>(name: N, type: T, description: string) =>
-  ({ name, type, nullable: true, description }) as const;
+  ({ name, type, nullable: true, canBeEmpty: true, description }) as const;
 
 const toResponses: ForeignKey = {
   fields: ['response_id'],
@@ -54,9 +64,9 @@ export const tables = {
     columns: [
       required('study_id', 'string', 'Permanent study id (uuid); never changes.'),
       required('link_id', 'string', 'Link id at export time; editable, so it can change between runs.'),
-      required('title', 'string', 'Title of the study.'),
+      text('title', 'Title of the study.'),
       required('created_at', 'timestamp', 'Creation time, UTC.'),
-      required('desc', 'string', 'Description as sent, "<title> (<n> Responses)".'),
+      text('desc', 'Description as sent, "<title> (<n> Responses)".'),
       optional('listed_response_count', 'integer', 'The <n> of desc, when desc has that shape.'),
       extra,
     ],
@@ -74,7 +84,7 @@ export const tables = {
       required('created_at', 'timestamp', 'Creation time, UTC.'),
       optional('updated_at', 'timestamp', 'Time of last update, UTC, when the service sent it.'),
       optional('summary', 'string', 'The Summary answer: a summary of the whole conversation.'),
-      required('short_transcript', 'string', 'The transcript with shortened moderator messages.'),
+      text('short_transcript', 'The transcript with shortened moderator messages.'),
       required('answer_count', 'integer', 'Number of rows this response has in answers.'),
       required('turn_count', 'integer', 'Number of rows this response has in transcript.'),
       required('modality', 'string', 'text, audio or video: which media the transcript carries.'),
@@ -88,12 +98,15 @@ export const tables = {
     description: 'One row per question slot of a study (a discussion guide question, per concept).',
     columns: [
       required('study_id', 'string', 'Permanent id of the study.'),
-      required('discussion_guide_question_id', 'string', 'Discussion guide question id.'),
+      text('discussion_guide_question_id', 'Discussion guide question id.'),
       optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
-      required('question', 'string', 'Question text, as first seen.'),
+      text('question', 'Question text, as first seen.'),
       required('position', 'integer', 'Order of first appearance in the study, from 1.'),
     ],
-    primaryKey: ['study_id', 'discussion_guide_question_id', 'concept_id'],
+    // The slot is (study_id, discussion_guide_question_id, concept_id), but concept_id is empty
+    // for general questions and a key's columns must never be: the slot's position in its study
+    // identifies it as well, and is always there.
+    primaryKey: ['study_id', 'position'],
     foreignKeys: [toStudies],
   },
   answers: {
@@ -105,8 +118,8 @@ export const tables = {
       required('study_id', 'string', 'Permanent id of the study.'),
       optional('discussion_guide_question_id', 'string', 'Discussion guide question id.'),
       optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
-      required('question', 'string', 'Question text.'),
-      required('answer', 'string', 'Everything the user said for this question.'),
+      text('question', 'Question text.'),
+      text('answer', 'Everything the user said for this question; may be empty.'),
       required('position', 'integer', 'Order of the answer within the response, from 1.'),
       extra,
     ],
@@ -121,10 +134,10 @@ export const tables = {
       required('turn', 'integer', 'Position of the row in the transcript, from 1.'),
       required('study_id', 'string', 'Permanent id of the study.'),
       optional('answer_id', 'string', 'Answer id; empty on rows that are not questions (intro messages).'),
-      required('discussion_guide_question_id', 'string', 'Discussion guide question id.'),
+      text('discussion_guide_question_id', 'Discussion guide question id.'),
       optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
-      required('moderator', 'string', 'Message from the moderator.'),
-      required('user', 'string', "The user's reply; may be empty."),
+      text('moderator', 'Message from the moderator.'),
+      text('user', "The user's reply; may be empty."),
       optional('audio_file', 'string', 'Path of the audio recording inside media.zip.'),
       optional('video_file', 'string', 'Path of the video recording inside media.zip.'),
       extra,
@@ -137,9 +150,9 @@ export const tables = {
     description: 'One row per URL query parameter passed to the study link for a response.',
     columns: [
       required('response_id', 'string', 'Response id.'),
-      required('key', 'string', 'Parameter name.'),
+      text('key', 'Parameter name.'),
       required('study_id', 'string', 'Permanent id of the study.'),
-      required('value', 'string', 'Parameter value.'),
+      text('value', 'Parameter value; may be empty.'),
     ],
     primaryKey: ['response_id', 'key'],
     foreignKeys: [toResponses],

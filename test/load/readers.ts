@@ -11,7 +11,8 @@ import { tableFromIPC } from 'apache-arrow';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
 import { readParquet } from 'parquet-wasm/node';
-import { type ColumnType, type TableName, tables } from '../../src/load/tables.ts';
+import { formulaPattern } from '../../src/load/csv.ts';
+import { type ColumnType, columnNames, type TableName, tables } from '../../src/load/tables.ts';
 
 export async function withTempDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'study-export-load-'));
@@ -167,4 +168,90 @@ export async function duckdbTypes(path: string): Promise<Record<string, string>>
     const described = await query(`describe select * from read_parquet('${path}')`);
     return Object.fromEntries(described.map((c) => [String(c.column_name), String(c.column_type)]));
   });
+}
+
+/** A row-convention value as our CSV writer writes the cell (formula escape included). */
+function csvCell(value: unknown, escapeFormulae: boolean): string {
+  if (value === null) return '';
+  const text = String(value);
+  return escapeFormulae && formulaPattern.test(text) ? `'${text}` : text;
+}
+
+/**
+ * Reads `<table>.parquet` with DuckDB, hyparquet, parquetjs-lite and parquet-wasm and
+ * compares every cell with `<table>.csv` (papaparse), and every column's type with the
+ * declaration. Returns what disagrees, named by reader, row and column; [] when all agree.
+ */
+export async function parquetDisagreements(
+  runDir: string,
+  table: TableName,
+  options: { escapeFormulae: boolean },
+): Promise<string[]> {
+  const path = join(runDir, `${table}.parquet`);
+  const [header, ...records] = (await readCsv(join(runDir, `${table}.csv`))).records;
+  const names = columnNames(table);
+  const problems: string[] = [];
+  if (header?.join(',') !== names.join(',')) problems.push(`${table}.csv: header ${header?.join(',')}`);
+  const fromDuck = await duckdb((query) => query(`select * from read_parquet('${path}')`));
+  const lite = await readParquetjsLite(path);
+  const wasm = await readParquetWasm(path);
+  const readers: [string, Record<string, unknown>[]][] = [
+    ['duckdb', fromDuck],
+    ['hyparquet', await readHyparquet(path)],
+    ['parquetjs-lite', lite.rows],
+    ['parquet-wasm', wasm.rows],
+  ];
+  for (const [reader, rows] of readers) {
+    if (rows.length !== records.length)
+      problems.push(`${reader}: ${rows.length} rows, CSV ${records.length}`);
+    rows.forEach((row, i) => {
+      const cells = names.map((n) => csvCell(tableRow(table, row)[n], options.escapeFormulae));
+      names.forEach((name, j) => {
+        if (cells[j] !== records[i]?.[j]) {
+          problems.push(
+            `${reader}: ${table} row ${i + 1} ${name}: ${JSON.stringify(cells[j])} vs CSV ${JSON.stringify(records[i]?.[j])}`,
+          );
+        }
+      });
+    });
+  }
+  const typeChecks: [string, Record<string, string>, Record<string, string>][] = [
+    ['duckdb', await duckdbTypes(path), expectedTypes(table, 'duckdb')],
+    ['parquetjs-lite', lite.types, expectedTypes(table, 'parquetjs-lite')],
+    ['parquet-wasm', wasm.types, expectedTypes(table, 'parquet-wasm')],
+    ['hyparquet', await hyparquetValueTypes(path, table), hyparquetDeclared(table)],
+  ];
+  for (const [reader, actual, expected] of typeChecks) {
+    for (const [column, type] of Object.entries(expected)) {
+      // hyparquet reports the JS type of values: a column with no value has none.
+      if (actual[column] !== type && !(reader === 'hyparquet' && actual[column] === undefined)) {
+        problems.push(`${reader}: ${table}.${column} is ${actual[column]}, declared ${type}`);
+      }
+    }
+  }
+  return problems;
+}
+
+const hyparquetTypes: Record<ColumnType, string> = {
+  string: 'string',
+  json: 'string',
+  integer: 'bigint',
+  timestamp: 'Date',
+};
+function hyparquetDeclared(table: TableName): Record<string, string> {
+  return Object.fromEntries(tables[table].columns.map((c) => [c.name, hyparquetTypes[c.type]]));
+}
+/** The JS types of the values hyparquet returns, per column (one type per column, or "mixed"). */
+async function hyparquetValueTypes(path: string, table: TableName): Promise<Record<string, string>> {
+  const types: Record<string, string> = {};
+  for (const row of await readHyparquet(path)) {
+    for (const column of tables[table].columns) {
+      const value = row[column.name];
+      if (value === null || value === undefined) continue;
+      const type = value instanceof Date ? 'Date' : typeof value;
+      const seen = types[column.name];
+      types[column.name] = seen === undefined || seen === type ? type : 'mixed';
+    }
+  }
+  return types;
 }

@@ -10,6 +10,7 @@ import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { repoRoot } from '../cli/helpers.ts';
+import { validateDataPackage } from '../load/frictionless.ts';
 
 export const KEY_ENV = 'TEST_STUDY_API_KEY';
 
@@ -27,18 +28,28 @@ export function sandboxConfig(
   return parsePipelineConfig(deepMerge(base, overrides), 'test pipeline');
 }
 
-export function runAgainst(
+/**
+ * Runs the pipeline; every run it commits is then validated strictly by the Frictionless
+ * reference library (test/load/frictionless.ts), so no test produces a package it rejects.
+ */
+export async function runAgainst(
   sandbox: Sandbox,
   config: PipelineConfig,
   options: Partial<Omit<RunOptions, 'config'>> = {},
 ): Promise<RunResult> {
-  return runPipeline({
+  const result = await runPipeline({
     config,
     configFile: 'test pipeline',
     reporter: silentReporter,
     env: { [KEY_ENV]: sandbox.api_key },
     ...options,
   });
+  if (result.runDir) {
+    const { errors } = await validateDataPackage(result.runDir);
+    if (errors.length > 0)
+      throw new Error(`datapackage.json of ${result.runDir} is rejected:\n${errors.join('\n')}`);
+  }
+  return result;
 }
 
 export async function readManifest(runDir: string): Promise<Manifest> {
