@@ -19,3 +19,23 @@ export interface MediaJob {
  * in a temporary file.
  */
 export type MediaBody = { kind: 'memory'; data: Buffer } | { kind: 'file'; path: string };
+
+/** One entry of media.zip as a job hands it to the writer. */
+export interface ArchiveEntry {
+  name: string;
+  body: MediaBody;
+  bytes: number;
+}
+
+/**
+ * A job whose downloads are complete: the entries to append, and what the media table
+ * says of it (for HLS, the rewritten playlist).
+ */
+export interface FetchedJob {
+  /** The entry the media table points at. */
+  file: string;
+  contentType: string | null;
+  bytes: number;
+  sha256: string;
+  entries: ArchiveEntry[];
+}
