@@ -6,10 +6,10 @@
  * With --cpu-prof the media child writes a V8 CPU profile into DIR.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { curlParallel, curlWithParallel } from './curl.ts';
+import { curlWithParallel, mediaBaselines } from './curl.ts';
 import type { MediaResult } from './media.ts';
 import { runStep, startSandboxProcess, videoStudy } from './processes.ts';
 import { round } from './report.ts';
@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'study-export-media-bench-'));
   const sandbox = await startSandboxProcess({ studies: 4, responses, latencyMs, mediaScale });
   const ratios: number[] = [];
+  const sameWork: number[] = [];
   const rounds: object[] = [];
   try {
     const study = await videoStudy(sandbox.info);
@@ -56,22 +57,17 @@ async function main(): Promise<void> {
         },
         nodeArgs,
       );
-      const curl = await curlParallel(ours.curlConfig, ours.curlDir, mediaConcurrency);
-      const oursMbps = ours.bytes / 1e6 / (ours.ms / 1000);
-      const curlMbps = curl.bytes / 1e6 / (curl.ms / 1000);
-      const ratio = round(oursMbps / curlMbps, 3);
-      ratios.push(ratio);
+      const baselines = await mediaBaselines(ours, ours.curlConfig, ours.curlDir, mediaConcurrency);
       const figures = {
         files: ours.files,
         failed: ours.failed,
         mb: round(ours.bytes / 1e6, 1),
         ours_s: round(ours.ms / 1000, 3),
         ours_cpu_s: round(ours.cpu_ms / 1000, 3),
-        ours_mb_per_s: round(oursMbps, 1),
-        curl_s: round(curl.ms / 1000, 3),
-        curl_mb_per_s: round(curlMbps, 1),
-        media_vs_curl: ratio,
+        ...baselines,
       };
+      ratios.push(Number(baselines.media_vs_curl));
+      sameWork.push(Number(baselines.media_vs_same_work));
       rounds.push(figures);
       log(`round ${i + 1}: ${JSON.stringify(figures)}`);
       await rm(out, { recursive: true, force: true });
@@ -80,7 +76,9 @@ async function main(): Promise<void> {
     await sandbox.stop();
     await rm(work, { recursive: true, force: true });
   }
-  process.stdout.write(`${JSON.stringify({ media_vs_curl: median(ratios), ratios, rounds })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ media_vs_curl: median(ratios), media_vs_same_work: median(sameWork), ratios, same_work_ratios: sameWork, rounds, loadavg: loadavg() })}\n`,
+  );
 }
 
 await main();
