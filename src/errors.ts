@@ -87,3 +87,23 @@ export class RunError extends StudyExportError {
     super('E_RUN', message, options);
   }
 }
+
+/**
+ * The operating system refused a file operation: a full disk, a missing permission, a
+ * path that is a file. Exit 2 when the path is the user's to fix (an output folder, the
+ * --state file), 1 when the machine is (disk space, open files).
+ */
+export class SystemError extends StudyExportError {
+  override readonly exitCode: ExitCode;
+  /** The errno code, e.g. ENOSPC. */
+  readonly errno: string;
+  constructor(
+    errno: string,
+    message: string,
+    options: { exitCode: ExitCode; context?: ErrorContext; cause?: unknown },
+  ) {
+    super('E_SYSTEM', message, options);
+    this.errno = errno;
+    this.exitCode = options.exitCode;
+  }
+}

@@ -6,6 +6,7 @@
  */
 import { StudyExportError } from '../errors.ts';
 import { redact } from '../redact.ts';
+import { describeSystemError } from '../util/system-errors.ts';
 import type { LogFormat } from './context.ts';
 import { jsonEvent } from './json-event.ts';
 import { UsageError } from './usage.ts';
@@ -16,11 +17,13 @@ export interface ErrorOutput {
 
 /** Prints the error once and returns the exit code it maps to. */
 export function reportError(
-  error: unknown,
+  thrown: unknown,
   stderr: ErrorOutput,
   env: NodeJS.ProcessEnv,
   format: LogFormat = 'text',
 ): number {
+  // A file-system error nobody named on its way up is still said in plain words.
+  const error = describeSystemError(thrown);
   if (format === 'json') return reportErrorAsJson(error, stderr);
   const debug = /(^|,)\s*study-export\s*(,|$)/.test(env.DEBUG ?? '') || env.DEBUG === '*';
   if (error instanceof StudyExportError) {

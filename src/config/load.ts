@@ -173,7 +173,7 @@ function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
   const found = describeFound(valueAt(root, issue.path));
   // The schema's own message when it wrote one for people (e.g. the name pattern).
   const expected =
-    issue.code === 'invalid_format' && issue.message.startsWith('expected ')
+    (issue.code === 'invalid_format' || issue.code === 'custom') && issue.message.startsWith('expected ')
       ? issue.message.slice('expected '.length)
       : describeExpected(schemaAt(PipelineConfig, issue.path));
   return `${where}expected ${expected}, found ${found}`;

@@ -27,9 +27,24 @@ export const settingBounds = {
 
 const boundedInt = (bounds: { min: number; max: number }) => z.number().int().min(bounds.min).max(bounds.max);
 
+/** "sandbox", or an absolute http(s) URL with a host (a typo is caught before any request). */
+function isBaseUrl(value: string): boolean {
+  if (value === 'sandbox') return true;
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 export const SourceConfig = z.strictObject({
   /** "sandbox" starts the embedded service in-process. */
-  base_url: z.string().min(1).default('sandbox'),
+  base_url: z
+    .string()
+    .min(1)
+    .refine(isBaseUrl, 'expected "sandbox" or an http:// or https:// URL')
+    .default('sandbox'),
   /** Name of the environment variable holding the key; the key itself never sits in a file. */
   api_key_env: z.string().min(1).default('STUDY_API_KEY'),
   per_page: boundedInt(settingBounds.per_page).default(1000),

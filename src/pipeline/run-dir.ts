@@ -16,7 +16,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promis
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
-import { writeFileAtomic } from '../util/fs.ts';
+import { makeDirectory, writeFileAtomic } from '../util/fs.ts';
 import { type Shard, shardLabel } from './shard.ts';
 
 const TEMP_PREFIX = '.tmp-';
@@ -65,7 +65,7 @@ export function shardNames(shard: Shard | undefined): ShardNames {
 export async function openPipelineDirectory(root: string, shard?: Shard): Promise<PipelineDirectory> {
   const names = shardNames(shard);
   const runsDir = join(root, 'runs');
-  await mkdir(runsDir, { recursive: true });
+  await makeDirectory(runsDir);
   const lockPath = join(root, names.lock);
   await acquireLock(lockPath);
   const forgetLock = removeIfExitingFirst(lockPath);

@@ -19,6 +19,7 @@ import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
 import { studyRow } from '../transform/index.ts';
 import { openScratch } from '../util/scratch.ts';
+import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
@@ -47,7 +48,11 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   }
   const pipelineRoot = join(config.output.dir, config.name);
   const statePath = options.stateFile ?? join(pipelineRoot, 'state.json');
-  const state = await readState(statePath);
+  const state = await readState(statePath).catch((error: unknown) => {
+    // The default state file lives in the output folder: a bad --out shows here first.
+    const what = options.stateFile === undefined ? 'output folder' : 'state file';
+    throw describeSystemError(error, { what, path: statePath, configured: true });
+  });
   const log: WarningLog = {
     warnings: [],
     warn(warning) {
@@ -65,7 +70,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard).catch(
       async (error: unknown) => {
         await scratch.remove();
-        throw error;
+        throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
       },
     );
     try {
@@ -85,12 +90,14 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         await run.commit();
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
-        const latestState = options.shard ? await readState(statePath) : state;
-        await writeState(statePath, advanceState(latestState, outcomes, { id: run.id, startedAt }));
+        await saveState(statePath, run.id, async () => {
+          const latestState = options.shard ? await readState(statePath) : state;
+          await writeState(statePath, advanceState(latestState, outcomes, { id: run.id, startedAt }));
+        });
         return result;
       } catch (error) {
         await run.discard();
-        throw error;
+        throw describeSystemError(error, { path: run.tempPath });
       }
     } finally {
       await scratch.remove();
@@ -99,6 +106,16 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   } finally {
     client?.close();
     await source.close();
+  }
+}
+
+/** Writes the state after the commit; a failure says the run itself is safe. */
+async function saveState(statePath: string, runId: string, write: () => Promise<void>): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    const what = `run ${runId} is committed, but the state file was not updated (the next run exports it again)`;
+    throw describeSystemError(error, { what, path: statePath, configured: true });
   }
 }
 

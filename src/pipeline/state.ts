@@ -13,7 +13,7 @@
  * The price is that responses updated in the lag window before a run are exported again
  * by the next run; rows are keyed by response_id, so the later run's copy supersedes.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import { writeFileAtomic } from '../util/fs.ts';
@@ -40,6 +40,10 @@ export const emptyState = (): State => ({ version: 1, studies: {} });
 export async function readState(path: string): Promise<State> {
   let text: string;
   try {
+    // A device or a folder is not a state file (reading /dev/zero would never end).
+    if (!(await stat(path)).isFile()) {
+      throw new ConfigError(`${path}: the state file is not a regular file`, { context: { file: path } });
+    }
     text = await readFile(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return emptyState();

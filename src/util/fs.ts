@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** Write a file so that readers see the old content or the new, never a torn one. */
 export async function writeFileAtomic(path: string, content: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+  await makeDirectory(dirname(path));
   const temp = `${path}.${process.pid}.tmp`;
   await writeFile(temp, content);
   await rename(temp, path);
@@ -20,4 +20,34 @@ export async function hashFile(path: string): Promise<{ sha256: string; bytes: n
     bytes += (chunk as Buffer).length;
   }
   return { sha256: hash.digest('hex'), bytes };
+}
+
+/**
+ * mkdir -p that reports the real reason. Node's `mkdir(path, { recursive: true })` turns
+ * EROFS, ENOSPC and EACCES into ENOENT (nodejs/node#47098); one level at a time, the
+ * failing level's own error comes through.
+ */
+export async function makeDirectory(path: string): Promise<void> {
+  try {
+    await mkdir(path);
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' && (await isDirectory(path))) return;
+    if (code !== 'ENOENT' || dirname(path) === path) throw error;
+  }
+  await makeDirectory(dirname(path));
+  try {
+    await mkdir(path);
+  } catch (error) {
+    // Made meanwhile by someone else: fine, if it is a folder.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !(await isDirectory(path))) throw error;
+  }
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (stats) => stats.isDirectory(),
+    () => false,
+  );
 }

@@ -1,0 +1,100 @@
+/**
+ * Everyday environment failures through the command line, each said in plain words with
+ * the path, never as "unexpected error ... report it": an output path that is a file, an
+ * output folder the kernel refuses, bad --state paths, and a base_url that is not a URL.
+ */
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { type CliResult, runCli } from '../cli/helpers.ts';
+import { KEY_ENV } from './helpers.ts';
+
+let sandbox: Sandbox;
+let dir: string;
+let pipeline: string;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 31, studies: 1, responses: 2 });
+  dir = await mkdtemp(join(tmpdir(), 'study-export-oserr-'));
+  pipeline = join(dir, 'p.yaml');
+  await writeFile(
+    pipeline,
+    `name: t\nsource: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, retries: 1 }\nmedia: { enabled: false }\n`,
+  );
+});
+afterAll(async () => {
+  await sandbox.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const run = (args: string[]) =>
+  runCli(['run', '--config', pipeline, ...args], { cwd: dir, env: { [KEY_ENV]: sandbox.api_key } });
+
+/** One plain line on stderr, no "unexpected error", and the given exit code. */
+function expectPlainError(result: CliResult, code: number): string {
+  expect(result.code, result.stderr).toBe(code);
+  expect(result.stderr).not.toMatch(/unexpected error|report it/);
+  const errors = result.stderr.split('\n').filter((line) => line.startsWith('study-export:'));
+  expect(errors, result.stderr).toHaveLength(1);
+  return errors[0] as string;
+}
+
+describe.concurrent('environment errors are named, not reported as bugs', () => {
+  it('an output path that is a file: exit 2 naming the output folder and the path', async () => {
+    const file = join(dir, 'out-is-a-file');
+    await writeFile(file, 'not a folder');
+    const line = expectPlainError(await run(['--out', file]), 2);
+    expect(line).toContain('output folder');
+    expect(line).toContain(file);
+    expect(line).toMatch(/is a file, not a folder|exists and is not a folder/);
+  });
+
+  it('an output folder the system refuses: exit 2, permission denied, with the path', async () => {
+    // Root ignores file modes, but not /sys; anyone else is refused a read-only folder.
+    let out = '/sys/study-export-test-out';
+    if (process.getuid?.() !== 0) {
+      const { chmod, mkdir } = await import('node:fs/promises');
+      const locked = join(dir, 'locked');
+      await mkdir(locked);
+      await chmod(locked, 0o500);
+      out = join(locked, 'out');
+    }
+    const line = expectPlainError(await run(['--out', out]), 2);
+    expect(line).toMatch(/^study-export: output folder: .*permission denied/);
+    expect(line).toContain(out.split('/').slice(0, 2).join('/'));
+  });
+
+  it.each([
+    ['a folder', () => dir, /not a regular file/],
+    ['a device (/dev/full)', () => '/dev/full', /not a regular file/],
+    [
+      'a path through a file',
+      () => join(pipeline, 'state.json'),
+      /a part of this path is a file, not a folder/,
+    ],
+  ])('--state naming %s: exit 2 naming the state file, nothing written', async (_what, path, says) => {
+    const out = await mkdtemp(join(dir, 'state-out-'));
+    const line = expectPlainError(await run(['--out', out, '--state', path()]), 2);
+    expect(line).toContain(path());
+    expect(line).toMatch(says);
+    expect(await readdir(out)).toEqual([]);
+  });
+
+  it.each(['localhost:8080', 'ftp://example.com', 'htps//example.com'])(
+    'validate refuses base_url "%s": exit 2 naming the key',
+    async (url) => {
+      const file = join(dir, `bad-url-${url.replace(/\W/g, '_')}.yaml`);
+      await writeFile(file, `name: t\nsource: { base_url: "${url}", api_key_env: ${KEY_ENV} }\n`);
+      const result = await runCli(['validate', '--config', file], {
+        cwd: dir,
+        env: { [KEY_ENV]: 'k-123456' },
+      });
+      const line = expectPlainError(result, 2);
+      expect(line).toContain(
+        `source.base_url: expected "sandbox" or an http:// or https:// URL, found "${url}"`,
+      );
+    },
+  );
+});
