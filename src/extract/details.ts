@@ -11,6 +11,7 @@ import type { ApiClient } from '../api/client.ts';
 import { describeIssues, type ListedResponse, SingleResponse, type Study } from '../api/resources.ts';
 import { HttpError, PayloadError } from '../errors.ts';
 import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
+import { storable, tooDeepReason } from './nesting.ts';
 
 export interface DetailResult {
   listed: ListedResponse;
@@ -93,13 +94,18 @@ async function fetchOne(
     return { listed, detail: null, fetchedAt: Date.now() };
   }
   const fetchedAt = Date.now();
+  const payload = storable(fetched.payload);
   sinks.raw.write(
-    rawRecord('get_response', fetched, {
-      link_id: study.link_id,
-      study_id: study.id,
-      response_id: listed.id,
-    }),
+    rawRecord(
+      'get_response',
+      { ...fetched, payload },
+      { link_id: study.link_id, study_id: study.id, response_id: listed.id },
+    ),
   );
+  if (payload !== fetched.payload) {
+    rejectDetail(sinks, study, listed.id, tooDeepReason, payload);
+    return { listed, detail: null, fetchedAt };
+  }
   const parsed = SingleResponse.safeParse(fetched.payload);
   if (!parsed.success) {
     rejectDetail(sinks, study, listed.id, describeIssues(parsed.error), fetched.payload);

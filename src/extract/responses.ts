@@ -14,6 +14,7 @@ import type { ApiClient } from '../api/client.ts';
 import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
 import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
+import { jsonText, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { SpillFile } from './spill.ts';
 
 export interface ListResponsesOptions {
@@ -120,10 +121,11 @@ async function pageIntoSpill(
 
   /** One page into raw and the spill; says why paging stops, or null to go on. */
   async function takePage(page: number): Promise<ListingStats['stoppedBy']> {
-    const items = await fetchPage(client, study, options, page, sinks);
+    const { items, tooDeep } = await fetchPage(client, study, options, page, sinks);
     stats.pages += 1;
     if (items.length === 0) return 'empty_page';
-    const digest = createHash('sha256').update(JSON.stringify(items)).digest('hex');
+    const text = tooDeep ? jsonText(items) : JSON.stringify(items);
+    const digest = createHash('sha256').update(text).digest('hex');
     if (digest === previousDigest) {
       warn(
         sinks,
@@ -136,6 +138,11 @@ async function pageIntoSpill(
     previousDigest = digest;
     const valid: ListedResponse[] = [];
     for (const [index, raw] of items.entries()) {
+      if (tooDeep && nestsDeeperThan(raw)) {
+        stats.rejected += 1;
+        rejectItem(sinks, study, raw, `page ${page} [${index}] ${tooDeepReason}`);
+        continue;
+      }
       const parsed = ListedResponse.safeParse(raw);
       if (!parsed.success) {
         stats.rejected += 1;
@@ -174,13 +181,17 @@ async function fetchPage(
   options: ListResponsesOptions,
   page: number,
   sinks: ExtractSinks,
-): Promise<unknown[]> {
+): Promise<{ items: unknown[]; tooDeep: boolean }> {
   const query = { page, perPage: options.perPage, includeInProgress: options.includeInProgress };
   const fetched = await client.listResponses(
     study.link_id,
     options.updatedSince === undefined ? query : { ...query, updatedSince: options.updatedSince },
   );
-  sinks.raw.write(rawRecord('list_responses', fetched, { link_id: study.link_id, study_id: study.id, page }));
+  const tooDeep = nestsDeeperThan(fetched.payload);
+  const received = tooDeep ? { ...fetched, payload: jsonText(fetched.payload) } : fetched;
+  sinks.raw.write(
+    rawRecord('list_responses', received, { link_id: study.link_id, study_id: study.id, page }),
+  );
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(
       `list_responses for study "${study.link_id}": page ${page} is not a JSON array of responses (${fetched.url})`,
@@ -194,7 +205,7 @@ async function fetchPage(
       },
     );
   }
-  return fetched.payload;
+  return { items: fetched.payload, tooDeep };
 }
 
 /** Newest updated_at (else created_at) wins; on a tie the later listing wins. */
@@ -207,7 +218,7 @@ function keepNewest(winners: Map<string, Winner>, response: ListedResponse, line
 function rejectItem(sinks: ExtractSinks, study: Study, raw: unknown, reason: string): void {
   const id = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>).id : undefined;
   sinks.rejects.write(
-    rejectRecord('list_responses', reason, raw, {
+    rejectRecord('list_responses', reason, storable(raw), {
       study_id: study.id,
       link_id: study.link_id,
       ...(typeof id === 'string' ? { response_id: id } : {}),

@@ -9,11 +9,15 @@ import type { ApiClient } from '../api/client.ts';
 import { describeIssues, Study } from '../api/resources.ts';
 import { ConfigError, PayloadError } from '../errors.ts';
 import { type ExtractSinks, type Reject, rawRecord, rejectRecord } from '../records.ts';
+import { jsonText, nestsDeeperThan, tooDeepReason } from './nesting.ts';
 
 /** Lists the studies, archives the payload raw, and returns the valid ones (invalid ones go to rejects). */
 export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promise<Study[]> {
   const fetched = await client.listStudies();
-  sinks.raw.write(rawRecord('list_surveys', fetched));
+  const tooDeep = nestsDeeperThan(fetched.payload);
+  sinks.raw.write(
+    rawRecord('list_surveys', tooDeep ? { ...fetched, payload: jsonText(fetched.payload) } : fetched),
+  );
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(`list_surveys: expected a JSON array of studies from ${fetched.url}`, {
       context: { operation: 'list_surveys', url: fetched.url, status: fetched.status },
@@ -22,6 +26,10 @@ export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promi
   const studies: Study[] = [];
   const seen = new Set<string>();
   for (const [index, raw] of fetched.payload.entries()) {
+    if (tooDeep && nestsDeeperThan(raw)) {
+      sinks.rejects.write(studyReject(jsonText(raw), `[${index}] ${tooDeepReason}`));
+      continue;
+    }
     const parsed = Study.safeParse(raw);
     if (!parsed.success) {
       sinks.rejects.write(studyReject(raw, `[${index}] ${describeIssues(parsed.error)}`));

@@ -6,8 +6,9 @@
 import type { ApiClient } from '../api/client.ts';
 import { SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
-import { AuthError, NetworkError, StudyExportError } from '../errors.ts';
+import { AuthError, NetworkError, PayloadError, StudyExportError } from '../errors.ts';
 import { fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
+import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
 import { createWideWriter } from '../load/wide.ts';
@@ -141,12 +142,18 @@ function trackLoss(sinks: ExtractSinks, outcome: StudyOutcome): ExtractSinks {
 async function refreshDetail(input: ExportStudyInput, responseId: string): Promise<SingleResponse> {
   const fetched = await input.client.getResponse(input.study.link_id, responseId);
   const { study } = input;
+  const payload = storable(fetched.payload);
   input.sinks.raw.write(
-    rawRecord('get_response', fetched, {
-      link_id: study.link_id,
-      study_id: study.id,
-      response_id: responseId,
-    }),
+    rawRecord(
+      'get_response',
+      { ...fetched, payload },
+      { link_id: study.link_id, study_id: study.id, response_id: responseId },
+    ),
   );
+  if (payload !== fetched.payload) {
+    throw new PayloadError(`get_response for ${responseId}: ${tooDeepReason}`, {
+      context: { operation: 'get_response', study: study.link_id, response: responseId, url: fetched.url },
+    });
+  }
   return SingleResponse.parse(fetched.payload);
 }
