@@ -1,15 +1,26 @@
 /**
- * media.zip, written by a single writer (archiver 8's ZipArchive). Finished bodies (in
- * memory or in temporary files) are appended one at a time, stored (media is already
- * compressed), each under 4 GiB so no entry needs zip64. Any archiver or disk error aborts the archive and removes the partial
- * zip: a truncated media.zip is never left behind.
+ * media.zip, written by a single writer. Finished bodies (in memory or in temporary files)
+ * are appended one at a time as stored entries (media is already compressed), each under
+ * 4 GiB; the archive itself may outgrow 4 GiB and 65 535 entries (zip64 end records).
+ *
+ * The writer is a few plain writes per entry (src/media/zip-format.ts) rather than a
+ * stream library: a body in memory is its header and one write, its CRC-32 computed in one
+ * native call (zlib.crc32); a temporary file is copied through one reused buffer and its
+ * CRC-32 follows it in a data descriptor. Any disk error once an entry has begun aborts the
+ * archive and removes the partial zip: a truncated media.zip is never left behind.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
-import { ZipArchive } from 'archiver';
-import './native-crc32.ts';
+import { type FileHandle, open, rm } from 'node:fs/promises';
+import { crc32 } from 'node:zlib';
 import { MediaError } from '../errors.ts';
 import type { MediaBody } from './types.ts';
+import {
+  centralHeader,
+  dataDescriptor,
+  dosDateTime,
+  endRecords,
+  localHeader,
+  type ZipEntryRecord,
+} from './zip-format.ts';
 
 export interface MediaArchive {
   /** Appends a finished body as `entryName`; resolves once the entry is in the zip. */
@@ -20,98 +31,211 @@ export interface MediaArchive {
   abort(): Promise<void>;
 }
 
+/** Where the zip's bytes go, in order. */
+export interface ZipOutput {
+  /** Resolves once `chunk` is taken and may be reused. */
+  write(chunk: Uint8Array): Promise<void>;
+  close(): Promise<unknown>;
+  /** Stops and removes what was written. */
+  abort(): Promise<void>;
+}
+
+export interface ArchiveOptions {
+  /**
+   * Writes zip64 end records and offsets whatever the sizes: lets tests check that readers
+   * accept them without writing 4 GiB.
+   */
+  forceZip64?: boolean;
+}
+
 /** Entries this large would need zip64 sizes; refused instead. */
 export const maxEntryBytes = 0xffff_ffff;
 
-/**
- * Chunk size of the temp-file reads and the zip writes. archiver's own file() reads in
- * 64 KiB chunks and the default write stream buffers 16 KiB; per-chunk work (stream
- * hops, CRC calls, syscalls) was most of the writer's time on ~1 MB media files.
- */
+/** Chunk size of temporary-file reads and of central directory writes. */
 const ioChunkBytes = 1024 * 1024;
 
-interface PendingEntry {
-  resolve: () => void;
-  reject: (error: Error) => void;
+/** A local file appended to with plain writes. */
+class LocalZipFile implements ZipOutput {
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly path: string,
+  ) {}
+
+  async write(chunk: Uint8Array): Promise<void> {
+    for (let at = 0; at < chunk.length; ) {
+      at += (await this.handle.write(chunk, at, chunk.length - at)).bytesWritten;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+
+  async abort(): Promise<void> {
+    await this.handle.close().catch(() => {});
+    await rm(this.path, { force: true });
+  }
 }
 
-export async function openMediaArchive(zipPath: string): Promise<MediaArchive> {
-  const output = createWriteStream(zipPath, { highWaterMark: ioChunkBytes });
-  await new Promise<void>((resolve, reject) => {
-    output.once('open', () => resolve());
-    output.once('error', reject);
-  });
-  return new ZipWriter(zipPath, output);
+export async function openMediaArchive(zipPath: string, options: ArchiveOptions = {}): Promise<MediaArchive> {
+  const handle = await open(zipPath, 'w');
+  return new ZipWriter(zipPath, new LocalZipFile(handle, zipPath), options);
 }
 
-class ZipWriter implements MediaArchive {
-  private readonly zip = new ZipArchive({ store: true });
-  private readonly closed: Promise<void>;
-  /** Adds run one after another: the next starts when the previous entry is written. */
-  private queue: Promise<void> = Promise.resolve();
-  private pending: PendingEntry | null = null;
+export class ZipWriter implements MediaArchive {
+  private readonly records: ZipEntryRecord[] = [];
+  /** Bytes written so far: the offset of the next record. */
+  private offset = 0;
+  /** Every operation runs after the previous one: one writer, records in order. */
+  private queue: Promise<unknown> = Promise.resolve();
   private failure: Error | null = null;
   private state: 'open' | 'finishing' | 'finished' | 'aborted' = 'open';
-  private entries = 0;
+  private outputEnded = false;
+  private readBuffer: Buffer | null = null;
 
   constructor(
-    private readonly zipPath: string,
-    private readonly output: ReturnType<typeof createWriteStream>,
-  ) {
-    this.closed = new Promise((resolve) => output.once('close', () => resolve()));
-    this.zip.on('entry', () => this.settle(null));
-    // Warnings are per entry (a file that could not be read): that entry fails, not the zip.
-    this.zip.on('warning', (error) => this.settle(this.wrap('skipped an entry', error)));
-    this.zip.on('error', (error) => void this.fail(error));
-    output.on('error', (error) => void this.fail(error));
-    this.zip.pipe(output);
-  }
+    /** The zip as errors name it (a path or URL). */
+    private readonly where: string,
+    private readonly output: ZipOutput,
+    private readonly options: ArchiveOptions = {},
+  ) {}
 
   add(entryName: string, body: MediaBody): Promise<void> {
-    const added = this.queue.then(() => this.addNow(entryName, body));
-    this.queue = added.catch(() => {});
-    return added;
+    return this.run(() => this.addNow(entryName, body));
   }
 
-  async finish(): Promise<{ entries: number; bytes: number }> {
-    await this.queue;
-    this.checkOpen();
-    this.state = 'finishing';
-    try {
-      await Promise.all([this.zip.finalize(), this.closed]);
-    } catch (error) {
-      await this.fail(error);
-    }
-    if (this.failure) throw this.failure;
-    this.state = 'finished';
-    return { entries: this.entries, bytes: this.zip.pointer() };
+  finish(): Promise<{ entries: number; bytes: number }> {
+    return this.run(async () => {
+      this.checkOpen();
+      this.state = 'finishing';
+      await this.guarded(() => this.writeEnd());
+      this.state = 'finished';
+      return { entries: this.records.length, bytes: this.offset };
+    });
   }
 
   async abort(): Promise<void> {
     if (this.state === 'finished' || this.state === 'aborted') return;
-    this.failure ??= new MediaError('media.zip was aborted', { context: { file: this.zipPath } });
-    await this.shutDown();
+    this.failure ??= new MediaError('media.zip was aborted', { context: { file: this.where } });
+    this.state = 'aborted';
+    // The operation under way stops at its next write; then nothing else touches the output.
+    await this.queue;
+    await this.endOutput('abort');
+  }
+
+  private run<T>(operation: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(operation);
+    this.queue = result.catch(() => {});
+    return result;
   }
 
   private async addNow(entryName: string, body: MediaBody): Promise<void> {
     this.checkOpen();
     if (body.kind === 'memory') {
       this.checkSize(entryName, body.data.length);
-      // A buffer is one write, its CRC computed in one call.
-      await this.append((zip) => zip.append(body.data, { name: entryName }));
-    } else {
-      const stats = await stat(body.path);
-      this.checkSize(entryName, stats.size);
-      this.checkOpen(); // again: the archive may have failed or been aborted during stat
-      // A read shorter than the buffer is copied into a smaller one: size the buffer to the file.
-      const highWaterMark = Math.max(1, Math.min(ioChunkBytes, stats.size));
-      const source = createReadStream(body.path, { highWaterMark });
-      // Listened to at once: archiver attaches its own listener only when the entry starts.
-      // A read error fails the archive.
-      source.once('error', (error) => void this.fail(error));
-      await this.append((zip) => zip.append(source, { name: entryName, stats }));
+      const record = this.record(entryName, body.data.length, crc32(body.data), false);
+      await this.guarded(async () => {
+        await this.emit(localHeader(record));
+        await this.emit(body.data);
+      });
+      this.records.push(record);
+      return;
     }
-    this.entries++;
+    const file = await open(body.path, 'r').catch((error: unknown) => {
+      throw this.skipped(entryName, error);
+    });
+    try {
+      const { size } = await file.stat();
+      this.checkSize(entryName, size);
+      this.checkOpen(); // again: the archive may have been aborted meanwhile
+      const record = this.record(entryName, size, 0, true);
+      await this.guarded(() => this.copyFile(file, record));
+      this.records.push(record);
+    } finally {
+      await file.close().catch(() => {});
+    }
+  }
+
+  /** Header, the file's bytes through one reused buffer (CRC-32 on the way), data descriptor. */
+  private async copyFile(file: FileHandle, record: ZipEntryRecord): Promise<void> {
+    await this.emit(localHeader(record));
+    this.readBuffer ??= Buffer.allocUnsafeSlow(ioChunkBytes);
+    const buffer = this.readBuffer;
+    let crc = 0;
+    let copied = 0;
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      const chunk = buffer.subarray(0, bytesRead);
+      crc = crc32(chunk, crc);
+      copied += bytesRead;
+      await this.emit(chunk);
+    }
+    if (copied !== record.size) {
+      throw new Error(
+        `${record.name.toString('utf8')} changed size while archived (${copied} of ${record.size} bytes)`,
+      );
+    }
+    record.crc32 = crc;
+    await this.emit(dataDescriptor(record));
+  }
+
+  /** The central directory in chunks of about ioChunkBytes, then the end records. */
+  private async writeEnd(): Promise<void> {
+    const start = this.offset;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    for (const record of this.records) {
+      const header = centralHeader(record, this.options.forceZip64);
+      pending.push(header);
+      pendingBytes += header.length;
+      if (pendingBytes >= ioChunkBytes) {
+        await this.emit(Buffer.concat(pending));
+        pending = [];
+        pendingBytes = 0;
+      }
+    }
+    if (pendingBytes > 0) await this.emit(Buffer.concat(pending));
+    await this.emit(endRecords(this.records.length, start, this.offset - start, this.options.forceZip64));
+    await this.endOutput('close');
+  }
+
+  private record(entryName: string, size: number, crc: number, descriptor: boolean): ZipEntryRecord {
+    return {
+      name: Buffer.from(entryName, 'utf8'),
+      crc32: crc,
+      size,
+      offset: this.offset,
+      ...dosDateTime(new Date()),
+      dataDescriptor: descriptor,
+    };
+  }
+
+  private async emit(chunk: Uint8Array): Promise<void> {
+    this.checkOpen();
+    await this.output.write(chunk);
+    this.offset += chunk.length;
+  }
+
+  /**
+   * Runs writes that leave the zip inconsistent if they stop half way: any failure (disk,
+   * source file, abort) ends the whole archive and removes it.
+   */
+  private async guarded(writes: () => Promise<void>): Promise<void> {
+    try {
+      await writes();
+    } catch (error) {
+      this.failure ??= this.wrap('could not be written', error);
+      this.state = 'aborted';
+      await this.endOutput('abort');
+      throw this.failure;
+    }
+  }
+
+  private async endOutput(how: 'close' | 'abort'): Promise<void> {
+    if (this.outputEnded) return;
+    this.outputEnded = true;
+    await (how === 'close' ? this.output.close() : this.output.abort());
   }
 
   private checkSize(entryName: string, bytes: number): void {
@@ -122,50 +246,22 @@ class ZipWriter implements MediaArchive {
     }
   }
 
-  /** Starts one entry (stored: the archive is opened with store: true); resolves once it is written. */
-  private append(start: (zip: ZipArchive) => void): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending = { resolve, reject };
-      start(this.zip);
-    });
-  }
-
   private checkOpen(): void {
     if (this.failure) throw this.failure;
-    if (this.state !== 'open')
-      throw new MediaError('media.zip is already finished', { context: { file: this.zipPath } });
+    if (this.state !== 'open' && this.state !== 'finishing')
+      throw new MediaError('media.zip is already finished', { context: { file: this.where } });
   }
 
-  private settle(error: Error | null): void {
-    const pending = this.pending;
-    this.pending = null;
-    if (!pending) return;
-    if (error) pending.reject(error);
-    else pending.resolve();
+  private skipped(entryName: string, error: unknown): MediaError {
+    const reason = error instanceof Error ? error.message : String(error);
+    return new MediaError(`media.zip skipped ${entryName}: ${reason}`, {
+      context: { file: this.where },
+      cause: error,
+    });
   }
 
   private wrap(what: string, error: unknown): MediaError {
     const reason = error instanceof Error ? error.message : String(error);
-    return new MediaError(`media.zip ${what}: ${reason}`, { context: { file: this.zipPath }, cause: error });
-  }
-
-  /** An archiver or disk error: the whole archive is lost, so abort and remove it. */
-  private async fail(error: unknown): Promise<void> {
-    if (this.state === 'aborted') {
-      this.settle(this.failure);
-      return;
-    }
-    this.failure ??= this.wrap('could not be written', error);
-    await this.shutDown();
-  }
-
-  private async shutDown(): Promise<void> {
-    this.state = 'aborted';
-    this.settle(this.failure);
-    this.zip.abort();
-    this.zip.unpipe(this.output);
-    this.output.destroy();
-    await this.closed;
-    await rm(this.zipPath, { force: true });
+    return new MediaError(`media.zip ${what}: ${reason}`, { context: { file: this.where }, cause: error });
   }
 }

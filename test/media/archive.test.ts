@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import yauzl from 'yauzl';
 import { openMediaArchive } from '../../src/media/archive.ts';
 import type { MediaBody } from '../../src/media/types.ts';
 import { readZip } from './zip.ts';
@@ -32,6 +33,37 @@ function unzipTest(zip: string): void {
   expect(out).toContain('No errors detected');
 }
 
+/** The textbook bit-at-a-time CRC-32 (polynomial 0xEDB88320), unsigned. */
+function referenceCrc32(data: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const byte of data) {
+    crc ^= byte;
+    for (let bit = 0; bit < 8; bit++) crc = (crc >>> 1) ^ (0xedb88320 & -(crc & 1));
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** Each entry's CRC-32 as the central directory states it, read by yauzl. */
+async function entryCrcs(zipPath: string): Promise<Map<string, number>> {
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
+    yauzl.open(zipPath, { lazyEntries: true }, (error, file) =>
+      error || !file ? reject(error) : resolve(file),
+    ),
+  );
+  const crcs = new Map<string, number>();
+  await new Promise<void>((resolve, reject) => {
+    zip.on('entry', (entry: yauzl.Entry) => {
+      crcs.set(entry.fileName, entry.crc32);
+      zip.readEntry();
+    });
+    zip.on('end', resolve);
+    zip.on('error', reject);
+    zip.readEntry();
+  });
+  zip.close();
+  return crcs;
+}
+
 describe('openMediaArchive', () => {
   it('writes stored entries, from files and from memory, that read back byte for byte', async () => {
     const zipPath = join(dir, 'media.zip');
@@ -48,6 +80,54 @@ describe('openMediaArchive', () => {
     expect(entries.map((e) => e.name)).toEqual(['s/r/1-audio.mp3', 's/r/2-video.mp4']);
     expect(entries.map((e) => e.compressionMethod)).toEqual([0, 0]);
     expect(entries.map((e) => e.sha256)).toEqual([sha256(first), sha256(second)]);
+    unzipTest(zipPath);
+  });
+
+  it('states the reference CRC-32 of every entry, from memory and from files of several read chunks', async () => {
+    const zipPath = join(dir, 'media.zip');
+    const archive = await openMediaArchive(zipPath);
+    const bodies: [string, Buffer, 'memory' | 'file'][] = [
+      ['a.mp3', randomBytes(300_000), 'memory'],
+      ['b.mp4', randomBytes(5), 'memory'],
+      ['c.mp4', randomBytes(2_500_001), 'file'],
+      ['d.mp4', Buffer.alloc(0), 'file'],
+      ['e.mp3', Buffer.alloc(0), 'memory'],
+    ];
+    for (const [name, data, kind] of bodies) {
+      await archive.add(name, kind === 'memory' ? { kind, data } : await tempFile(`${name}.part`, data));
+    }
+    const summary = await archive.finish();
+    expect(summary.entries).toBe(bodies.length);
+    const crcs = await entryCrcs(zipPath);
+    for (const [name, data] of bodies) expect(crcs.get(name)).toBe(referenceCrc32(data));
+    const entries = await readZip(zipPath);
+    expect(entries.map((e) => e.sha256)).toEqual(bodies.map(([, data]) => sha256(data)));
+    unzipTest(zipPath);
+  });
+
+  it('writes zip64 end records and offsets that yauzl and unzip read', async () => {
+    const zipPath = join(dir, 'media.zip');
+    const archive = await openMediaArchive(zipPath, { forceZip64: true });
+    const first = randomBytes(70_000);
+    const second = randomBytes(1_200_000);
+    await archive.add('r/1-audio.mp3', { kind: 'memory', data: first });
+    await archive.add('r/2-video.mp4', await tempFile('z.part', second));
+    const summary = await archive.finish();
+    const entries = await readZip(zipPath);
+    expect(entries.map((e) => [e.name, e.sha256])).toEqual([
+      ['r/1-audio.mp3', sha256(first)],
+      ['r/2-video.mp4', sha256(second)],
+    ]);
+    expect((await stat(zipPath)).size).toBe(summary.bytes);
+    unzipTest(zipPath);
+  });
+
+  it('keeps names outside ASCII as UTF-8', async () => {
+    const zipPath = join(dir, 'media.zip');
+    const archive = await openMediaArchive(zipPath);
+    await archive.add('étude/回答/1-audio.mp3', { kind: 'memory', data: Buffer.from('x') });
+    await archive.finish();
+    expect((await readZip(zipPath)).map((e) => e.name)).toEqual(['étude/回答/1-audio.mp3']);
     unzipTest(zipPath);
   });
 
