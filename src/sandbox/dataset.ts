@@ -18,6 +18,7 @@ import type { Clock } from './clock.ts';
 import { intBetween, pick, type Random, randomFor, stableHex, stableUuid } from './prng.ts';
 import {
   followUps,
+  forcedReplies,
   hostileReplies,
   introMessages,
   introReplies,
@@ -193,7 +194,7 @@ export class DataSet {
     const random = randomFor(this.options.seed, study.contentKey, entry.index, 'talk');
     let forced = entry.index * 8;
     const reply = (): string => {
-      const hostile = hostileReplies[forced++];
+      const hostile = forcedReplies[forced++];
       if (hostile !== undefined) return hostile;
       return random() < 0.3 ? pick(random, hostileReplies) : pick(random, plainReplies);
     };

@@ -3,6 +3,10 @@
  * src/sandbox/fixtures, behind signed URLs. Paths are opaque to clients:
  *   storage: /audio/<study>/<hash>/<row>.mp3
  *   stream:  /video/<study>/<hash>/<row>.mp4, /video/<study>/<hash>/<row>/index.m3u8 and seg<N>.ts
+ *
+ * Every file is distinct: its path is written into it (mediaTag) where its format lets a
+ * player skip it (an ID3v2 frame before the MP3, a `free` box after the MP4, a null packet
+ * after a TS segment), so a test can tell which recording an archived file is.
  */
 import { readFileSync } from 'node:fs';
 import type { MediaLinker } from './dataset.ts';
@@ -76,7 +80,7 @@ export function storageHandler(signer: UrlSigner, bodies: MediaBodies): (target:
     const refused = checkSignature(signer, target);
     if (refused) return refused;
     const [path] = splitTarget(target);
-    if (/^\/audio\/.+\.mp3$/.test(path)) return media(bodies.mp3, 'audio/mpeg');
+    if (/^\/audio\/.+\.mp3$/.test(path)) return media(tagMp3(bodies.mp3, mediaTag(path)), 'audio/mpeg');
     return notFound();
   };
 }
@@ -86,7 +90,7 @@ export function streamHandler(signer: UrlSigner, bodies: MediaBodies): (target: 
     const refused = checkSignature(signer, target);
     if (refused) return refused;
     const [path] = splitTarget(target);
-    if (/^\/video\/.+\.mp4$/.test(path)) return media(bodies.mp4, 'video/mp4');
+    if (/^\/video\/.+\.mp4$/.test(path)) return media(tagMp4(bodies.mp4, mediaTag(path)), 'video/mp4');
     if (/^\/video\/.+\/index\.m3u8$/.test(path)) {
       return media(
         Buffer.from(playlist(signer, path, bodies.segments.length)),
@@ -95,7 +99,7 @@ export function streamHandler(signer: UrlSigner, bodies: MediaBodies): (target: 
     }
     const segment = /^\/video\/.+\/seg(\d+)\.ts$/.exec(path);
     const body = segment ? bodies.segments[Number(segment[1])] : undefined;
-    return body ? media(body, 'video/mp2t') : notFound();
+    return body ? media(tagTs(body, mediaTag(path)), 'video/mp2t') : notFound();
   };
 }
 
@@ -127,6 +131,51 @@ function checkSignature(signer: UrlSigner, target: string): Reply | undefined {
       `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>${message}</Message></Error>\n`,
     ),
   };
+}
+
+/** The text written into the file served at `path`: unique per file, the same on every request. */
+export function mediaTag(path: string): string {
+  return `study-export sandbox media ${path}`;
+}
+
+/** An ID3v2.3 tag with one TXXX frame ("study-export" = tag) before the MP3 frames. */
+export function tagMp3(body: Buffer, tag: string): Buffer {
+  const content = Buffer.concat([
+    Buffer.from([0]),
+    Buffer.from('study-export\0', 'latin1'),
+    Buffer.from(tag, 'latin1'),
+  ]);
+  const frame = Buffer.alloc(10);
+  frame.write('TXXX', 0, 'latin1');
+  frame.writeUInt32BE(content.length, 4);
+  const header = Buffer.from([0x49, 0x44, 0x33, 3, 0, 0, 0, 0, 0, 0]);
+  const size = frame.length + content.length;
+  // The tag's size is "syncsafe": 7 bits per byte.
+  for (let i = 0; i < 4; i++) header[9 - i] = (size >> (7 * i)) & 0x7f;
+  return Buffer.concat([header, frame, content, body]);
+}
+
+/** A `free` box holding the tag after the MP4's boxes. */
+export function tagMp4(body: Buffer, tag: string): Buffer {
+  const text = Buffer.from(tag, 'latin1');
+  const box = Buffer.alloc(8);
+  box.writeUInt32BE(8 + text.length, 0);
+  box.write('free', 4, 'latin1');
+  return Buffer.concat([body, box, text]);
+}
+
+/** Null packets (PID 0x1FFF) carrying the tag after the segment's packets. */
+export function tagTs(body: Buffer, tag: string): Buffer {
+  const text = Buffer.from(tag, 'latin1');
+  const payload = TS_PACKET - 4;
+  const count = Math.ceil(text.length / payload);
+  const packets = Buffer.alloc(count * TS_PACKET, 0xff);
+  for (let p = 0; p < count; p++) {
+    const at = p * TS_PACKET;
+    packets.set([0x47, 0x1f, 0xff, 0x10 | (p & 0x0f)], at);
+    text.copy(packets, at + 4, p * payload, (p + 1) * payload);
+  }
+  return Buffer.concat([body, packets]);
 }
 
 function media(body: Buffer, contentType: string): Reply {

@@ -20,6 +20,44 @@ export const hostileReplies: readonly string[] = [
   'Commas, commas, everywhere, "quoted" too',
   'Line one\r\nLine two with CRLF',
   "It's OK; nothing special, I'd say 6/10",
+  'मुझे यह बहुत पसंद आया, लेकिन कीमत ज़्यादा है।',
+  '界面很简洁，但是加载有点慢。',
+  '디자인이 마음에 들어요. 다만 가격이 조금 비싸요.',
+  'האפליקציה טובה, אבל קצת איטית (3/5)',
+  'ใช้งานง่ายมาก แต่ราคาแพงไปหน่อย',
+  'Μου άρεσε πολύ, αλλά είναι ακριβό.',
+  '👩‍👩‍👧‍👦 my whole family uses it, 🇯🇵 too',
+  'Cafe\u0301 au lait, nai\u0308ve design (decomposed accents)',
+];
+
+/**
+ * Long replies (tens of thousands of characters): one that fits a spreadsheet cell, one
+ * past Excel's 32,767-character limit, with astral characters around the limit so a cut
+ * there must not split a surrogate pair. Forced only (see forcedReplies): never drawn at
+ * random, so large data sets stay cheap.
+ */
+export const longReplies: readonly string[] = [
+  paragraphs(20_000, 'I kept a diary of every morning this month. '),
+  paragraphs(40_000, 'Ran out of space on the form, so here is everything 😀: '),
+];
+
+/** Paragraphs of numbered sentences up to `length` UTF-16 units. */
+function paragraphs(length: number, sentence: string): string {
+  let text = '';
+  for (let n = 1; text.length < length; n++) text += `${n}. ${sentence}${n % 10 === 0 ? '\n\n' : ''}`;
+  // Never end on half of a surrogate pair.
+  return text.slice(0, /[\ud800-\udbff]/.test(text[length - 1] ?? '') ? length - 1 : length);
+}
+
+/**
+ * Replies forced into the first responses of each study, eight per response in order
+ * (response 0 takes the first eight, response 1 the next); the long replies open response 1,
+ * whose first replies are always asked.
+ */
+export const forcedReplies: readonly string[] = [
+  ...hostileReplies.slice(0, 8),
+  ...longReplies,
+  ...hostileReplies.slice(8),
 ];
 
 /** Ordinary replies, mixed in at random. */

@@ -79,6 +79,22 @@ describe('the data set', () => {
     expect(texts.some((t) => /[\u3040-\u30ff]/.test(t))).toBe(true);
     expect(texts.some((t) => /[\u0600-\u06ff]/.test(t))).toBe(true);
     expect(texts.some((t) => /[\u0400-\u04ff]/.test(t))).toBe(true);
+    for (const script of ['Devanagari', 'Han', 'Hangul', 'Hebrew', 'Thai', 'Greek']) {
+      expect(
+        texts.some((t) => new RegExp(`\\p{Script=${script}}`, 'u').test(t)),
+        script,
+      ).toBe(true);
+    }
+    // an emoji ZWJ sequence and decomposed (combining) accents
+    expect(texts.some((t) => t.includes('\u200d'))).toBe(true);
+    expect(texts.some((t) => t.includes('e\u0301'))).toBe(true);
+    // long answers: tens of thousands of characters, one past a spreadsheet cell's 32,767
+    const long = answers.map((a) => a.answer.length).filter((n) => n > 10_000);
+    expect(long.length).toBeGreaterThanOrEqual(2);
+    expect(long.some((n) => n > 32_767)).toBe(true);
+    expect(long.some((n) => n <= 32_767)).toBe(true);
+    const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    expect(texts.filter((t) => loneSurrogate.test(t))).toEqual([]);
     for (const start of ['=', '+', '-', '@', '\t'])
       expect(
         texts.some((t) => t.startsWith(start)),
