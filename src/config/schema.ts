@@ -21,6 +21,7 @@ export const settingBounds = {
   // Beyond about 24.8 days Node's timers overflow; an hour of silence is already a hang.
   timeout_ms: { min: 100, max: 3_600_000 },
   retries: { min: 0, max: 20 },
+  max_pages: { min: 1, max: 10_000_000 },
   max_retry_after_s: { min: 0, max: 3_600 },
   media_concurrency: { min: 1, max: 64 },
 } as const;
@@ -53,6 +54,11 @@ export const SourceConfig = z.strictObject({
   concurrency: boundedInt(settingBounds.concurrency).default(8),
   timeout_ms: boundedInt(settingBounds.timeout_ms).default(30_000),
   retries: boundedInt(settingBounds.retries).default(5),
+  /**
+   * A study's listing stops (warning, watermark held, exit 3) after this many pages when its
+   * desc declares no response count; with a count, the bound follows from it.
+   */
+  max_pages: boundedInt(settingBounds.max_pages).default(100_000),
   /** Longest Retry-After waited for (API and media); a longer one waits this long and is counted. */
   max_retry_after_s: boundedInt(settingBounds.max_retry_after_s).default(60),
 });

@@ -21,7 +21,7 @@ export interface ListResponsesOptions {
   perPage: number;
   updatedSince?: string;
   includeInProgress: boolean;
-  /** Runaway guard. Default 100 000 pages. */
+  /** Runaway guard when the study declares no count (source.max_pages). Default 100 000 pages. */
   maxPages?: number;
   /** Where the temporary spill file goes (default: the OS temp dir). */
   spillDir?: string;
@@ -45,7 +45,7 @@ export interface ListingStats {
   /** Distinct response ids yielded. */
   unique: number;
   /** null while paging; then why paging stopped (only empty_page means the listing is known complete). */
-  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | null;
+  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | null;
   /** n from the study's desc, when it has the documented shape. */
   expected: number | null;
 }
@@ -159,18 +159,32 @@ async function pageIntoSpill(
     return null;
   }
 
+  let largestPage = 0;
   for (let page = 0; stats.stoppedBy === null; page++) {
+    const seen = stats.listed + stats.rejected;
+    if (stats.expected !== null && seen > listingBound(stats.expected, largestPage)) {
+      stats.stoppedBy = 'beyond_declared';
+      warn(
+        sinks,
+        study,
+        'listing_beyond_declared',
+        `stopped paging after ${page} pages and ${seen} listed responses: far more than the ${stats.expected} its desc declares (pages of up to ${largestPage}); the service may be paging endlessly. The listing may be incomplete, so the study's watermark holds`,
+      );
+      break;
+    }
     if (page >= maxPages) {
       stats.stoppedBy = 'page_cap';
       warn(
         sinks,
         study,
         'page_cap',
-        `stopped after ${maxPages} pages (the page cap); the listing may be incomplete`,
+        `stopped after ${maxPages} pages (the page cap, source.max_pages, for a study whose desc declares no count); the listing may be incomplete, so the study's watermark holds`,
       );
       break;
     }
+    const before = stats.listed + stats.rejected;
     stats.stoppedBy = await gate(() => takePage(page));
+    largestPage = Math.max(largestPage, stats.listed + stats.rejected - before);
   }
   return winners;
 }
@@ -206,6 +220,16 @@ async function fetchPage(
     );
   }
   return { items: fetched.payload, tooDeep };
+}
+
+/**
+ * How many list items (duplicates and invalid ones included) a study declaring `declared`
+ * responses can account for: each response twice (edited or added while paging), plus ten
+ * pages of the largest page seen (pages cut short, a count that lags the list). Beyond it the
+ * listing is not converging.
+ */
+export function listingBound(declared: number, largestPage: number): number {
+  return 2 * declared + 10 * Math.max(largestPage, 1);
 }
 
 /** Newest updated_at (else created_at) wins; on a tie the later listing wins. */

@@ -37,7 +37,7 @@ export interface ExportStudyInput {
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
-const INCOMPLETE_LISTING = new Set(['page_repeated', 'page_cap']);
+const INCOMPLETE_LISTING = new Set(['page_repeated', 'page_cap', 'listing_beyond_declared']);
 
 export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome> {
   const { study, since, config, sinks } = input;
@@ -72,6 +72,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
         includeInProgress: config.source.include_in_progress,
         pageGate: input.pageGate,
         spillDir: input.scratchDir,
+        maxPages: config.source.max_pages,
       },
       studySinks,
     );

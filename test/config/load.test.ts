@@ -157,6 +157,8 @@ describe('loadPipeline: validation messages name file, key, expected and found',
       ['source', 'concurrency', settingBounds.concurrency],
       ['source', 'timeout_ms', settingBounds.timeout_ms],
       ['source', 'retries', settingBounds.retries],
+      ['source', 'max_pages', settingBounds.max_pages],
+      ['source', 'max_retry_after_s', settingBounds.max_retry_after_s],
       ['media', 'concurrency', settingBounds.media_concurrency],
     ];
     for (const [section, key, bounds] of keys) {
