@@ -72,6 +72,6 @@ describe.concurrent('a listing that never ends', () => {
     );
     expect(code, stderr).toBe(3);
     expect(service.pages()).toBe(40);
-    expect(stderr).toMatch(/stopped after 40 pages \(the page cap\)/);
+    expect(stderr).toMatch(/stopped after 40 pages \(the page cap, source.max_pages/);
   });
 });
