@@ -1,0 +1,156 @@
+/**
+ * How the current dataset merges a study's previous rows with a run's new rows. Pure: the
+ * decisions are made here, the reading and writing elsewhere (update.ts), row group by row
+ * group, so a big study never has to fit in memory.
+ *
+ * The rules, per study:
+ * - A response is one unit. Its copy in the run replaces the previous copy of its row in
+ *   `responses` AND all of its rows in answers, transcript, attributes and media, unless the
+ *   previous copy is newer (a later updated_at). Rows that a newer copy no longer has (a
+ *   shorter transcript, a removed URL parameter) disappear with the old copy: child rows are
+ *   never merged one by one.
+ * - A response whose detail could not be fetched in the run (its transcript is missing) is
+ *   incomplete: its previous copy, when there is one, stays whole.
+ * - `studies`: the run's row replaces the previous one.
+ * - `questions`: slots keep their first-seen text and position; new slots are numbered after
+ *   the previous ones, in the run's order.
+ * - replace (a full, lossless export of the study): the run's rows are the whole study; only
+ *   incomplete responses keep their previous copy. Responses deleted on the service go away.
+ */
+import type { Row, TableName } from '../load/tables.ts';
+
+/** Tables whose rows belong to one response, and go and come with it. */
+export const responseTables = ['responses', 'answers', 'transcript', 'attributes', 'media'] as const;
+export type ResponseTable = (typeof responseTables)[number];
+
+export function isResponseTable(table: TableName): table is ResponseTable {
+  return (responseTables as readonly string[]).includes(table);
+}
+
+/** The version of a response that decides which copy wins. */
+export interface ResponseVersion {
+  response_id: string;
+  /** ISO 8601; null when the service did not send it. */
+  updated_at: string | null;
+}
+
+export interface MergeOptions {
+  /** A full, lossless export of the study: the run's rows are the whole study. */
+  replace: boolean;
+  /** Responses of the run whose copy is incomplete (their detail could not be fetched). */
+  incomplete: ReadonlySet<string>;
+}
+
+/** Which copy of each response the merged part holds. */
+export interface MergePlan {
+  replace: boolean;
+  /** Responses of the run whose copy goes in (replacing any previous copy). */
+  takeNew: Set<string>;
+  /** Responses of the run whose previous copy stays (it is newer, or the run's is incomplete). */
+  keepPrevious: Set<string>;
+}
+
+/**
+ * The newer of two copies of one response: the later updated_at; the run's copy when they
+ * are equal or either is unknown (it was exported last).
+ */
+export function newCopyWins(previous: string | null, incoming: string | null): boolean {
+  if (previous === null || incoming === null) return true;
+  const before = Date.parse(previous);
+  const after = Date.parse(incoming);
+  if (Number.isNaN(before) || Number.isNaN(after)) return true;
+  return after >= before;
+}
+
+/** A plan that has seen the run's responses and not yet the previous ones. */
+export class MergePlanner {
+  readonly #incoming = new Map<string, string | null>();
+  readonly #previousSeen = new Set<string>();
+  readonly #keepPrevious = new Set<string>();
+
+  constructor(private readonly options: MergeOptions) {}
+
+  /** Every response row of the run, first. */
+  addIncoming(version: ResponseVersion): void {
+    this.#incoming.set(version.response_id, version.updated_at);
+  }
+
+  /** Then every response row of the previous part; true when that row stays. */
+  keepPreviousResponse(version: ResponseVersion): boolean {
+    const id = version.response_id;
+    this.#previousSeen.add(id);
+    if (!this.#incoming.has(id)) return !this.options.replace;
+    if (this.options.incomplete.has(id) || !newCopyWins(version.updated_at, this.#incoming.get(id) ?? null)) {
+      this.#keepPrevious.add(id);
+      return true;
+    }
+    return false;
+  }
+
+  plan(): MergePlan {
+    const takeNew = new Set<string>();
+    for (const id of this.#incoming.keys()) if (!this.#keepPrevious.has(id)) takeNew.add(id);
+    return { replace: this.options.replace, takeNew, keepPrevious: new Set(this.#keepPrevious) };
+  }
+}
+
+/** Whether a previous row of a response table stays in the merged part. */
+export function keepPreviousRow(plan: MergePlan, row: { response_id: string }): boolean {
+  if (plan.keepPrevious.has(row.response_id)) return true;
+  if (plan.replace) return false;
+  return !plan.takeNew.has(row.response_id);
+}
+
+/** Whether a new row of a response table goes into the merged part. */
+export function keepNewRow(plan: MergePlan, row: { response_id: string }): boolean {
+  return plan.takeNew.has(row.response_id);
+}
+
+/** Question slots: the previous ones as they were, then the run's new slots numbered after them. */
+export function mergeQuestions(
+  previous: readonly Row<'questions'>[],
+  incoming: readonly Row<'questions'>[],
+  replace: boolean,
+): Row<'questions'>[] {
+  if (replace) return [...incoming];
+  const key = (q: Row<'questions'>) => JSON.stringify([q.discussion_guide_question_id, q.concept_id]);
+  const seen = new Set(previous.map(key));
+  let position = previous.reduce((max, q) => Math.max(max, q.position), 0);
+  const added: Row<'questions'>[] = [];
+  for (const q of [...incoming].sort((a, b) => a.position - b.position)) {
+    if (seen.has(key(q))) continue;
+    seen.add(key(q));
+    added.push({ ...q, position: ++position });
+  }
+  return [...previous, ...added];
+}
+
+/** The rows of one study, table by table. */
+export type StudyRows = { [T in TableName]: Row<T>[] };
+
+/**
+ * The whole merge of one study in memory: what update.ts does row group by row group.
+ * For tests and small studies.
+ */
+export function mergeStudy(previous: StudyRows, incoming: StudyRows, options: MergeOptions): StudyRows {
+  const planner = new MergePlanner(options);
+  for (const row of incoming.responses) planner.addIncoming(row);
+  const keptResponses = previous.responses.filter((row) => planner.keepPreviousResponse(row));
+  const plan = planner.plan();
+  const children = <T extends Exclude<ResponseTable, 'responses'>>(table: T): Row<T>[] => {
+    const ofResponse = (row: Row<T>) => row as Row<T> & { response_id: string };
+    return [
+      ...previous[table].filter((row) => keepPreviousRow(plan, ofResponse(row))),
+      ...incoming[table].filter((row) => keepNewRow(plan, ofResponse(row))),
+    ];
+  };
+  return {
+    studies: incoming.studies.length > 0 ? [...incoming.studies] : [...previous.studies],
+    responses: [...keptResponses, ...incoming.responses.filter((row) => keepNewRow(plan, row))],
+    questions: mergeQuestions(previous.questions, incoming.questions, options.replace),
+    answers: children('answers'),
+    transcript: children('transcript'),
+    attributes: children('attributes'),
+    media: children('media'),
+  };
+}

@@ -1,0 +1,212 @@
+/** The current dataset's merge rules, on rows in memory. */
+import { describe, expect, it } from 'vitest';
+import { mergeQuestions, mergeStudy, newCopyWins, type StudyRows } from '../../src/current/merge.ts';
+import type { Row } from '../../src/load/tables.ts';
+
+const study = 'st-1';
+
+function response(id: string, updated_at: string | null, summary = `summary of ${id}`): Row<'responses'> {
+  return {
+    response_id: id,
+    study_id: study,
+    link_id: 'cars',
+    response_number: null,
+    created_at: '2030-01-01T00:00:00.000Z',
+    updated_at,
+    summary,
+    short_transcript: '',
+    answer_count: 0,
+    turn_count: 0,
+    modality: 'text',
+    extra: null,
+  };
+}
+const answer = (response_id: string, answer_id: string, text: string): Row<'answers'> => ({
+  response_id,
+  answer_id,
+  study_id: study,
+  discussion_guide_question_id: `q-${answer_id}`,
+  concept_id: null,
+  question: `question ${answer_id}`,
+  answer: text,
+  position: 1,
+  extra: null,
+});
+const turn = (response_id: string, n: number, user: string): Row<'transcript'> => ({
+  response_id,
+  turn: n,
+  study_id: study,
+  answer_id: null,
+  discussion_guide_question_id: 'intro',
+  concept_id: null,
+  moderator: 'hi',
+  user,
+  audio_file: null,
+  video_file: null,
+  extra: null,
+});
+const attribute = (response_id: string, key: string, value: string): Row<'attributes'> => ({
+  response_id,
+  key,
+  study_id: study,
+  value,
+});
+const question = (id: string, position: number, text = `question ${id}`): Row<'questions'> => ({
+  study_id: study,
+  discussion_guide_question_id: id,
+  concept_id: null,
+  question: text,
+  position,
+});
+const studyRow = (link_id: string): Row<'studies'> => ({
+  study_id: study,
+  link_id,
+  title: 'Cars',
+  created_at: '2030-01-01T00:00:00.000Z',
+  desc: 'Cars (2 Responses)',
+  listed_response_count: 2,
+  extra: null,
+});
+
+const empty = (): StudyRows => ({
+  studies: [],
+  responses: [],
+  questions: [],
+  answers: [],
+  transcript: [],
+  attributes: [],
+  media: [],
+});
+const rows = (partial: Partial<StudyRows>): StudyRows => ({ ...empty(), ...partial });
+
+const previous = rows({
+  studies: [studyRow('cars')],
+  responses: [response('r1', '2030-01-01T10:00:00.000Z'), response('r2', '2030-01-01T10:00:00.000Z')],
+  questions: [question('a', 1), question('b', 2)],
+  answers: [answer('r1', 'a', 'old r1 a'), answer('r1', 'b', 'old r1 b'), answer('r2', 'a', 'r2 a')],
+  transcript: [turn('r1', 1, 'old 1'), turn('r1', 2, 'old 2'), turn('r1', 3, 'old 3'), turn('r2', 1, 'r2 1')],
+  attributes: [attribute('r1', 'utm', 'mail'), attribute('r2', 'utm', 'web')],
+});
+
+const incremental = { replace: false, incomplete: new Set<string>() };
+
+describe('mergeStudy', () => {
+  it('a re-exported response replaces its row and ALL its child rows; rows it lost disappear', () => {
+    const incoming = rows({
+      studies: [studyRow('cars-renamed')],
+      responses: [response('r1', '2030-01-02T10:00:00.000Z', 'new summary')],
+      questions: [question('a', 1)],
+      answers: [answer('r1', 'a', 'new r1 a')],
+      transcript: [turn('r1', 1, 'new 1')],
+    });
+    const merged = mergeStudy(previous, incoming, incremental);
+    expect(merged.studies.map((s) => s.link_id)).toEqual(['cars-renamed']);
+    expect(merged.responses.map((r) => [r.response_id, r.summary])).toEqual([
+      ['r2', 'summary of r2'],
+      ['r1', 'new summary'],
+    ]);
+    expect(merged.answers.map((a) => a.answer)).toEqual(['r2 a', 'new r1 a']);
+    expect(merged.transcript.map((t) => t.user)).toEqual(['r2 1', 'new 1']);
+    // r1's new copy has no URL parameters: its old one is gone, r2's stays.
+    expect(merged.attributes).toEqual([attribute('r2', 'utm', 'web')]);
+    expect(merged.questions).toEqual(previous.questions);
+  });
+
+  it('adds new responses and keeps those the run did not see', () => {
+    const incoming = rows({
+      responses: [response('r3', '2030-01-02T00:00:00.000Z')],
+      answers: [answer('r3', 'c', 'r3 c')],
+      questions: [question('c', 1)],
+    });
+    const merged = mergeStudy(previous, incoming, incremental);
+    expect(merged.responses.map((r) => r.response_id)).toEqual(['r1', 'r2', 'r3']);
+    expect(merged.answers.map((a) => a.answer)).toEqual(['old r1 a', 'old r1 b', 'r2 a', 'r3 c']);
+    expect(merged.studies).toEqual(previous.studies);
+    expect(merged.questions.map((q) => [q.discussion_guide_question_id, q.position])).toEqual([
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+    ]);
+  });
+
+  it('keeps the previous copy when it is newer, with all its child rows', () => {
+    const incoming = rows({
+      responses: [response('r1', '2029-12-31T00:00:00.000Z', 'stale')],
+      answers: [answer('r1', 'a', 'stale a')],
+    });
+    const merged = mergeStudy(previous, incoming, incremental);
+    expect(merged.responses.find((r) => r.response_id === 'r1')?.summary).toBe('summary of r1');
+    expect(merged.answers.map((a) => a.answer)).toEqual(['old r1 a', 'old r1 b', 'r2 a']);
+    expect(merged.transcript).toEqual(previous.transcript);
+  });
+
+  it('an incomplete copy (no detail) never replaces a previous one; a new incomplete response goes in', () => {
+    const incoming = rows({
+      responses: [response('r1', '2030-02-01T00:00:00.000Z', 'no detail'), response('r9', null)],
+      answers: [answer('r1', 'a', 'partial'), answer('r9', 'a', 'r9 a')],
+    });
+    const merged = mergeStudy(previous, incoming, { replace: false, incomplete: new Set(['r1', 'r9']) });
+    expect(merged.responses.map((r) => [r.response_id, r.summary])).toEqual([
+      ['r1', 'summary of r1'],
+      ['r2', 'summary of r2'],
+      ['r9', 'summary of r9'],
+    ]);
+    expect(merged.transcript).toEqual(previous.transcript);
+    expect(merged.answers.map((a) => a.answer)).toEqual(['old r1 a', 'old r1 b', 'r2 a', 'r9 a']);
+  });
+
+  it('replace: the run is the whole study (deleted responses go), but an incomplete copy keeps its old one', () => {
+    const incoming = rows({
+      studies: [studyRow('cars')],
+      responses: [response('r1', '2030-01-01T10:00:00.000Z'), response('r3', null)],
+      questions: [question('c', 1), question('a', 2)],
+      answers: [answer('r3', 'c', 'r3 c'), answer('r1', 'a', 'r1 partial')],
+    });
+    const merged = mergeStudy(previous, incoming, { replace: true, incomplete: new Set(['r1']) });
+    expect(merged.responses.map((r) => r.response_id)).toEqual(['r1', 'r3']);
+    expect(merged.answers.map((a) => a.answer)).toEqual(['old r1 a', 'old r1 b', 'r3 c']);
+    expect(merged.transcript.map((t) => t.user)).toEqual(['old 1', 'old 2', 'old 3']);
+    expect(merged.attributes).toEqual([attribute('r1', 'utm', 'mail')]);
+    expect(merged.questions).toEqual(incoming.questions);
+  });
+
+  it('merging the same run twice changes nothing (a rerun after a kill)', () => {
+    const incoming = rows({
+      responses: [response('r1', '2030-01-02T10:00:00.000Z', 'new'), response('r4', null)],
+      answers: [answer('r1', 'a', 'new a'), answer('r4', 'a', 'r4 a')],
+      transcript: [turn('r4', 1, 'r4 1')],
+      questions: [question('z', 1)],
+    });
+    const once = mergeStudy(previous, incoming, incremental);
+    const twice = mergeStudy(once, incoming, incremental);
+    expect(twice).toEqual(once);
+  });
+});
+
+describe('newCopyWins', () => {
+  it('the later updated_at; the run when equal or unknown', () => {
+    expect(newCopyWins('2030-01-01T00:00:00Z', '2030-01-01T00:00:01Z')).toBe(true);
+    expect(newCopyWins('2030-01-01T00:00:01Z', '2030-01-01T00:00:00Z')).toBe(false);
+    expect(newCopyWins('2030-01-01T00:00:00Z', '2030-01-01T00:00:00.000Z')).toBe(true);
+    expect(newCopyWins(null, '2030-01-01T00:00:00Z')).toBe(true);
+    expect(newCopyWins('2030-01-01T00:00:00Z', null)).toBe(true);
+    // Offsets are compared as instants, not as text.
+    expect(newCopyWins('2030-01-01T01:00:00+02:00', '2030-01-01T00:00:00Z')).toBe(true);
+  });
+});
+
+describe('mergeQuestions', () => {
+  it('keeps first-seen text and position, numbers new slots after the previous ones', () => {
+    const merged = mergeQuestions(
+      [question('a', 1, 'first text'), question('b', 2)],
+      [question('c', 1), question('a', 2, 'changed text'), question('d', 3)],
+      false,
+    );
+    expect(merged.map((q) => [q.discussion_guide_question_id, q.question, q.position])).toEqual([
+      ['a', 'first text', 1],
+      ['b', 'question b', 2],
+      ['c', 'question c', 3],
+      ['d', 'question d', 4],
+    ]);
+  });
+});
