@@ -34,6 +34,8 @@ export interface ExportStudyInput {
   reporter: ProgressReporter;
   /** Shared by the studies of a run: one listing page held at a time. */
   pageGate: PageGate;
+  /** A response whose detail could not be fetched: its rows are incomplete. */
+  onIncompleteResponse?: (responseId: string) => void;
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
@@ -81,7 +83,10 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
     const parallel = input.media ? config.media.concurrency + 1 : 1;
     await forEachBounded(details, parallel, async ({ listed, detail, fetchedAt }) => {
-      if (detail === null) outcome.lossless = false;
+      if (detail === null) {
+        outcome.lossless = false;
+        input.onIncompleteResponse?.(listed.id);
+      }
       const media =
         detail && input.media
           ? await input.media.archiveResponse(

@@ -9,6 +9,9 @@ import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
+import { CurrentStaging, stagingWriters } from '../current/staging.ts';
+import { localCurrentStore } from '../current/store.ts';
+import { updateCurrent } from '../current/update.ts';
 import { ConfigError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
@@ -75,6 +78,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     );
     try {
       const run = await pipelineDir.createRun(startedAt);
+      const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
       try {
         const { result, outcomes } = await exportRun(
           run,
@@ -86,8 +90,20 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           startedAt,
           log,
           scratch.dir,
+          staging,
         );
         await run.commit();
+        // The current dataset follows the committed run, and state follows the current
+        // dataset: a run killed in between is exported again, and completes it.
+        await updateCurrent({
+          store: localCurrentStore(pipelineRoot),
+          name: config.name,
+          runId: run.id,
+          staging,
+          studies: outcomes,
+          formats: config.output.formats,
+          csv: config.output.csv,
+        });
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
         await saveState(statePath, run.id, async () => {
@@ -98,6 +114,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       } catch (error) {
         await run.discard();
         throw describeSystemError(error, { path: run.tempPath });
+      } finally {
+        await staging.remove();
       }
     } finally {
       await scratch.remove();
@@ -194,6 +212,7 @@ async function exportRun(
   log: WarningLog,
   /** The run's scratch folder (listing spills, media bodies), outside the output. */
   scratchDir: string,
+  staging: CurrentStaging,
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
   const { studies } = listing;
@@ -231,6 +250,7 @@ async function exportRun(
     for (const reject of listing.rejects) sinks.rejects.write(reject);
     for (const warning of listing.warnings) sinks.warn(warning);
     await writers.write('studies', studies.map(studyRow));
+    for (const study of studies) await staging.forStudy(study.id).write('studies', [studyRow(study)]);
     reporter.start('studies', studies.length);
     reporter.start('pages');
     reporter.start('details', expectedResponses(studies, state, options, config));
@@ -244,6 +264,7 @@ async function exportRun(
     const outcomes = await Promise.all(
       studies.map((study) =>
         studyLimit(async () => {
+          const stage = staging.forStudy(study.id);
           const outcome = await exportStudy({
             study,
             since: sinceFor(study, state, options, config),
@@ -253,11 +274,13 @@ async function exportRun(
             dir,
             scratchDir,
             sinks,
-            writers,
+            writers: stagingWriters(writers, stage),
+            onIncompleteResponse: (id) => stage.markIncomplete(id),
             media,
             reporter,
             pageGate,
           });
+          await stage.close();
           reporter.tick('studies');
           reporter.studyDone(outcome);
           return outcome;

@@ -1,0 +1,132 @@
+/**
+ * The run's rows again, per study, for the current dataset: while the run writes its tables,
+ * each study's rows are also appended to JSON-lines files in a local temporary folder (one per
+ * table), read back once the run is committed and merged into that study's partitions. Also
+ * kept: the responses whose copy is incomplete (no detail), which must not replace a previous
+ * copy. The folder is in the run's scratch space (util/scratch.ts); nothing reads it after the
+ * run, because a rerun exports the same responses again (state did not move).
+ */
+import { createReadStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { FileSink } from '../load/file-sink.ts';
+import type { TableWriters } from '../load/table-writers.ts';
+import type { Row, TableName } from '../load/tables.ts';
+
+export interface StudyStage {
+  write<T extends TableName>(table: T, rows: readonly Row<T>[]): Promise<void>;
+  markIncomplete(responseId: string): void;
+  /** Flushes the study's files; call when the study is exported. */
+  close(): Promise<void>;
+}
+
+interface StudyFiles {
+  dir: string;
+  sinks: Map<TableName, { sink: Promise<FileSink>; queue: Promise<void> }>;
+  incomplete: Set<string>;
+  closed: Promise<void> | null;
+}
+
+export class CurrentStaging {
+  readonly #studies = new Map<string, StudyFiles>();
+
+  private constructor(readonly dir: string) {}
+
+  /** `dir`: a folder of the run's scratch space, which is removed however the process ends. */
+  static async open(dir: string): Promise<CurrentStaging> {
+    await mkdir(dir, { recursive: true });
+    return new CurrentStaging(dir);
+  }
+
+  /** The permanent ids of the studies staged, in the order they were first staged. */
+  studyIds(): string[] {
+    return [...this.#studies.keys()];
+  }
+
+  forStudy(studyId: string): StudyStage {
+    let files = this.#studies.get(studyId);
+    if (!files) {
+      files = {
+        dir: join(this.dir, String(this.#studies.size)),
+        sinks: new Map(),
+        incomplete: new Set(),
+        closed: null,
+      };
+      this.#studies.set(studyId, files);
+    }
+    const study = files;
+    return {
+      write(table, rows) {
+        if (rows.length === 0) return Promise.resolve();
+        const entry = sinkOf(study, table);
+        const text = rows.map((row) => `${JSON.stringify(row)}\n`).join('');
+        entry.queue = entry.queue.then(async () => (await entry.sink).write(text));
+        return entry.queue;
+      },
+      markIncomplete(responseId) {
+        study.incomplete.add(responseId);
+      },
+      close() {
+        study.closed ??= closeAll(study);
+        return study.closed;
+      },
+    };
+  }
+
+  incompleteOf(studyId: string): ReadonlySet<string> {
+    return this.#studies.get(studyId)?.incomplete ?? new Set();
+  }
+
+  /** The staged rows of one study's table, in the order they were written. */
+  async *rows<T extends TableName>(studyId: string, table: T): AsyncIterable<Row<T>> {
+    const study = this.#studies.get(studyId);
+    if (!study?.sinks.has(table)) return;
+    await this.forStudy(studyId).close();
+    const lines = createInterface({
+      input: createReadStream(pathOf(study, table), 'utf8'),
+      crlfDelay: Infinity,
+    });
+    for await (const line of lines) if (line !== '') yield JSON.parse(line) as Row<T>;
+  }
+
+  async remove(): Promise<void> {
+    for (const study of this.#studies.values()) {
+      await Promise.allSettled([...study.sinks.values()].map(async (entry) => (await entry.sink).abort()));
+    }
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The run's writers, with every row of one study also staged for the current dataset. */
+export function stagingWriters(writers: TableWriters, stage: StudyStage): TableWriters {
+  return {
+    async write(table, rows) {
+      await writers.write(table, rows);
+      await stage.write(table, rows);
+    },
+    close: () => writers.close(),
+    abort: () => writers.abort(),
+  };
+}
+
+function pathOf(study: StudyFiles, table: TableName): string {
+  return join(study.dir, `${table}.jsonl`);
+}
+
+function sinkOf(study: StudyFiles, table: TableName) {
+  let entry = study.sinks.get(table);
+  if (!entry) {
+    const sink = mkdir(study.dir, { recursive: true }).then(() => FileSink.open(pathOf(study, table)));
+    entry = { sink, queue: sink.then(() => undefined) };
+    study.sinks.set(table, entry);
+  }
+  return entry;
+}
+
+async function closeAll(study: StudyFiles): Promise<void> {
+  for (const entry of study.sinks.values()) {
+    await entry.queue;
+    await (await entry.sink).close();
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * The current dataset, updated after a run is committed: for each study of the run, each of
+ * its tables gets one new part holding the merge (merge.ts) of the previous part with the
+ * run's rows; the previous part is removed only once every new part of the study is in
+ * place. A run killed half way leaves each partition with its previous part, or with the new
+ * one beside it (a superset of the previous: the newest part is always the one read), and
+ * its rerun, which exports the same responses again because state did not move, completes it.
+ *
+ * Only the studies of the run are touched, so a shard only ever writes its own partitions.
+ */
+import type { Format } from '../config/schema.ts';
+import type { CsvOptions } from '../load/csv.ts';
+import { type Row, type TableName, tableNames } from '../load/tables.ts';
+import {
+  isResponseTable,
+  keepNewRow,
+  keepPreviousRow,
+  type MergePlan,
+  MergePlanner,
+  mergeQuestions,
+  type ResponseTable,
+} from './merge.ts';
+import { currentFormats, currentPackage } from './package.ts';
+import {
+  CURRENT_DIR,
+  createPartWriter,
+  newestPart,
+  type PartWriter,
+  partitionPath,
+  readPart,
+} from './parts.ts';
+import type { CurrentStaging } from './staging.ts';
+import type { CurrentStore } from './store.ts';
+
+export interface CurrentUpdate {
+  store: CurrentStore;
+  /** The pipeline's name, for current/datapackage.json. */
+  name: string;
+  runId: string;
+  staging: CurrentStaging;
+  /** The studies of the run: a full (since null) lossless export replaces the study's rows. */
+  studies: readonly { study_id: string; since: string | null; lossless: boolean }[];
+  formats: readonly Format[];
+  csv: CsvOptions;
+}
+
+export async function updateCurrent(update: CurrentUpdate): Promise<void> {
+  for (const study of update.studies) await updateStudy(update, study);
+  await writePackageIfChanged(update);
+}
+
+interface Partition {
+  path: string;
+  files: { name: string; bytes: number }[];
+  /** The part to merge from: the newest Parquet part, if any. */
+  previous: { path: string; bytes: number } | null;
+}
+
+async function partitionOf(store: CurrentStore, table: TableName, studyId: string): Promise<Partition> {
+  const path = partitionPath(table, studyId);
+  const files: Partition['files'] = [];
+  for await (const file of store.list(path)) {
+    if (!file.path.includes('/')) files.push({ name: file.path, bytes: file.bytes });
+  }
+  const newest = newestPart(files.map((file) => file.name));
+  const previous = newest
+    ? { path: `${path}/${newest}`, bytes: files.find((file) => file.name === newest)?.bytes ?? 0 }
+    : null;
+  return { path, files, previous };
+}
+
+async function updateStudy(
+  update: CurrentUpdate,
+  study: { study_id: string; since: string | null; lossless: boolean },
+): Promise<void> {
+  const { store, staging } = update;
+  const id = study.study_id;
+  const replace = study.since === null && study.lossless;
+  const partitions = new Map<TableName, Partition>();
+  for (const table of tableNames) partitions.set(table, await partitionOf(store, table, id));
+  const partition = (table: TableName) => partitions.get(table) as Partition;
+  const hasStaged = async (table: TableName) => {
+    for await (const _ of staging.rows(id, table)) return true;
+    return false;
+  };
+  // The response tables go together: one plan decides which copy of each response they hold.
+  const responsesChanged =
+    replace ||
+    (await hasStaged('responses')) ||
+    tableNames.some((table) => isResponseTable(table) && partition(table).previous === null);
+  const rewrite = new Set<TableName>();
+  for (const table of tableNames) {
+    const changed = isResponseTable(table)
+      ? responsesChanged
+      : table === 'studies' || replace || partition(table).previous === null || (await hasStaged(table));
+    if (changed) rewrite.add(table);
+  }
+
+  const written = new Set<string>();
+  const open = <T extends TableName>(table: T) =>
+    createPartWriter(store, table, id, update.runId, {
+      formats: currentFormats(update.formats),
+      csv: update.csv,
+    });
+  const publish = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
+    try {
+      await fill();
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
+    for (const path of await writer.finish()) written.add(path);
+  };
+
+  let plan: MergePlan | null = null;
+  if (rewrite.has('responses')) {
+    const planner = new MergePlanner({ replace, incomplete: staging.incompleteOf(id) });
+    for await (const row of staging.rows(id, 'responses')) planner.addIncoming(row);
+    const writer = await open('responses');
+    await publish(writer, async () => {
+      const previous = partition('responses').previous;
+      if (previous) {
+        for await (const rows of readPart(store, previous.path, previous.bytes, 'responses')) {
+          await writer.write(rows.filter((row) => planner.keepPreviousResponse(row)));
+        }
+      }
+      const merged = planner.plan();
+      plan = merged;
+      await writeStaged(staging, id, 'responses', writer, (row) => keepNewRow(merged, row));
+    });
+  }
+  for (const table of ['answers', 'transcript', 'attributes', 'media'] as const) {
+    if (plan !== null) await rewriteChildren(update, table, id, partition(table), plan, open, publish);
+  }
+  if (rewrite.has('questions')) {
+    const previous = await readAll(store, partition('questions'), 'questions');
+    const staged: Row<'questions'>[] = [];
+    for await (const row of staging.rows(id, 'questions')) staged.push(row);
+    const writer = await open('questions');
+    await publish(writer, () => writer.write(mergeQuestions(previous, staged, replace)));
+  }
+  if (rewrite.has('studies')) {
+    const staged: Row<'studies'>[] = [];
+    for await (const row of staging.rows(id, 'studies')) staged.push(row);
+    const rows = staged.length > 0 ? staged : await readAll(store, partition('studies'), 'studies');
+    const writer = await open('studies');
+    await publish(writer, () => writer.write(rows));
+  }
+
+  // Every new part of the study is in place: only now do the previous ones go.
+  for (const table of rewrite) {
+    const { path, files } = partition(table);
+    for (const file of files) {
+      const filePath = `${path}/${file.name}`;
+      if (!written.has(filePath)) await store.delete(filePath);
+    }
+  }
+}
+
+async function rewriteChildren<T extends Exclude<ResponseTable, 'responses'>>(
+  update: CurrentUpdate,
+  table: T,
+  studyId: string,
+  partition: Partition,
+  plan: MergePlan,
+  open: (table: T) => Promise<PartWriter<T>>,
+  publish: (writer: PartWriter<T>, fill: () => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const ofResponse = (row: Row<T>) => row as Row<T> & { response_id: string };
+  const writer = await open(table);
+  await publish(writer, async () => {
+    const previous = partition.previous;
+    if (previous) {
+      for await (const rows of readPart(update.store, previous.path, previous.bytes, table)) {
+        await writer.write(rows.filter((row) => keepPreviousRow(plan, ofResponse(row))));
+      }
+    }
+    await writeStaged(update.staging, studyId, table, writer, (row) => keepNewRow(plan, ofResponse(row)));
+  });
+}
+
+/** The staged rows that `keep` accepts, in batches. */
+async function writeStaged<T extends TableName>(
+  staging: CurrentStaging,
+  studyId: string,
+  table: T,
+  writer: PartWriter<T>,
+  keep: (row: Row<T>) => boolean,
+): Promise<void> {
+  let batch: Row<T>[] = [];
+  for await (const row of staging.rows(studyId, table)) {
+    if (!keep(row)) continue;
+    batch.push(row);
+    if (batch.length >= 1000) {
+      await writer.write(batch);
+      batch = [];
+    }
+  }
+  await writer.write(batch);
+}
+
+/** A small table's previous part whole (questions and studies: a few rows per study). */
+async function readAll<T extends TableName>(
+  store: CurrentStore,
+  partition: Partition,
+  table: T,
+): Promise<Row<T>[]> {
+  const rows: Row<T>[] = [];
+  if (!partition.previous) return rows;
+  for await (const group of readPart(store, partition.previous.path, partition.previous.bytes, table))
+    rows.push(...group);
+  return rows;
+}
+
+/**
+ * current/datapackage.json depends only on the pipeline's name and formats, so every shard
+ * would write the same bytes: it is written only when missing or different.
+ */
+async function writePackageIfChanged(update: CurrentUpdate): Promise<void> {
+  const text = `${JSON.stringify(currentPackage(update.name, update.formats), null, 2)}\n`;
+  const path = `${CURRENT_DIR}/datapackage.json`;
+  const existing = await update.store.read(path);
+  if (existing?.toString('utf8') === text) return;
+  const output = await update.store.create(path);
+  await output.write(text);
+  await output.close();
+}
