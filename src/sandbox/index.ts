@@ -82,6 +82,8 @@ export interface Sandbox {
   touchResponse(linkId: string, responseId: string, at?: Date): void;
   /** Returns the new response id; its created_at and updated_at are the clock's now. */
   addResponse(linkId: string): string;
+  /** The response is gone from the list, its detail is a 404 and desc counts one less. */
+  deleteResponse(linkId: string, responseId: string): void;
   addStudy(spec: AddStudySpec): Study;
   /** Serve fn(item) instead of the list item (malformed-payload tests). */
   mutateListItem(linkId: string, responseId: string, fn: (item: Record<string, unknown>) => unknown): void;
@@ -193,6 +195,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       },
       addResponse(linkId) {
         return data.addResponse(study(linkId)).id;
+      },
+      deleteResponse(linkId, responseId) {
+        const { record, entry } = entryOf(linkId, responseId);
+        record.entries.splice(record.entries.indexOf(entry), 1);
+        record.byId.delete(entry.id);
       },
       addStudy(spec) {
         if (data.byLinkId(spec.link_id))

@@ -63,6 +63,22 @@ describe('controls', () => {
     expect(detail.body.transcript.some((row) => row.audio !== null)).toBe(true);
   });
 
+  it('deletes a response: gone from the list and desc, its detail is a 404', async () => {
+    const linkId = studyOf(sandbox, 'text');
+    const [first, second] = sandbox.responses(linkId);
+    sandbox.deleteResponse(linkId, second!.id);
+    const items = await allPages(sandbox, linkId, '', 3);
+    expect(items).toHaveLength(9);
+    expect(items.map((r) => r.id)).not.toContain(second!.id);
+    expect(items[0]!.id).toBe(first!.id);
+    expect((await api(sandbox, `responses/${linkId}/${second!.id}`)).status).toBe(404);
+    const study = (
+      await api<Array<{ link_id: string; desc: string; title: string }>>(sandbox, 'list_surveys')
+    ).body.find((s) => s.link_id === linkId)!;
+    expect(study.desc).toBe(`${study.title} (9 Responses)`);
+    expect(() => sandbox.deleteResponse(linkId, second!.id)).toThrow(/no response/);
+  });
+
   it('adds studies with hostile link_ids and response ids, reachable through encoded paths', async () => {
     const hostile = [
       'a/b/../c',
