@@ -1,0 +1,161 @@
+/**
+ * The current dataset across incremental runs: after any number of runs, DuckDB over
+ * current/ reads every response exactly once, in its newest copy, equal row for row to a
+ * fresh full export of the service as it is now.
+ */
+
+import { readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tableNames } from '../../src/load/tables.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { duckdb } from '../load/readers.ts';
+import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { currentTables, partitions } from './helpers.ts';
+
+let sandbox: Sandbox;
+beforeEach(async () => {
+  sandbox = await startSandbox({ seed: 31, studies: 4, responses: 5 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+const currentOf = (out: string) => join(out, 'test', 'current');
+
+/** A fresh, full export of the sandbox as it is now, into its own folder: the expected current. */
+async function freshExport(): Promise<Awaited<ReturnType<typeof currentTables>>> {
+  return withTempDir(async (fresh) => {
+    const result = await runAgainst(
+      sandbox,
+      sandboxConfig(sandbox, fresh, { output: { formats: ['parquet'] } }),
+    );
+    return currentTables(result.runDir!, 'run');
+  });
+}
+
+/** The response changes in content and in time: other answers, no URL parameters, a shorter transcript. */
+function rewriteResponse(linkId: string, responseId: string): void {
+  sandbox.mutateListItem(linkId, responseId, (item) => ({
+    ...item,
+    attributes: {},
+    answers_array: (item.answers_array as Array<Record<string, unknown>>).map((a) => ({
+      ...a,
+      answer: `CHANGED ${String(a.answer)}`,
+    })),
+  }));
+  sandbox.mutateDetail(linkId, responseId, (detail) => ({
+    ...detail,
+    transcript: (detail.transcript as unknown[]).slice(0, 1),
+  }));
+  sandbox.touchResponse(linkId, responseId, new Date(Date.now() + 60_000));
+}
+
+describe('the current dataset', () => {
+  it('holds the newest copy of every row exactly once after incremental runs, like a fresh full export', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet'] } });
+      const first = await runAgainst(sandbox, config);
+      expect(first.status).toBe('complete');
+      expect(await currentTables(currentOf(out))).toEqual(await freshExport());
+
+      const [changed, untouched] = sandbox.studies();
+      const target = sandbox.responses(changed!.link_id)[1]!.id;
+      rewriteResponse(changed!.link_id, target);
+      const added = sandbox.addResponse(changed!.link_id);
+      const untouchedBefore = await partitions(currentOf(out), 'answers');
+      const second = await runAgainst(sandbox, config);
+      expect(second.tables.find((t) => t.table === 'responses')?.rows).toBe(2);
+
+      const current = await currentTables(currentOf(out));
+      expect(current).toEqual(await freshExport());
+      const answers = current.answers.map((row) => JSON.parse(row) as Record<string, string>);
+      const ofTarget = answers.filter((row) => row.response_id === target);
+      expect(ofTarget.length).toBeGreaterThan(0);
+      for (const row of ofTarget) expect(row.answer).toMatch(/^CHANGED /);
+      expect(current.attributes.filter((row) => row.includes(target))).toEqual([]);
+      expect(current.transcript.filter((row) => JSON.parse(row).response_id === target)).toHaveLength(1);
+      expect(current.responses.filter((row) => JSON.parse(row).response_id === added)).toHaveLength(1);
+      const ids = current.responses.map((row) => JSON.parse(row).response_id as string);
+      expect(new Set(ids).size).toBe(ids.length);
+
+      // One part per table in every partition; the study the run found unchanged keeps its part.
+      const runId = (dir: string) => dir.split(/[/\\]/).at(-1);
+      for (const table of tableNames) {
+        for (const [partition, files] of Object.entries(await partitions(currentOf(out), table))) {
+          expect(
+            files.filter((f) => f.endsWith('.parquet')),
+            `${table}/${partition}`,
+          ).toHaveLength(1);
+          expect(
+            files.filter((f) => f.endsWith('.csv')),
+            `${table}/${partition}`,
+          ).toHaveLength(1);
+        }
+      }
+      const answersNow = await partitions(currentOf(out), 'answers');
+      expect(answersNow[`study_id=${untouched!.id}`]).toEqual(untouchedBefore[`study_id=${untouched!.id}`]);
+      expect(answersNow[`study_id=${untouched!.id}`]).toEqual([
+        `part-${runId(first.runDir!)}.csv`,
+        `part-${runId(first.runDir!)}.parquet`,
+      ]);
+      expect(answersNow[`study_id=${changed!.id}`]).toEqual([
+        `part-${runId(second.runDir!)}.csv`,
+        `part-${runId(second.runDir!)}.parquet`,
+      ]);
+
+      // The CSV twin holds the same rows.
+      await duckdb(async (query) => {
+        const [csv] = await query(
+          `select count(*)::int n from read_csv('${currentOf(out)}/answers/*/*.csv', hive_partitioning = true)`,
+        );
+        expect(csv?.n).toBe(current.answers.length);
+      });
+    });
+  });
+
+  it('keeps deleted responses after an incremental run and drops them after a full run', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } });
+      await runAgainst(sandbox, config);
+      const [study] = sandbox.studies();
+      const gone = sandbox.responses(study!.link_id)[0]!.id;
+      sandbox.deleteResponse(study!.link_id, gone);
+      await runAgainst(sandbox, config);
+      const after = await currentTables(currentOf(out));
+      expect(after.responses.filter((row) => row.includes(gone))).toHaveLength(1);
+      await runAgainst(sandbox, config, { full: true });
+      const current = await currentTables(currentOf(out));
+      for (const table of tableNames) expect(current[table].filter((row) => row.includes(gone))).toEqual([]);
+      expect(current).toEqual(await freshExport());
+    });
+  });
+
+  it('describes itself in current/datapackage.json, valid for the datapackage library', async () => {
+    await withTempDir(async (out) => {
+      await runAgainst(sandbox, sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet'] } }));
+      const path = join(currentOf(out), 'datapackage.json');
+      const described = JSON.parse(await readFile(path, 'utf8'));
+      const { Package } = createRequire(import.meta.url)('datapackage') as {
+        Package: {
+          load(
+            descriptor: unknown,
+            options: { strict: boolean },
+          ): Promise<{ valid: boolean; errors: Error[] }>;
+        };
+      };
+      const pkg = await Package.load(described, { strict: false });
+      expect(pkg.errors.map((e) => e.message)).toEqual([]);
+      expect(pkg.valid).toBe(true);
+      const answers = described.resources.find((r: { name: string }) => r.name === 'answers');
+      expect(answers).toMatchObject({ path: 'answers/*/*.parquet', format: 'parquet' });
+      expect(answers.schema.primaryKey).toEqual(['response_id', 'answer_id']);
+      expect(described.resources.map((r: { path: string }) => r.path)).toContain('answers/*/*.csv');
+      // A rerun with the same formats leaves it alone.
+      const before = (await stat(path)).mtimeMs;
+      await runAgainst(sandbox, sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet'] } }));
+      expect((await stat(path)).mtimeMs).toBe(before);
+    });
+  });
+});
