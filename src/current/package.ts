@@ -25,11 +25,6 @@ export function currentPackage(name: string, formats: readonly Format[]) {
   });
   return {
     ...described,
-    resources: described.resources.map(({ bytes: _bytes, hash: _hash, ...resource }) => {
-      // The profile wants at least one foreign key when the list is there at all.
-      if (resource.schema.foreignKeys.length > 0) return resource;
-      const { foreignKeys: _none, ...schema } = resource.schema;
-      return { ...resource, schema };
-    }),
+    resources: described.resources.map(({ bytes: _bytes, hash: _hash, ...resource }) => resource),
   };
 }

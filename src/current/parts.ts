@@ -4,7 +4,6 @@
  */
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
@@ -110,9 +109,9 @@ export async function createPartWriter<T extends TableName>(
   studyId: string,
   runId: string,
   /** Formats of the part: Parquet first (package.ts: currentFormats). */
-  options: { formats: readonly Format[]; csv: CsvOptions },
+  options: { formats: readonly Format[]; csv: CsvOptions; scratchDir: string },
 ): Promise<PartWriter<T>> {
-  const dir = await mkdtemp(join(tmpdir(), 'study-export-part-'));
+  const dir = await mkdtemp(join(options.scratchDir, 'part-'));
   const writers = await Promise.all(
     options.formats.map(async (format) => {
       const path = join(dir, partFileName(runId, format));

@@ -42,6 +42,8 @@ export interface CurrentUpdate {
   studies: readonly { study_id: string; since: string | null; lossless: boolean }[];
   formats: readonly Format[];
   csv: CsvOptions;
+  /** Where new parts are written before they are copied into the store; removed by the caller. */
+  scratchDir: string;
 }
 
 export async function updateCurrent(update: CurrentUpdate): Promise<void> {
@@ -101,6 +103,7 @@ async function updateStudy(
     createPartWriter(store, table, id, update.runId, {
       formats: currentFormats(update.formats),
       csv: update.csv,
+      scratchDir: update.scratchDir,
     });
   const publish = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
     try {

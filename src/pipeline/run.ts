@@ -103,6 +103,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           studies: outcomes,
           formats: config.output.formats,
           csv: config.output.csv,
+          scratchDir: scratch.dir,
         });
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
