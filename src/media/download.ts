@@ -1,19 +1,17 @@
 /**
  * One signed URL to one body: into memory when its Content-Length fits the memory budget,
  * else streamed to a temporary file. Retries are the shared policy and loop of
- * src/http/retry.ts (got's stream retries neither resume nor run hooks): each attempt is a
- * fresh request with `retry: {limit: 0}`, written from the start. A 403 renews the link
- * inside the attempt; it is not a retry.
+ * src/http/retry.ts: each attempt is a fresh request (http-get.ts), written from the start.
+ * A 403 renews the link inside the attempt; it is not a retry.
  *
- * Media hosts get a plain got instance: no x-api-key or any other API client header ever
- * reaches them, and redirects off them are followed with credential headers stripped.
+ * Media hosts get plain requests (http-get.ts): no x-api-key or any other API client header
+ * ever reaches them.
  */
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import { finished, pipeline } from 'node:stream/promises';
-import got, { type Request, RequestError } from 'got';
 import { type ErrorContext, HttpError, MediaError, NetworkError, type StudyExportError } from '../errors.ts';
 import {
   isRetryableStatus,
@@ -24,6 +22,7 @@ import {
   withRetries,
 } from '../http/retry.ts';
 import { redact } from '../redact.ts';
+import { type MediaResponse, mediaGet } from './http-get.ts';
 import type { MemoryBudget } from './memory-budget.ts';
 import type { MediaBody } from './types.ts';
 
@@ -72,26 +71,8 @@ export interface DownloadedFile {
 export const defaultMaxLinkAgeMs = 50 * 60 * 1000;
 const defaultMaxRefreshes = 3;
 
-/** Headers that must never follow a redirect, although we never set them in the first place. */
-const credentialHeaders = ['x-api-key', 'authorization', 'cookie', 'proxy-authorization'];
-
-/** A got instance with nothing of the API client's: no key, no hooks, no retries, raw bytes. */
-export const mediaHttp = got.extend({
-  headers: { 'user-agent': 'study-export media' },
-  retry: { limit: 0 },
-  decompress: false,
-  followRedirect: true,
-  maxRedirects: 5,
-  hooks: {
-    beforeRedirect: [
-      (options) => {
-        for (const name of credentialHeaders) delete options.headers[name];
-        options.username = '';
-        options.password = '';
-      },
-    ],
-  },
-});
+/** The longest one attempt may take, body included. */
+const defaultDeadlineMs = 60 * 60 * 1000;
 
 /** The host refused the signed link (expired or tampered): get a fresh one. */
 class LinkRefusedError extends Error {}
@@ -101,7 +82,7 @@ class LinkRefusedError extends Error {}
  * not a Transform: one stream hop less per chunk, which was a sizeable part of the
  * download's CPU on ~1 MB files.
  */
-function measure(body: Request, onBytes?: (n: number) => void) {
+function measure(body: IncomingMessage, onBytes?: (n: number) => void) {
   const hash = createHash('sha256');
   const measured = { bytes: 0, sha256: () => hash.digest('hex') };
   body.on('data', (chunk: Buffer) => {
@@ -113,14 +94,15 @@ function measure(body: Request, onBytes?: (n: number) => void) {
 }
 
 /** Classifies a non-2xx answer: refresh, retry, or give up. */
-function statusError(request: Request, status: number, url: string, context: ErrorContext): Error {
-  request.destroy();
+function statusError(response: MediaResponse, url: string, context: ErrorContext): Error {
+  response.abort();
+  const status = response.status;
   const where = `GET ${redact(url)} answered ${status}`;
   if (status === 403) return new LinkRefusedError(where);
   if (isRetryableStatus(status)) {
     return new TryAgain('status', String(status), where, {
       status,
-      retryAfter: request.response?.headers['retry-after'],
+      retryAfter: singleHeader(response.headers['retry-after']) ?? undefined,
     });
   }
   const code = status === 404 ? 'E_NOT_FOUND' : status === 400 ? 'E_BAD_REQUEST' : 'E_HTTP';
@@ -134,16 +116,34 @@ interface Received {
   sha256(): string;
 }
 
-/** Streams the body to `dest`, hashing and counting each chunk on the way. */
+/**
+ * Streams the body to `dest`, hashing and counting each chunk on the way. A failure of the
+ * file (disk full, no permission) is told apart from one of the network by which stream
+ * failed first: the pipeline passes the first error on to the other stream.
+ */
 async function receiveToFile(
-  request: Request,
+  body: IncomingMessage,
   dest: string,
   onBytes?: (n: number) => void,
 ): Promise<Received> {
+  const file = createWriteStream(dest);
+  let failedFirst: 'file' | 'body' | null = null;
+  file.once('error', () => {
+    failedFirst ??= 'file';
+  });
+  body.once('error', () => {
+    failedFirst ??= 'body';
+  });
   // The pipe attaches first; both listeners see every chunk (flowing starts on next tick).
-  const written = pipeline(request, createWriteStream(dest));
-  const measured = measure(request, onBytes);
-  await written;
+  const written = pipeline(body, file);
+  const measured = measure(body, onBytes);
+  try {
+    await written;
+  } catch (error) {
+    if (failedFirst !== 'file') throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new MediaError(`could not write the temporary file: ${reason}`, { cause: error });
+  }
   return { body: { kind: 'file', path: dest }, bytes: measured.bytes, sha256: measured.sha256 };
 }
 
@@ -153,18 +153,18 @@ async function receiveToFile(
  * tried: it copies the buffer first and measured no faster.)
  */
 async function receiveToMemory(
-  request: Request,
+  body: IncomingMessage,
   length: number,
   onBytes?: (n: number) => void,
 ): Promise<Received> {
   const data = Buffer.allocUnsafeSlow(length);
   let bytes = 0;
-  request.on('data', (chunk: Buffer) => {
+  body.on('data', (chunk: Buffer) => {
     if (bytes + chunk.length <= length) chunk.copy(data, bytes);
     bytes += chunk.length;
     onBytes?.(chunk.length);
   });
-  await finished(request, { writable: false });
+  await finished(body, { writable: false });
   const sha256 = () => createHash('sha256').update(data).digest('hex');
   return { body: { kind: 'memory', data }, bytes, sha256 };
 }
@@ -175,26 +175,19 @@ async function receiveToMemory(
  */
 async function attempt(url: string, options: DownloadOptions): Promise<Omit<DownloadedFile, 'link'>> {
   const context = options.context ?? {};
-  const request = mediaHttp.stream(url, {
-    throwHttpErrors: false,
-    timeout: { connect: options.timeoutMs, response: options.timeoutMs, socket: options.timeoutMs },
-  });
+  let response: MediaResponse | null = null;
   try {
-    const [response] = (await once(request, 'response')) as [
-      { statusCode: number; headers: Record<string, string | string[] | undefined> },
-    ];
-    if (response.statusCode < 200 || response.statusCode > 299) {
-      throw statusError(request, response.statusCode, url, context);
-    }
-    const lengthHeader = response.headers['content-length'];
-    const expected = typeof lengthHeader === 'string' ? Number(lengthHeader) : undefined;
-    const contentType = response.headers['content-type'];
+    response = await mediaGet(url, { timeoutMs: options.timeoutMs, deadlineMs: defaultDeadlineMs });
+    if (response.status < 200 || response.status > 299) throw statusError(response, url, context);
+    const lengthHeader = singleHeader(response.headers['content-length']);
+    const expected = lengthHeader === null ? undefined : Number(lengthHeader);
+    const contentType = singleHeader(response.headers['content-type']);
     const known = expected !== undefined && Number.isFinite(expected);
     const inMemory = known && options.memory?.tryTake(expected) === true;
     try {
       const received = inMemory
-        ? await receiveToMemory(request, expected, options.onBytes)
-        : await receiveToFile(request, options.dest, options.onBytes);
+        ? await receiveToMemory(response.body, expected, options.onBytes)
+        : await receiveToFile(response.body, options.dest, options.onBytes);
       if (known && received.bytes !== expected) {
         throw new TryAgain(
           'body',
@@ -206,7 +199,7 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
         body: received.body,
         bytes: received.bytes,
         sha256: received.sha256(),
-        contentType: typeof contentType === 'string' ? contentType : null,
+        contentType,
       };
     } catch (error) {
       // Nothing of a failed attempt is kept: a later attempt may go to memory instead.
@@ -215,12 +208,17 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
       throw error;
     }
   } catch (error) {
-    request.destroy();
+    response?.abort();
     throw classify(error, url);
   }
 }
 
-/** Our own errors pass through; anything from got or the socket is worth another attempt. */
+/** A header's value when it was sent once; null when absent or repeated. */
+function singleHeader(value: string | string[] | undefined): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+/** Our own errors pass through; anything from the connection or the socket is worth another attempt. */
 function classify(error: unknown, url: string): Error {
   if (
     error instanceof LinkRefusedError ||
@@ -229,10 +227,6 @@ function classify(error: unknown, url: string): Error {
     error instanceof MediaError
   ) {
     return error;
-  }
-  // A local file error (disk full, no permission) is not the host's fault: no retry.
-  if (error instanceof Error && !(error instanceof RequestError) && 'syscall' in error) {
-    return new MediaError(`could not write the temporary file: ${error.message}`, { cause: error });
   }
   const message = redact(error instanceof Error ? error.message : String(error));
   return new TryAgain('network', networkReason(error), `GET ${redact(url)} failed: ${message}`, {
