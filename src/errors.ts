@@ -1,7 +1,8 @@
 /**
- * Typed errors. Each carries a stable code, the context it happened in (study, response,
- * URL without its query string) and its cause. They are thrown where things fail and
- * reported once, at the edge (src/cli.ts), which maps them to exit codes.
+ * Typed errors and the product's exit codes. Each error carries a stable code, the context it
+ * happened in (study, response, URL without its query string), its cause and its exit code.
+ * They are thrown where things fail and reported once, at the edge (src/cli/report.ts, which
+ * also maps a finished run, a failed verify and a signal to their codes).
  */
 
 export interface ErrorContext {
@@ -14,13 +15,27 @@ export interface ErrorContext {
   status?: number;
 }
 
-/** Exit codes of the product: 1 failed, 2 usage/configuration/authentication. */
-export type ExitCode = 1 | 2;
+/** Every exit code of the product, named once. */
+export const exitCodes = {
+  complete: 0,
+  /** Failed: nothing committed (an unreachable service, a run that could not be written, verify problems). */
+  failed: 1,
+  /** Usage, configuration or authentication: fix the command, the pipeline file or the key. */
+  usage: 2,
+  /** Finished but partial: rejects, failed media or a study that could not be read, all in the manifest. */
+  partial: 3,
+  /** The shell's codes for the signals (128 + signal number). */
+  SIGINT: 130,
+  SIGTERM: 143,
+} as const;
+
+/** What an error ends the process with. */
+export type ExitCode = typeof exitCodes.failed | typeof exitCodes.usage;
 
 export class StudyExportError extends Error {
   readonly code: string;
   readonly context: ErrorContext;
-  readonly exitCode: ExitCode = 1;
+  readonly exitCode: ExitCode = exitCodes.failed;
 
   constructor(code: string, message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -32,7 +47,7 @@ export class StudyExportError extends Error {
 
 /** The pipeline file or the command line is wrong. */
 export class ConfigError extends StudyExportError {
-  override readonly exitCode = 2;
+  override readonly exitCode = exitCodes.usage;
   constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
     super('E_CONFIG', message, options);
   }
@@ -40,7 +55,7 @@ export class ConfigError extends StudyExportError {
 
 /** The service refused the key (401/403 on base_url). */
 export class AuthError extends StudyExportError {
-  override readonly exitCode = 2;
+  override readonly exitCode = exitCodes.usage;
   constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
     super('E_AUTH', message, options);
   }
@@ -59,9 +74,12 @@ export class HttpError extends StudyExportError {
   }
 }
 
-/** The host could not be reached at all (DNS, refused, timeouts). */
+/**
+ * The service could not be reached (DNS, refused, reset, timeouts) after retries: an outage,
+ * not a configuration mistake, so exit 1. One record or one study's listing lost this way is
+ * a reject of that study instead (exit 3); only the study list failing ends the run.
+ */
 export class NetworkError extends StudyExportError {
-  override readonly exitCode = 2;
   constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
     super('E_NETWORK', message, options);
   }

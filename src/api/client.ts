@@ -125,6 +125,12 @@ class GotApiClient implements ApiClient {
   private readonly adaptive: AdaptiveConcurrency;
   private readonly identity: ClientIdentity;
   private readonly policy: RetryPolicy;
+  /**
+   * Set when a request gave up because the service did not answer, cleared by the next
+   * answer: while set, network failures are not retried, so a service that went away ends
+   * each remaining request after one attempt instead of a full round of backoff.
+   */
+  private serviceDown = false;
 
   constructor(private readonly options: ApiClientOptions) {
     // A trailing slash makes relative paths resolve below any path base_url has.
@@ -207,9 +213,14 @@ class GotApiClient implements ApiClient {
   /** The shared retry loop: attempts run in the shared limit, waits outside it. */
   private async fetch(spec: RequestSpec): Promise<Fetched> {
     const hooks = {
-      giveUp: (failure: TryAgain, attempts: number) => giveUp(spec, failure, attempts),
+      giveUp: (failure: TryAgain, attempts: number) => {
+        if (failure.kind === 'network') this.serviceDown = true;
+        return giveUp(spec, failure, attempts);
+      },
       counts: this.counters.retryCounts,
       onRetry: (event: RetryEvent) => this.onRetry(spec, event),
+      retries: (failure: TryAgain) =>
+        this.serviceDown && failure.kind === 'network' ? 0 : this.policy.retries,
     };
     const { payload, status, bytes } = await withRetries(this.policy, hooks, () =>
       this.limit(() => this.attempt(spec)),
@@ -252,6 +263,7 @@ class GotApiClient implements ApiClient {
       this.counters.recordAttempt(spec.operation, failure.reason, performance.now() - started, 0);
       throw failure;
     }
+    this.serviceDown = false;
     const body = response.body;
     this.counters.recordAttempt(
       spec.operation,

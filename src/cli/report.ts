@@ -4,12 +4,27 @@
  * printed (and URLs lose their query strings), as a last line of defence behind the
  * error messages themselves.
  */
-import { StudyExportError } from '../errors.ts';
+import { exitCodes, StudyExportError } from '../errors.ts';
 import { redact } from '../redact.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import type { LogFormat } from './context.ts';
 import { jsonEvent } from './json-event.ts';
 import { UsageError } from './usage.ts';
+
+/** A finished run: 0 complete (or a dry run's plan), 3 partial. */
+export function runExitCode(status: 'complete' | 'partial' | 'planned'): number {
+  return status === 'partial' ? exitCodes.partial : exitCodes.complete;
+}
+
+/** `verify`: 0 when the run checks out, 1 when it found problems. */
+export function verifyExitCode(problems: number): number {
+  return problems === 0 ? exitCodes.complete : exitCodes.failed;
+}
+
+/** Stopped by a signal: the shell's code for it. */
+export function signalExitCode(signal: 'SIGINT' | 'SIGTERM'): number {
+  return exitCodes[signal];
+}
 
 export interface ErrorOutput {
   write(text: string): unknown;
@@ -39,13 +54,13 @@ export function reportError(
   if (debug && error instanceof Error && error.stack) lines.push(error.stack);
   else lines.push('  hint: run again with DEBUG=study-export for the stack trace, and report it');
   stderr.write(`${redact(lines.join('\n'))}\n`);
-  return 1;
+  return exitCodes.failed;
 }
 
 /** --log-format json: the error as one JSON line, its code, exit code, context and hint. */
 function reportErrorAsJson(error: unknown, stderr: ErrorOutput): number {
   const known = error instanceof StudyExportError ? error : null;
-  const exitCode = known?.exitCode ?? 1;
+  const exitCode = known?.exitCode ?? exitCodes.failed;
   const hint = known ? hintFor(known) : undefined;
   const fields = {
     code: known?.code ?? 'E_UNEXPECTED',
@@ -78,7 +93,7 @@ function hintFor(error: StudyExportError): string | undefined {
     case 'E_AUTH':
       return 'the key is never printed; check the variable holds the key for this base_url';
     case 'E_NETWORK':
-      return 'check source.base_url (or STUDY_API_BASE_URL) and your network; `study-export sandbox` serves a local service';
+      return 'an outage, not a configuration error (exit 1): run again once the service answers; if it never does, check source.base_url and the network';
     case 'E_RETRIES_EXHAUSTED':
       return 'the service kept failing; try later, or lower --concurrency';
     default:

@@ -3,11 +3,11 @@
  * not express: ISO dates, format lists, integer ranges.
  */
 import { type Format, formats } from '../config/schema.ts';
-import { StudyExportError } from '../errors.ts';
+import { exitCodes, StudyExportError } from '../errors.ts';
 
 /** The command line is wrong: unknown option, bad value, missing argument. */
 export class UsageError extends StudyExportError {
-  override readonly exitCode = 2;
+  override readonly exitCode = exitCodes.usage;
   constructor(
     message: string,
     readonly command?: string,

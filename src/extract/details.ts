@@ -3,13 +3,13 @@
  *
  * At most `window` calls of this study are in flight and no more than that is pulled from the
  * listing (backpressure); the client's shared limit bounds all studies together. Results come
- * out in completion order. One response that fails (404, retries exhausted, not JSON) or does
- * not validate goes to rejects with detail null and the run goes on; a refused key or an
- * unreachable service ends it.
+ * out in completion order. One response that fails (404, retries exhausted on 5xx, resets or
+ * a refused connection, not JSON) or does not validate goes to rejects with detail null and
+ * the run goes on; only a refused key ends it.
  */
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, type ListedResponse, SingleResponse, type Study } from '../api/resources.ts';
-import { HttpError, PayloadError } from '../errors.ts';
+import { HttpError, NetworkError, PayloadError } from '../errors.ts';
 import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
 import { storable, tooDeepReason } from './nesting.ts';
 
@@ -88,8 +88,9 @@ async function fetchOne(
   try {
     fetched = await client.getResponse(study.link_id, listed.id);
   } catch (error) {
-    // One response lost is a reject; a refused key or an unreachable host is the run's end.
-    if (!(error instanceof HttpError || error instanceof PayloadError)) throw error;
+    // One response lost is a reject (its study's watermark holds); a refused key is the run's end.
+    const lost = error instanceof HttpError || error instanceof PayloadError || error instanceof NetworkError;
+    if (!lost) throw error;
     rejectDetail(sinks, study, listed.id, `${error.code}: ${error.message}`, null);
     return { listed, detail: null, fetchedAt: Date.now() };
   }

@@ -141,8 +141,8 @@ export interface RetryHooks {
   counts: RetryCounts;
   /** Called before each wait (after counting). */
   onRetry?: (event: RetryEvent) => void;
-  /** Fewer retries than the policy allows for this request (the API's "service is down" mode). */
-  retries?: () => number;
+  /** Fewer retries than the policy allows for this failure (the API's "service is down" mode). */
+  retries?: (failure: TryAgain) => number;
 }
 
 /** Runs `attempt` until it returns, throws a final error, or its retries run out. */
@@ -156,7 +156,7 @@ export async function withRetries<T>(
       return await attempt(retry + 1);
     } catch (error) {
       if (!(error instanceof TryAgain)) throw error;
-      if (retry >= (hooks.retries?.() ?? policy.retries)) throw hooks.giveUp(error, retry + 1);
+      if (retry >= (hooks.retries?.(error) ?? policy.retries)) throw hooks.giveUp(error, retry + 1);
       const { delayMs, capped } = retryDelay(retry, error.retryAfterMs, policy);
       hooks.counts.record(error.reason, capped);
       hooks.onRetry?.({ failure: error, retry: retry + 1, delayMs, capped });

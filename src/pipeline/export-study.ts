@@ -6,7 +6,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
-import { AuthError, NetworkError, PayloadError, StudyExportError } from '../errors.ts';
+import { AuthError, PayloadError, StudyExportError } from '../errors.ts';
 import { fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
@@ -115,10 +115,9 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     await wide.finish(wideColumns(questions.all()));
   } catch (error) {
     await wide.abort();
-    // Without a key or a host nothing else can succeed: stop the run.
-    if (error instanceof AuthError || error instanceof NetworkError || !(error instanceof StudyExportError)) {
-      throw error;
-    }
+    // Without a key nothing else can succeed: stop the run. A listing the service did not
+    // answer (after retries) loses this study only: it is partial and its watermark holds.
+    if (error instanceof AuthError || !(error instanceof StudyExportError)) throw error;
     outcome.lossless = false;
     outcome.error = error.message;
     sinks.warn({ code: 'study_failed', message: error.message, study_id: study.id, link_id: study.link_id });

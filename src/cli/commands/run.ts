@@ -14,6 +14,7 @@ import {
   pipelineSelection,
 } from '../context.ts';
 import { jsonEvent } from '../json-event.ts';
+import { runExitCode, signalExitCode } from '../report.ts';
 import { createReporter } from '../reporters.ts';
 import { JOB_INDEX_ENV, SHARD_COUNT_ENV, SHARD_ENV, type ShardArgs, shardOf } from '../shard.ts';
 import { formatSummary } from '../summary.ts';
@@ -135,7 +136,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         stopOnSignal.remove();
         reporter.stop();
       }
-      context.exitCode = result.status === 'partial' ? 3 : 0;
+      context.exitCode = runExitCode(result.status);
       context.stdout.write(`${formatSummary(result)}\n`);
       if (format === 'json') {
         context.stderr.write(`${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`);
@@ -155,7 +156,7 @@ function interruptHandler(
 ): { remove(): void } {
   const onSignal = (signal: NodeJS.Signals) => {
     reporter.stop();
-    const exitCode = signal === 'SIGINT' ? 130 : 143;
+    const exitCode = signalExitCode(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
     const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)`;
     context.stderr.write(
       format === 'json'

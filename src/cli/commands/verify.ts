@@ -1,6 +1,7 @@
 /** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1. */
 import type { CommandModule } from 'yargs';
 import type { CliContext } from '../context.ts';
+import { verifyExitCode } from '../report.ts';
 
 interface VerifyArgs {
   run_dir: string;
@@ -30,7 +31,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
       context.stderr.write(
         `study-export: ${args.run_dir}: ${result.problems.length} problem${result.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
       );
-      context.exitCode = 1;
+      context.exitCode = verifyExitCode(result.problems.length);
     },
   };
 }
