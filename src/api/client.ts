@@ -14,13 +14,20 @@ import http from 'node:http';
 import https from 'node:https';
 import got, { type Got, type Response } from 'got';
 import pLimit, { type LimitFunction } from 'p-limit';
-import type { PipelineConfig } from '../config/schema.ts';
+import { apiDeadlineMs, type PipelineConfig } from '../config/schema.ts';
 import { HttpError } from '../errors.ts';
 import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
 import { redact, registerSecret } from '../redact.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
 import { ApiCounters } from './counters.ts';
-import { type ClientIdentity, giveUp, networkFailure, type RequestSpec, readAnswer } from './outcome.ts';
+import {
+  bodyTooLarge,
+  type ClientIdentity,
+  giveUp,
+  networkFailure,
+  type RequestSpec,
+  readAnswer,
+} from './outcome.ts';
 import type { Operation } from './resources.ts';
 
 export interface RetryInfo {
@@ -47,6 +54,10 @@ export interface ApiClientOptions {
   concurrency: number;
   /** Per-phase timeouts (connect, idle socket, time to first byte, ...); no overall request timeout. */
   timeoutMs: number;
+  /** The whole request, first byte sent to last received (got's `timeout.request`). Default 4 × timeoutMs. */
+  deadlineMs?: number;
+  /** Largest body read; a longer one is cut off while it arrives. Default 64 MiB. */
+  maxBodyBytes?: number;
   /** Retries after the first attempt. */
   retries: number;
   /** Longest Retry-After honoured; longer ones are capped to this (and counted). Default 60 s. */
@@ -101,15 +112,22 @@ export function pathSegment(value: string, what: string): string {
 /** The client options a pipeline file's `source` section sets (run and studies alike). */
 export function clientSettings(
   source: PipelineConfig['source'],
-): Pick<ApiClientOptions, 'apiKeyEnv' | 'concurrency' | 'timeoutMs' | 'retries' | 'maxRetryAfterMs'> {
+): Pick<
+  ApiClientOptions,
+  'apiKeyEnv' | 'concurrency' | 'timeoutMs' | 'deadlineMs' | 'maxBodyBytes' | 'retries' | 'maxRetryAfterMs'
+> {
   return {
     apiKeyEnv: source.api_key_env,
     concurrency: source.concurrency,
     timeoutMs: source.timeout_ms,
+    deadlineMs: apiDeadlineMs(source),
+    maxBodyBytes: source.max_body_mib * MiB,
     retries: source.retries,
     maxRetryAfterMs: source.max_retry_after_s * 1000,
   };
 }
+
+const MiB = 1024 * 1024;
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   return new GotApiClient(options);
@@ -131,6 +149,8 @@ class GotApiClient implements ApiClient {
    * each remaining request after one attempt instead of a full round of backoff.
    */
   private serviceDown = false;
+  private readonly deadlineMs: number;
+  private readonly maxBodyBytes: number;
 
   constructor(private readonly options: ApiClientOptions) {
     // A trailing slash makes relative paths resolve below any path base_url has.
@@ -143,6 +163,8 @@ class GotApiClient implements ApiClient {
     this.limit = pLimit(options.concurrency);
     this.adaptive = new AdaptiveConcurrency(this.limit, options.concurrency, this.counters, options.adaptive);
     this.policy = retryPolicy(options);
+    this.deadlineMs = options.deadlineMs ?? 4 * options.timeoutMs;
+    this.maxBodyBytes = options.maxBodyBytes ?? 64 * MiB;
     this.agents = {
       http: new http.Agent({ keepAlive: true }),
       https: new https.Agent({ keepAlive: true }),
@@ -152,11 +174,12 @@ class GotApiClient implements ApiClient {
 
   private createGot(): Got {
     const t = this.options.timeoutMs;
+    const request = this.deadlineMs;
     const apiHost = this.base.host;
     const sameHost = (url: URL) => url.host === apiHost && url.protocol === this.base.protocol;
     return got.extend({
       headers: { 'x-api-key': this.options.apiKey, accept: 'application/json' },
-      timeout: { lookup: t, connect: t, secureConnect: t, socket: t, send: t, response: t },
+      timeout: { lookup: t, connect: t, secureConnect: t, socket: t, send: t, response: t, request },
       retry: { limit: 0 },
       throwHttpErrors: false,
       responseType: 'buffer',
@@ -256,10 +279,23 @@ class GotApiClient implements ApiClient {
   private async attempt(spec: RequestSpec): Promise<{ payload: unknown; status: number; bytes: number }> {
     const started = performance.now();
     let response: Response<Buffer>;
+    const request = this.http.get(spec.url, { responseType: 'buffer' });
+    // The cap is enforced as the bytes arrive (decompressed), not after the body is whole.
+    let tooLarge = false;
+    request.on('downloadProgress', ({ transferred, total }) => {
+      if (transferred > this.maxBodyBytes || (total ?? 0) > this.maxBodyBytes) {
+        tooLarge = true;
+        request.cancel();
+      }
+    });
     try {
-      response = await this.http.get(spec.url, { responseType: 'buffer' });
+      response = await request;
     } catch (error) {
-      const failure = networkFailure(error);
+      if (tooLarge) {
+        this.counters.recordAttempt(spec.operation, 'too_large', performance.now() - started, 0);
+        throw bodyTooLarge(spec, this.maxBodyBytes);
+      }
+      const failure = networkFailure(error, this.deadlineMs);
       this.counters.recordAttempt(spec.operation, failure.reason, performance.now() - started, 0);
       throw failure;
     }

@@ -3,6 +3,8 @@
  * error; and the error of a request whose retries ran out. Messages name the operation, the
  * study or response, and the fix; never the key.
  */
+
+import { TimeoutError } from 'got';
 import {
   AuthError,
   type ErrorContext,
@@ -63,8 +65,12 @@ const networkReasons: Record<string, string> = {
   EPIPE: 'connection closed while sending',
 };
 
-/** A request that got no HTTP answer: always worth another attempt. */
-export function networkFailure(error: unknown): TryAgain {
+/** A request that got no (complete) HTTP answer: always worth another attempt. */
+export function networkFailure(error: unknown, deadlineMs: number): TryAgain {
+  if (error instanceof TimeoutError && error.event === 'request') {
+    const why = `no complete answer within ${deadlineMs} ms (source.deadline_ms)`;
+    return new TryAgain('network', 'deadline', why, { cause: error });
+  }
   const reason = networkReason(error);
   const why = networkReasons[reason] ?? redact(error instanceof Error ? error.message : String(error));
   return new TryAgain('network', reason, `${reason}: ${why}`, { cause: error });
@@ -104,6 +110,15 @@ function readPayload(answer: RawAnswer): unknown {
   }
 }
 
+/** An answer cut off at source.max_body_mib: final, the same answer would come again. */
+export function bodyTooLarge(spec: RequestSpec, maxBytes: number): PayloadError {
+  return new PayloadError(
+    `${describeRequest(spec)}: the answer from ${redact(spec.url)} is larger than source.max_body_mib ` +
+      `(${maxBytes / (1024 * 1024)} MiB); stopped reading it`,
+    { context: errorContext(spec) },
+  );
+}
+
 /** The final error of a request whose attempts all failed with `failure`. */
 export function giveUp(spec: RequestSpec, failure: TryAgain, attempts: number): StudyExportError {
   const where = redact(spec.url);
@@ -117,11 +132,13 @@ export function giveUp(spec: RequestSpec, failure: TryAgain, attempts: number): 
           `gave up after ${times} (raise source.retries or try again later)`,
         { context },
       );
-    case 'network':
+    case 'network': {
+      const what = failure.reason === 'deadline' ? 'too slow' : 'unreachable';
       return new NetworkError(
-        `${describeRequest(spec)}: the service is unreachable: no answer from ${where} (${failure.message}) after ${times}`,
+        `${describeRequest(spec)}: the service is ${what}: ${failure.message} at ${where}, after ${times}`,
         { context, cause: failure.cause },
       );
+    }
     case 'body':
       return new PayloadError(`${describeRequest(spec)}: ${failure.message} from ${where} after ${times}`, {
         context,

@@ -23,8 +23,18 @@ export const settingBounds = {
   retries: { min: 0, max: 20 },
   max_pages: { min: 1, max: 10_000_000 },
   max_retry_after_s: { min: 0, max: 3_600 },
+  // A whole request may take a few idle timeouts, never long enough to overflow a timer.
+  deadline_ms: { min: 100, max: 14_400_000 },
+  max_body_mib: { min: 1, max: 4_096 },
   media_concurrency: { min: 1, max: 64 },
+  media_deadline_ms: { min: 1_000, max: 14_400_000 },
+  max_file_mib: { min: 1, max: 65_536 },
 } as const;
+
+/** The deadline of a whole API request when `source.deadline_ms` is not set: a few idle timeouts. */
+export function apiDeadlineMs(source: { timeout_ms: number; deadline_ms?: number | undefined }): number {
+  return source.deadline_ms ?? Math.min(settingBounds.deadline_ms.max, 4 * source.timeout_ms);
+}
 
 const boundedInt = (bounds: { min: number; max: number }) => z.number().int().min(bounds.min).max(bounds.max);
 
@@ -61,6 +71,10 @@ export const SourceConfig = z.strictObject({
   max_pages: boundedInt(settingBounds.max_pages).default(100_000),
   /** Longest Retry-After waited for (API and media); a longer one waits this long and is counted. */
   max_retry_after_s: boundedInt(settingBounds.max_retry_after_s).default(60),
+  /** Whole request, first byte sent to last received (timeout_ms bounds only silences); default apiDeadlineMs. */
+  deadline_ms: boundedInt(settingBounds.deadline_ms).optional(),
+  /** Largest API response body read; a longer one is cut off while it arrives. */
+  max_body_mib: boundedInt(settingBounds.max_body_mib).default(64),
 });
 
 export const StudiesConfig = z.strictObject({
@@ -84,6 +98,10 @@ export const MediaConfig = z.strictObject({
   enabled: z.boolean().default(true),
   video: z.enum(videoModes).default('mp4'),
   concurrency: boundedInt(settingBounds.media_concurrency).default(4),
+  /** Whole download of one file; a signed link lives an hour. */
+  deadline_ms: boundedInt(settingBounds.media_deadline_ms).default(3_600_000),
+  /** Largest media file downloaded (and never more than its Content-Length). */
+  max_file_mib: boundedInt(settingBounds.max_file_mib).default(4_096),
 });
 
 export const PipelineConfig = z.strictObject({

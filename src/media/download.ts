@@ -49,6 +49,10 @@ export interface DownloadOptions {
   counts?: RetryCounts;
   /** Connect, first-byte and idle-socket timeout of one attempt. */
   timeoutMs: number;
+  /** The whole of one attempt (media.deadline_ms; default one hour). */
+  deadlineMs?: number;
+  /** Largest body accepted when it announces no smaller Content-Length (media.max_file_mib; default 4 GiB). */
+  maxFileBytes?: number;
   /** Refresh before using a link older than this (it expires one hour after issue). */
   maxLinkAgeMs?: number;
   /** Refreshes allowed for one file before its 403s are taken as final. */
@@ -73,6 +77,8 @@ const defaultMaxRefreshes = 3;
 
 /** The longest one attempt may take, body included. */
 const defaultDeadlineMs = 60 * 60 * 1000;
+const MiB = 1024 * 1024;
+const defaultMaxFileBytes = 4096 * MiB;
 
 /** The host refused the signed link (expired or tampered): get a fresh one. */
 class LinkRefusedError extends Error {}
@@ -82,15 +88,37 @@ class LinkRefusedError extends Error {}
  * not a Transform: one stream hop less per chunk, which was a sizeable part of the
  * download's CPU on ~1 MB files.
  */
-function measure(body: IncomingMessage, onBytes?: (n: number) => void) {
+function measure(body: IncomingMessage, limit: BodyLimit, onBytes?: (n: number) => void) {
   const hash = createHash('sha256');
   const measured = { bytes: 0, sha256: () => hash.digest('hex') };
   body.on('data', (chunk: Buffer) => {
     hash.update(chunk);
     measured.bytes += chunk.length;
+    if (measured.bytes > limit.maxBytes) body.destroy(limit.exceeded());
     onBytes?.(chunk.length);
   });
   return measured;
+}
+
+/** The most bytes a body may bring (its Content-Length, else media.max_file_mib) and the error past it. */
+interface BodyLimit {
+  maxBytes: number;
+  exceeded(): MediaError;
+}
+
+function bodyLimit(url: string, expected: number | undefined, options: DownloadOptions): BodyLimit {
+  const ceiling = options.maxFileBytes ?? defaultMaxFileBytes;
+  const maxBytes = Math.min(expected ?? ceiling, ceiling);
+  const context = { ...options.context, url: redact(url) };
+  const what =
+    expected !== undefined && expected <= ceiling
+      ? `its Content-Length (${expected} bytes)`
+      : `media.max_file_mib (${ceiling / MiB} MiB)`;
+  return {
+    maxBytes,
+    exceeded: () =>
+      new MediaError(`GET ${redact(url)} sent more than ${what}; stopped reading it`, { context }),
+  };
 }
 
 /** Classifies a non-2xx answer: refresh, retry, or give up. */
@@ -124,6 +152,7 @@ interface Received {
 async function receiveToFile(
   body: IncomingMessage,
   dest: string,
+  limit: BodyLimit,
   onBytes?: (n: number) => void,
 ): Promise<Received> {
   const file = createWriteStream(dest);
@@ -136,11 +165,11 @@ async function receiveToFile(
   });
   // The pipe attaches first; both listeners see every chunk (flowing starts on next tick).
   const written = pipeline(body, file);
-  const measured = measure(body, onBytes);
+  const measured = measure(body, limit, onBytes);
   try {
     await written;
   } catch (error) {
-    if (failedFirst !== 'file') throw error;
+    if (error instanceof MediaError || failedFirst !== 'file') throw error;
     const reason = error instanceof Error ? error.message : String(error);
     throw new MediaError(`could not write the temporary file: ${reason}`, { cause: error });
   }
@@ -177,17 +206,23 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
   const context = options.context ?? {};
   let response: MediaResponse | null = null;
   try {
-    response = await mediaGet(url, { timeoutMs: options.timeoutMs, deadlineMs: defaultDeadlineMs });
+    response = await mediaGet(url, {
+      timeoutMs: options.timeoutMs,
+      deadlineMs: options.deadlineMs ?? defaultDeadlineMs,
+    });
     if (response.status < 200 || response.status > 299) throw statusError(response, url, context);
     const lengthHeader = singleHeader(response.headers['content-length']);
     const expected = lengthHeader === null ? undefined : Number(lengthHeader);
     const contentType = singleHeader(response.headers['content-type']);
     const known = expected !== undefined && Number.isFinite(expected);
+    const limit = bodyLimit(url, known ? expected : undefined, options);
+    // A file announced larger than the ceiling is refused before a byte of it is read.
+    if (known && expected > limit.maxBytes) throw limit.exceeded();
     const inMemory = known && options.memory?.tryTake(expected) === true;
     try {
       const received = inMemory
         ? await receiveToMemory(response.body, expected, options.onBytes)
-        : await receiveToFile(response.body, options.dest, options.onBytes);
+        : await receiveToFile(response.body, options.dest, limit, options.onBytes);
       if (known && received.bytes !== expected) {
         throw new TryAgain(
           'body',

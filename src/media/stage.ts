@@ -34,6 +34,10 @@ export interface MediaStageOptions {
   /** Backoff without Retry-After (defaults of src/http/retry.ts). */
   backoff?: Partial<RetryPolicy['backoff']>;
   timeoutMs: number;
+  /** The whole download of one file (default one hour). */
+  deadlineMs?: number;
+  /** Largest file downloaded, whatever its Content-Length says (default 4 GiB). */
+  maxFileBytes?: number;
   /** Refresh links older than this before using them (default 50 minutes). */
   maxLinkAgeMs?: number;
   onBytes?: (n: number) => void;
@@ -84,6 +88,8 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
         policy,
         counts: retryCounts,
         timeoutMs: options.timeoutMs,
+        ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+        ...(options.maxFileBytes === undefined ? {} : { maxFileBytes: options.maxFileBytes }),
         ...(options.maxLinkAgeMs === undefined ? {} : { maxLinkAgeMs: options.maxLinkAgeMs }),
         now,
         ...(options.onBytes ? { onBytes: options.onBytes } : {}),

@@ -231,6 +231,8 @@ async function exportRun(
         retries: config.source.retries,
         maxRetryAfterMs: config.source.max_retry_after_s * 1000,
         timeoutMs: config.source.timeout_ms,
+        deadlineMs: config.media.deadline_ms,
+        maxFileBytes: config.media.max_file_mib * 1024 * 1024,
         onBytes: (bytes) => reporter.tick('media', 0, bytes),
       })
     : null;
