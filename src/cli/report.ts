@@ -93,7 +93,7 @@ function hintFor(error: StudyExportError): string | undefined {
     case 'E_AUTH':
       return 'the key is never printed; check the variable holds the key for this base_url';
     case 'E_NETWORK':
-      return 'an outage, not a configuration error (exit 1): run again once the service answers; if it never does, check source.base_url and the network';
+      return 'the service did not answer (exit 1): run again once it does; if it never does, check source.base_url and the network';
     case 'E_RETRIES_EXHAUSTED':
       return 'the service kept failing; try later, or lower --concurrency';
     default:
