@@ -1,7 +1,8 @@
 /**
  * Errors a user meets first, through the command line: a wrong key, an unknown study, an
- * unreachable host, broken pipeline files. Each exits 2 with one clear message naming what
- * to fix (the variable, the study, the URL, the file and key), prints no key, and leaves
+ * unreachable host, broken pipeline files. Each exits 2 (1 for the unreachable host: an
+ * outage, not a mistake to fix) with one clear message naming what to fix (the variable,
+ * the study, the URL, the file and key), prints no key, and leaves
  * no run, no `latest` and no state behind. The cases are independent subprocesses, run at once.
  */
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -45,8 +46,8 @@ async function expectNothingWritten(out: string): Promise<void> {
   expect(entries).toEqual([]);
 }
 
-function expectOneError(result: CliResult): string {
-  expect(result.code, result.stderr).toBe(2);
+function expectOneError(result: CliResult, code = 2): string {
+  expect(result.code, result.stderr).toBe(code);
   const errors = result.stderr.split('\n').filter((line) => line.startsWith('study-export:'));
   expect(errors, result.stderr).toHaveLength(1);
   return result.stderr;
@@ -80,14 +81,15 @@ describe.concurrent('the command line refuses clearly', () => {
     await expectNothingWritten(result.out);
   });
 
-  it('an unreachable host: exit 2 naming the URL', async () => {
+  it('an unreachable host: exit 1 (an outage, not a configuration error) naming the URL', async () => {
     const result = await runPipelineFile(
       'unreachable',
       ['name: t', `source: { base_url: "http://127.0.0.1:9", api_key_env: ${KEY_ENV}, retries: 1 }`],
       { [KEY_ENV]: sandbox.api_key },
     );
-    const stderr = expectOneError(result);
+    const stderr = expectOneError(result, 1);
     expect(stderr).toContain('http://127.0.0.1:9');
+    expect(stderr).toContain('the service is unreachable');
     expectNoSecretInText(result.stdout + stderr, sandbox.api_key);
     await expectNothingWritten(result.out);
   });
