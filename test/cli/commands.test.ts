@@ -139,11 +139,12 @@ describe('studies and errors against a source', () => {
     }
   });
 
-  it('an unreachable base_url says which URL and why, exit 2', async () => {
+  it('an unreachable base_url says which URL and why, exit 1 (an outage, not a configuration error)', async () => {
     const work = await workdir('name: t\nsource:\n  base_url: http://127.0.0.1:9\n  retries: 0\n');
     try {
       const result = await runCli(['studies'], { cwd: work.dir, env: { STUDY_API_KEY: 'k-123456' } });
-      expect(result.code).toBe(2);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('the service is unreachable');
       expect(result.stderr).toContain('http://127.0.0.1:9/api/public/list_surveys');
       expect(result.stderr).toContain('ECONNREFUSED');
       expect(result.stderr).not.toContain('k-123456');

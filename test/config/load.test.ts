@@ -121,7 +121,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nmedia:\n  videos: both\n');
     const error = await loadError('x');
     expect(error.message).toContain(
-      'media: unknown key "videos" (expected one of: enabled, video, concurrency)',
+      'media: unknown key "videos" (expected one of: enabled, video, concurrency, deadline_ms, max_file_mib)',
     );
   });
 
