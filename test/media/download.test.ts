@@ -24,6 +24,20 @@ beforeAll(async () => {
       // Promises 10 bytes, sends 5, then drops the connection.
       res.writeHead(200, { 'content-length': '10' });
       res.write('hello', () => res.destroy());
+    } else if (req.url?.startsWith('/endless')) {
+      // No Content-Length, and a body that never ends.
+      res.writeHead(200, { 'content-type': 'video/mp4' });
+      const chunk = Buffer.alloc(64 * 1024, 1);
+      const more = () => {
+        while (!res.destroyed && res.write(chunk)) {
+          // until the socket's buffer is full
+        }
+        if (!res.destroyed) res.once('drain', more);
+      };
+      more();
+    } else if (req.url?.startsWith('/huge')) {
+      res.writeHead(200, { 'content-length': String(10 * 1024 * 1024) });
+      res.write(Buffer.alloc(1024));
     } else if (req.url?.startsWith('/bounce')) {
       res.writeHead(302, { location: `${base}/file?sig=2` }).end();
     } else {
@@ -106,6 +120,26 @@ describe('downloadMedia', () => {
     await expect(failure).rejects.toThrow(/gave up after 4 attempts/);
     expect(seen).toHaveLength(4);
     expect(memory.freeBytes).toBe(100);
+  });
+
+  it('stops an endless body at media.max_file_mib as it arrives, removes the partial file, does not retry', async () => {
+    const dest = join(dir, 'e.part');
+    const failure = downloadMedia({
+      ...options(`${base}/endless?sig=secret`, dest),
+      maxFileBytes: 1024 * 1024,
+    });
+    await expect(failure).rejects.toThrow(/sent more than media\.max_file_mib \(1 MiB\); stopped reading it/);
+    await expect(failure).rejects.not.toThrow(/secret/);
+    expect(seen).toHaveLength(1);
+    expect(existsSync(dest)).toBe(false);
+  });
+
+  it('refuses a file whose Content-Length is beyond media.max_file_mib before reading it', async () => {
+    const dest = join(dir, 'h.part');
+    const failure = downloadMedia({ ...options(`${base}/huge?sig=1`, dest), maxFileBytes: 1024 * 1024 });
+    await expect(failure).rejects.toThrow(/sent more than media\.max_file_mib \(1 MiB\)/);
+    expect(seen).toHaveLength(1);
+    expect(existsSync(dest)).toBe(false);
   });
 
   it('removes the partial file of a body that never arrived whole', async () => {
