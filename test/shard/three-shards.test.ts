@@ -1,0 +1,116 @@
+/**
+ * N shards on N machines with no coordinator: three `study-export run --shard K/3` processes
+ * started at the same time into one output. The union of their current datasets equals, row
+ * for row, the current dataset of one unsharded run of the same service (both read with
+ * DuckDB over the hive partitions); nothing is missing or duplicated; and each shard's rerun
+ * with no changes makes one list call plus one page call per study of its own.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tableNames } from '../../src/load/tables.ts';
+import { inShard } from '../../src/pipeline/shard.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { repoRoot } from '../cli/helpers.ts';
+import { currentTables } from '../current/helpers.ts';
+import { KEY_ENV, withTempDir } from '../pipeline/helpers.ts';
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 44, studies: 10, responses: 4 });
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+
+async function pipelineFile(dir: string, out: string): Promise<string> {
+  const file = join(dir, 'sharded.yaml');
+  await writeFile(
+    file,
+    [
+      'name: sharded',
+      `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 4 }`,
+      `output: { dir: "${out}", formats: [csv, parquet] }`,
+      'media: { enabled: true }',
+    ].join('\n'),
+  );
+  return file;
+}
+
+function runCli(args: string[]): {
+  child: ChildProcess;
+  done: Promise<{ code: number | null; stderr: string }>;
+} {
+  const child = spawn(process.execPath, ['bin/study-export.js', 'run', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const done = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stderr })),
+  );
+  return { child, done };
+}
+
+describe('three shards at once into one output', () => {
+  it('together hold every row once, exactly as one unsharded run; each rerun makes 1 + its studies requests', async () => {
+    expect(sandbox.studies().length).toBeGreaterThanOrEqual(9);
+    await withTempDir(async (dir) => {
+      const shardedOut = join(dir, 'sharded-out');
+      const singleOut = join(dir, 'single-out');
+      const shardedConfig = await pipelineFile(dir, shardedOut);
+      const starts: number[] = [];
+      const runs = [1, 2, 3].map((index) => {
+        starts.push(Date.now());
+        return runCli(['--config', shardedConfig, '--shard', `${index}/3`]);
+      });
+      const results = await Promise.all(runs.map((run) => run.done));
+      for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
+      // They ran side by side: each started before any other finished.
+      expect(Math.max(...starts) - Math.min(...starts)).toBeLessThan(1000);
+
+      const single = await withTempDir(async (singleDir) => {
+        const config = await pipelineFile(singleDir, singleOut);
+        const result = await runCli(['--config', config]).done;
+        expect(result, result.stderr).toMatchObject({ code: 0 });
+        return currentTables(join(singleOut, 'sharded', 'current'));
+      });
+      const union = await currentTables(join(shardedOut, 'sharded', 'current'));
+      expect(union).toEqual(single);
+      const allResponses = sandbox.studies().flatMap((s) => sandbox.responses(s.link_id).map((r) => r.id));
+      expect(union.responses.map((row) => JSON.parse(row).response_id).sort()).toEqual(allResponses.sort());
+      for (const table of tableNames) expect(new Set(union[table]).size, table).toBe(union[table].length);
+      expect(union.media.length).toBeGreaterThan(0);
+
+      // Three runs, three latest pointers, each partition written by one shard only.
+      const root = join(shardedOut, 'sharded');
+      const runIds = await readdir(join(root, 'runs'));
+      const runOf = (index: number) => runIds.find((id) => id.endsWith(`-shard-${index}-of-3`));
+      expect(runIds).toHaveLength(3);
+      for (const index of [1, 2, 3]) {
+        expect(runOf(index)).toMatch(/^\d{8}T\d{6}Z(-\d+)?-shard-\d-of-3$/);
+        expect((await readFile(join(root, `latest-shard-${index}-of-3`), 'utf8')).trim()).toBe(runOf(index));
+      }
+      for (const study of sandbox.studies()) {
+        const index = [1, 2, 3].find((k) => inShard(study.id, { index: k, count: 3 }));
+        const parts = await readdir(join(root, 'current', 'answers', `study_id=${study.id}`));
+        expect(parts).toEqual([`part-${runOf(index!)}.csv`, `part-${runOf(index!)}.parquet`]);
+      }
+
+      for (const index of [1, 2, 3]) {
+        const before = sandbox.requests.length;
+        const rerun = await runCli(['--config', shardedConfig, '--shard', `${index}/3`]).done;
+        expect(rerun, rerun.stderr).toMatchObject({ code: 0 });
+        const own = sandbox.studies().filter((s) => inShard(s.id, { index, count: 3 })).length;
+        expect(own).toBeGreaterThan(0);
+        expect(sandbox.requests.length - before).toBe(1 + own);
+      }
+      expect(await currentTables(join(shardedOut, 'sharded', 'current'))).toEqual(single);
+    });
+  });
+});
