@@ -17,6 +17,8 @@ const urlInText = /\bhttps?:\/\/[^\s"'<>]+/gi;
 function urlWithoutQuery(url: string): string {
   try {
     const parsed = new URL(url);
+    // Nothing to hide: the text stays as written.
+    if (!parsed.search && !parsed.hash && !parsed.username && !parsed.password) return url;
     return `${parsed.origin}${parsed.pathname}`;
   } catch {
     return url.split(/[?#]/)[0] ?? '';

@@ -1,7 +1,8 @@
 /** `study-export validate`: load the pipeline file, check the key's variable, show what it resolved to. */
 import type { CommandModule } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
-import type { PipelineConfig } from '../../config/schema.ts';
+import { apiDeadlineMs, type PipelineConfig } from '../../config/schema.ts';
+import { redact } from '../../redact.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { alignRows } from '../format.ts';
 
@@ -28,13 +29,14 @@ export function describeConfig(config: PipelineConfig): string[] {
   const sourceText =
     source.base_url === 'sandbox'
       ? 'sandbox (the embedded service; no key needed)'
-      : `${source.base_url} (key from ${source.api_key_env}: set)`;
+      : `${redact(source.base_url)} (key from ${source.api_key_env}: set)`;
   const rows = [
     ['name', config.name],
     ['source', sourceText],
     [
       'requests',
-      `${source.per_page} per page, ${source.concurrency} in flight, timeout ${source.timeout_ms} ms, ${source.retries} retries`,
+      `${source.per_page} per page, ${source.concurrency} in flight, timeout ${source.timeout_ms} ms ` +
+        `(${apiDeadlineMs(source)} ms a whole request), ${source.retries} retries, bodies up to ${source.max_body_mib} MiB`,
     ],
     ['in progress', source.include_in_progress ? 'included' : 'left out'],
     [
