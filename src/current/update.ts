@@ -31,6 +31,7 @@ import {
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import type { CurrentStore } from './store.ts';
+import { type PartRef, wideFolder, writeCurrentWide } from './wide.ts';
 
 export interface CurrentUpdate {
   store: CurrentStore;
@@ -135,20 +136,19 @@ async function updateStudy(
   for (const table of ['answers', 'transcript', 'attributes', 'media'] as const) {
     if (plan !== null) await rewriteChildren(update, table, id, partition(table), plan, open, publish);
   }
+  let questions: Row<'questions'>[] = await readAll(store, partition('questions'), 'questions');
   if (rewrite.has('questions')) {
-    const previous = await readAll(store, partition('questions'), 'questions');
     const staged: Row<'questions'>[] = [];
     for await (const row of staging.rows(id, 'questions')) staged.push(row);
+    questions = mergeQuestions(questions, staged, replace);
     const writer = await open('questions');
-    await publish(writer, () => writer.write(mergeQuestions(previous, staged, replace)));
+    await publish(writer, () => writer.write(questions));
   }
-  if (rewrite.has('studies')) {
-    const staged: Row<'studies'>[] = [];
-    for await (const row of staging.rows(id, 'studies')) staged.push(row);
-    const rows = staged.length > 0 ? staged : await readAll(store, partition('studies'), 'studies');
-    const writer = await open('studies');
-    await publish(writer, () => writer.write(rows));
-  }
+  const staged: Row<'studies'>[] = [];
+  for await (const row of staging.rows(id, 'studies')) staged.push(row);
+  const studyRows = staged.length > 0 ? staged : await readAll(store, partition('studies'), 'studies');
+  const writer = await open('studies');
+  await publish(writer, () => writer.write(studyRows));
 
   // Every new part of the study is in place: only now do the previous ones go.
   for (const table of rewrite) {
@@ -158,6 +158,34 @@ async function updateStudy(
       if (!written.has(filePath)) await store.delete(filePath);
     }
   }
+  const linkId = studyRows[0]?.link_id;
+  if (
+    linkId !== undefined &&
+    (rewrite.has('responses') || rewrite.has('questions') || !(await hasWide(store, id)))
+  ) {
+    await writeCurrentWide({
+      store,
+      studyId: id,
+      linkId,
+      questions,
+      responses: await newestOf(store, 'responses', id),
+      answers: await newestOf(store, 'answers', id),
+      csv: update.csv,
+      scratchDir: update.scratchDir,
+    });
+  }
+}
+
+async function hasWide(store: CurrentStore, studyId: string): Promise<boolean> {
+  for await (const _ of store.list(wideFolder(studyId))) return true;
+  return false;
+}
+
+/** The part of a table the study has now (just written, or kept). */
+async function newestOf(store: CurrentStore, table: TableName, studyId: string): Promise<PartRef> {
+  const { previous } = await partitionOf(store, table, studyId);
+  if (!previous) throw new Error(`current/${table} of study ${studyId} has no part`);
+  return previous;
 }
 
 async function rewriteChildren<T extends Exclude<ResponseTable, 'responses'>>(

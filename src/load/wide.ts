@@ -101,7 +101,7 @@ async function copyRows(spillPath: string, csv: CsvWriter, columns: readonly Wid
   await csv.write(batch);
 }
 
-function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
+export function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
   return [
     row.response_id,
     row.response_number,

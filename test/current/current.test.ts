@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tableNames } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { duckdb } from '../load/readers.ts';
+import { duckdb, readCsv } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 import { currentTables, partitions } from './helpers.ts';
 
@@ -23,6 +23,19 @@ afterEach(async () => {
 });
 
 const currentOf = (out: string) => join(out, 'test', 'current');
+
+/** Each study's wide sheet: header, then the records sorted (row order is not part of the contract). */
+async function wideSheets(
+  folder: (studyId: string, linkId: string) => string,
+): Promise<Record<string, string[][]>> {
+  const sheets: Record<string, string[][]> = {};
+  for (const study of sandbox.studies()) {
+    const { records } = await readCsv(folder(study.id, study.link_id));
+    const [header, ...rows] = records;
+    sheets[study.id] = [header!, ...rows.sort((a, b) => (a[0]! < b[0]! ? -1 : 1))];
+  }
+  return sheets;
+}
 
 /** A fresh, full export of the sandbox as it is now, into its own folder: the expected current. */
 async function freshExport(): Promise<Awaited<ReturnType<typeof currentTables>>> {
@@ -70,6 +83,17 @@ describe('the current dataset', () => {
 
       const current = await currentTables(currentOf(out));
       expect(current).toEqual(await freshExport());
+      // Wide sheets: the same cells as a fresh export's, the changed response's new answers in them.
+      const currentWide = await wideSheets((id, linkId) =>
+        join(currentOf(out), 'wide', `study_id=${id}`, `${linkId}.csv`),
+      );
+      const freshWide = await withTempDir(async (fresh) => {
+        const result = await runAgainst(sandbox, sandboxConfig(sandbox, fresh));
+        return wideSheets((_id, linkId) => join(result.runDir!, 'wide', `${linkId}.csv`));
+      });
+      expect(currentWide).toEqual(freshWide);
+      const targetRow = currentWide[changed!.id]!.find((record) => record[0] === target)!;
+      expect(targetRow.filter((cell) => cell.startsWith('CHANGED ')).length).toBeGreaterThan(0);
       const answers = current.answers.map((row) => JSON.parse(row) as Record<string, string>);
       const ofTarget = answers.filter((row) => row.response_id === target);
       expect(ofTarget.length).toBeGreaterThan(0);

@@ -1,0 +1,74 @@
+/** The current wide sheet built through hash buckets (big studies) holds the same rows as built in memory. */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { partitionPath, readPart } from '../../src/current/parts.ts';
+import { localCurrentStore } from '../../src/current/store.ts';
+import { writeCurrentWide } from '../../src/current/wide.ts';
+import type { Row } from '../../src/load/tables.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { readCsv } from '../load/readers.ts';
+import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+
+let sandbox: Sandbox;
+beforeEach(async () => {
+  sandbox = await startSandbox({ seed: 4, studies: 1, responses: 60 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+describe('the current wide sheet', () => {
+  it('is the same, row for row, when built through hash buckets', async () => {
+    await withTempDir(async (out) => {
+      await runAgainst(sandbox, sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } }));
+      const store = localCurrentStore(join(out, 'test'));
+      const [study] = sandbox.studies();
+      const part = async (table: 'questions' | 'responses' | 'answers') => {
+        const folder = partitionPath(table, study!.id);
+        for await (const file of store.list(folder))
+          return { path: `${folder}/${file.path}`, bytes: file.bytes };
+        throw new Error(`no ${table} part`);
+      };
+      const questions: Row<'questions'>[] = [];
+      const questionsPart = await part('questions');
+      for await (const rows of readPart(store, questionsPart.path, questionsPart.bytes, 'questions')) {
+        questions.push(...rows);
+      }
+      const answers = await part('answers');
+      const scratchDir = join(out, 'scratch');
+      await mkdir(scratchDir);
+      const sheet = async (bucketBytes: number) => {
+        const path = await writeCurrentWide({
+          store,
+          studyId: study!.id,
+          linkId: study!.link_id,
+          questions,
+          responses: await part('responses'),
+          answers,
+          csv: { bom: false, escape_formulae: true },
+          scratchDir,
+          bucketBytes,
+        });
+        const { records } = await readCsv(join(out, 'test', path));
+        const [header, ...rows] = records;
+        return { header, rows: rows.map((row) => JSON.stringify(row)).sort() };
+      };
+      const inMemory = await sheet(answers.bytes);
+      const bucketed = await sheet(Math.ceil(answers.bytes / 4));
+      expect(inMemory.rows).toHaveLength(60);
+      expect(bucketed).toEqual(inMemory);
+      // The sheet the run itself wrote has the same cells.
+      const { records } = await readCsv(
+        join(out, 'test', 'current', 'wide', `study_id=${study!.id}`, `${study!.link_id}.csv`),
+      );
+      expect(records[0]).toEqual(inMemory.header);
+      expect(
+        records
+          .slice(1)
+          .map((row) => JSON.stringify(row))
+          .sort(),
+      ).toEqual(inMemory.rows);
+    });
+  });
+});
