@@ -2,7 +2,7 @@
  * Command-line usage errors (exit 2) and the checks of option values that yargs' types do
  * not express: ISO dates, format lists, integer ranges.
  */
-import { type Format, formats } from '../config/schema.ts';
+import { type Format, formats, isTableFormat, tableFormatMissing } from '../config/schema.ts';
 import { exitCodes, StudyExportError } from '../errors.ts';
 
 /** The command line is wrong: unknown option, bad value, missing argument. */
@@ -37,7 +37,7 @@ export function parseSince(value: string): string {
   return new Date(time).toISOString();
 }
 
-/** --formats csv,parquet (also accepts repeated --formats csv --formats parquet). */
+/** --formats csv,parquet,xlsx (also accepts repeated --formats csv --formats parquet). */
 export function parseFormats(value: string | string[]): Format[] {
   const items = (Array.isArray(value) ? value : [value])
     .flatMap((item) => String(item).split(','))
@@ -49,7 +49,9 @@ export function parseFormats(value: string | string[]): Format[] {
       throw new Error(`--formats: expected one or more of: ${formats.join(', ')}, found "${item}"`);
     }
   }
-  return [...new Set(items)] as Format[];
+  const chosen = [...new Set(items)] as Format[];
+  if (!chosen.some(isTableFormat)) throw new Error(`--formats: ${tableFormatMissing}`);
+  return chosen;
 }
 
 /** An integer option within bounds; yargs has already made it a number (or NaN). */

@@ -5,8 +5,14 @@
  */
 import { z } from 'zod';
 
-export const formats = ['csv', 'parquet'] as const;
+export const formats = ['csv', 'parquet', 'xlsx'] as const;
 export type Format = (typeof formats)[number];
+/** The formats the tables are written in; xlsx is one workbook per study beside them. */
+export const tableFormats = ['csv', 'parquet'] as const;
+export type TableFormat = (typeof tableFormats)[number];
+export const isTableFormat = (format: Format): format is TableFormat =>
+  (tableFormats as readonly string[]).includes(format);
+export const tableFormatMissing = 'xlsx needs csv or parquet beside it: the tables are written in those';
 
 export const videoModes = ['mp4', 'hls', 'both'] as const;
 export type VideoMode = (typeof videoModes)[number];
@@ -90,7 +96,11 @@ export const CsvConfig = z.strictObject({
 
 export const OutputConfig = z.strictObject({
   dir: z.string().min(1).default('out'),
-  formats: z.array(z.enum(formats)).min(1).default(['csv', 'parquet']),
+  formats: z
+    .array(z.enum(formats))
+    .min(1)
+    .refine((list) => list.some(isTableFormat), tableFormatMissing)
+    .default(['csv', 'parquet']),
   csv: CsvConfig.default({ bom: false, escape_formulae: true }),
 });
 

@@ -11,14 +11,14 @@
  * have a value; the CSV files carry no byte order mark (that reader takes it for part of the
  * first column's name).
  */
-import type { Format } from '../config/schema.ts';
+import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import { type Column, type TableDeclaration, type TableName, tables } from './tables.ts';
 
 export interface PackageResourceFile {
   table: TableName;
   /** Path relative to the run directory, with "/" separators. */
   path: string;
-  format: Format;
+  format: TableFormat;
   bytes: number;
   sha256: string;
 }
@@ -32,7 +32,7 @@ export interface DataPackageOptions {
 const fieldTypes = { string: 'string', integer: 'integer', timestamp: 'datetime', json: 'object' } as const;
 /** What Date.toISOString() writes, "2026-11-21T23:55:00.000Z", as a Frictionless (strptime) pattern. */
 export const timestampFormat = '%Y-%m-%dT%H:%M:%S.%fZ';
-const mediaTypes: Record<Format, string> = { csv: 'text/csv', parquet: 'application/vnd.apache.parquet' };
+const mediaTypes: Record<TableFormat, string> = { csv: 'text/csv', parquet: 'application/vnd.apache.parquet' };
 
 /** The dialect our CSV writer produces (RFC 4180 with CRLF line ends). */
 export const csvDialect = {
@@ -45,8 +45,9 @@ export const csvDialect = {
 } as const;
 
 /** The resource name of a table in a format: bare for the first format, suffixed for others. */
-export function resourceName(table: TableName, format: Format, formats: readonly Format[]): string {
-  const primary = formats[0] ?? format;
+export function resourceName(table: TableName, format: TableFormat, formats: readonly Format[]): string {
+  // xlsx workbooks are per study, not resources: the first table format keeps the bare names.
+  const primary = formats.find(isTableFormat) ?? format;
   return format === primary ? table : `${table}-${format}`;
 }
 
@@ -65,7 +66,7 @@ export function dataPackage(options: DataPackageOptions) {
 
 function resource(file: PackageResourceFile, formats: readonly Format[]) {
   const table = tables[file.table];
-  const others = formats.filter((format) => format !== file.format);
+  const others = formats.filter(isTableFormat).filter((format) => format !== file.format);
   const sameRows = others.map((format) => `"${resourceName(file.table, format, formats)}" (${format})`);
   return {
     profile: 'tabular-data-resource',
@@ -82,7 +83,7 @@ function resource(file: PackageResourceFile, formats: readonly Format[]) {
   };
 }
 
-function schema(table: TableDeclaration, format: Format, formats: readonly Format[]) {
+function schema(table: TableDeclaration, format: TableFormat, formats: readonly Format[]) {
   return {
     fields: table.columns.map(field),
     // An empty CSV cell is a missing value (the profile wants at least one); Parquet has real

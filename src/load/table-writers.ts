@@ -4,7 +4,7 @@
  * chained, so callers may write concurrently.
  */
 import { join } from 'node:path';
-import type { Format } from '../config/schema.ts';
+import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
 import { createParquetWriter, defaultRowGroupSize } from './parquet.ts';
 import { type Row, type TableName, tableNames } from './tables.ts';
@@ -50,7 +50,8 @@ export async function createTableWriters(dir: string, options: TableWritersOptio
     for (const table of tableNames) {
       const writers: FormatWriter[] = [];
       states.set(table, { writers, rows: 0, queue: Promise.resolve() });
-      for (const format of new Set(options.formats))
+      // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
+      for (const format of new Set(options.formats.filter(isTableFormat)))
         writers.push(await openWriter(dir, table, format, options));
     }
   } catch (error) {
@@ -93,7 +94,7 @@ export async function createTableWriters(dir: string, options: TableWritersOptio
 async function openWriter(
   dir: string,
   table: TableName,
-  format: Format,
+  format: TableFormat,
   options: TableWritersOptions,
 ): Promise<FormatWriter> {
   const path = join(dir, `${table}.${format}`);

@@ -3,7 +3,7 @@
  * and hashes, and the list of every file for the manifest.
  */
 import { join, relative, sep } from 'node:path';
-import type { Format, PipelineConfig } from '../config/schema.ts';
+import type { PipelineConfig, TableFormat } from '../config/schema.ts';
 import { dataPackage } from '../load/datapackage.ts';
 import { listRunFiles, type ManifestFile } from '../load/manifest.ts';
 import type { TableFiles } from '../load/table-writers.ts';
@@ -24,7 +24,7 @@ export async function finishRunDirectory(
       return {
         table: table.table,
         path,
-        format: (path.endsWith('.parquet') ? 'parquet' : 'csv') as Format,
+        format: (path.endsWith('.parquet') ? 'parquet' : 'csv') as TableFormat,
         bytes: listed?.bytes ?? 0,
         sha256: listed?.sha256 ?? '',
       };

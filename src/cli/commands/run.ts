@@ -53,7 +53,7 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     type: 'string',
     requiresArg: true,
     coerce: parseFormats,
-    describe: 'csv, parquet or csv,parquet (instead of output.formats)',
+    describe: 'csv, parquet, xlsx, comma-separated (instead of output.formats)',
   },
   media: { flag: 'media', type: 'boolean', describe: 'archive audio and video (--no-media to skip)' },
   concurrency: {

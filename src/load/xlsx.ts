@@ -1,0 +1,136 @@
+/**
+ * The Excel workbook of one study: xlsx/<safe link_id>.xlsx with the sheets wide (one row
+ * per response, one column per question slot), answers and transcript. The workbook writer
+ * wants one sheet after another, but a study's rows arrive response by response and the wide
+ * sheet's columns are known only at the end, so rows are spilled to temporary JSONL files
+ * beside the workbook and the workbook is written from them when the study is done.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { finished } from 'node:stream/promises';
+import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
+import { FileSink } from './file-sink.ts';
+import { type Row, type TableName, tables } from './tables.ts';
+import { safeFileName } from './wide.ts';
+import { type CutCell, type SheetColumn, type SheetSource, writeWorkbook } from './xlsx-workbook.ts';
+
+export const XLSX_DIR = 'xlsx';
+
+export interface StudyRows {
+  wide: WideRow;
+  answers: readonly Row<'answers'>[];
+  transcript: readonly Row<'transcript'>[];
+}
+
+export interface XlsxWriter {
+  add(rows: StudyRows): Promise<void>;
+  /** Writes the workbook with the wide sheet's question columns; returns its path. */
+  finish(columns: readonly WideColumn[]): Promise<string>;
+  abort(): Promise<void>;
+}
+
+type Spilled = 'wide' | 'answers' | 'transcript';
+const spilled: readonly Spilled[] = ['wide', 'answers', 'transcript'];
+
+export function createXlsxWriter(dir: string, linkId: string, onCut: (cut: CutCell) => void): XlsxWriter {
+  const xlsxDir = join(dir, XLSX_DIR);
+  const name = safeFileName(linkId);
+  const path = join(xlsxDir, `${name}.xlsx`);
+  const spillPath = (sheet: Spilled) => join(xlsxDir, `.${name}.${sheet}.jsonl`);
+  let spills: Map<Spilled, FileSink> | null = null;
+  // Adds are chained so concurrent callers keep whole lines.
+  let queue: Promise<void> = Promise.resolve();
+
+  const open = async (): Promise<Map<Spilled, FileSink>> => {
+    if (!spills) {
+      await mkdir(xlsxDir, { recursive: true });
+      spills = new Map();
+      for (const sheet of spilled) spills.set(sheet, await FileSink.open(spillPath(sheet)));
+    }
+    return spills;
+  };
+  const removeSpills = () => Promise.all(spilled.map((sheet) => rm(spillPath(sheet), { force: true })));
+
+  return {
+    add(rows) {
+      queue = queue.then(async () => {
+        const sinks = await open();
+        await sinks.get('wide')?.write(`${JSON.stringify(rows.wide)}\n`);
+        for (const table of ['answers', 'transcript'] as const) {
+          const lines = rows[table].map((row) => `${JSON.stringify(row)}\n`).join('');
+          if (lines) await sinks.get(table)?.write(lines);
+        }
+      });
+      return queue;
+    },
+    async finish(columns) {
+      await queue;
+      for (const sink of (await open()).values()) await sink.close();
+      const output = createWriteStream(path);
+      await writeWorkbook(output, sheetsOf(spillPath, columns), onCut);
+      await finished(output);
+      await removeSpills();
+      return path;
+    },
+    async abort() {
+      await queue.catch(() => {});
+      for (const sink of spills?.values() ?? []) await sink.abort();
+      await removeSpills();
+      await rm(path, { force: true });
+    },
+  };
+}
+
+function sheetsOf(spillPath: (sheet: Spilled) => string, columns: readonly WideColumn[]): SheetSource[] {
+  return [
+    {
+      name: 'wide',
+      columns: [
+        { header: 'response_id', kind: 'id' },
+        { header: 'response_number', kind: 'integer' },
+        { header: 'created_at', kind: 'timestamp' },
+        { header: 'updated_at', kind: 'timestamp' },
+        { header: 'summary', kind: 'text' },
+        ...columns.map((column): SheetColumn => ({ header: column.header, kind: 'text' })),
+      ],
+      rows: mapLines(spillPath('wide'), (row: WideRow) => [
+        ...wideFixedColumns.map((name) => row[name]),
+        ...columns.map((column) => row.cells[column.key] ?? null),
+      ]),
+      describeRow: (values) => `response ${values[0]}`,
+    },
+    tableSheet('answers', spillPath('answers')),
+    tableSheet('transcript', spillPath('transcript')),
+  ];
+}
+
+/** A sheet with a table's columns, in declaration order, typed by the declaration. */
+function tableSheet(table: TableName, path: string): SheetSource {
+  const declared = tables[table].columns;
+  return {
+    name: table,
+    columns: declared.map((column) => ({
+      header: column.name,
+      kind:
+        column.type === 'integer' || column.type === 'timestamp'
+          ? column.type
+          : column.name.endsWith('_id')
+            ? 'id'
+            : 'text',
+    })),
+    rows: mapLines(path, (row: Record<string, string | number | null>) =>
+      declared.map((column) => row[column.name] ?? null),
+    ),
+    describeRow: (values) => `response ${values[0]}`,
+  };
+}
+
+async function* mapLines<T>(
+  path: string,
+  toValues: (row: T) => (string | number | null)[],
+): AsyncIterable<(string | number | null)[]> {
+  const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
+  for await (const line of lines) if (line !== '') yield toValues(JSON.parse(line) as T);
+}
