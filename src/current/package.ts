@@ -5,12 +5,12 @@
  * parts (answers/*\/*.parquet), as DuckDB, Spark or pandas are given it; there are no sizes or
  * hashes (each run's manifest has those of the files it wrote).
  */
-import type { Format } from '../config/schema.ts';
+import type { Format, TableFormat } from '../config/schema.ts';
 import { dataPackage } from '../load/datapackage.ts';
 import { tableNames } from '../load/tables.ts';
 
 /** The formats of the current dataset: Parquet always (runs merge from it), CSV when asked for. */
-export function currentFormats(formats: readonly Format[]): Format[] {
+export function currentFormats(formats: readonly Format[]): TableFormat[] {
   return ['parquet', ...(formats.includes('csv') ? (['csv'] as const) : [])];
 }
 

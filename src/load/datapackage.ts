@@ -32,7 +32,10 @@ export interface DataPackageOptions {
 const fieldTypes = { string: 'string', integer: 'integer', timestamp: 'datetime', json: 'object' } as const;
 /** What Date.toISOString() writes, "2026-11-21T23:55:00.000Z", as a Frictionless (strptime) pattern. */
 export const timestampFormat = '%Y-%m-%dT%H:%M:%S.%fZ';
-const mediaTypes: Record<TableFormat, string> = { csv: 'text/csv', parquet: 'application/vnd.apache.parquet' };
+const mediaTypes: Record<TableFormat, string> = {
+  csv: 'text/csv',
+  parquet: 'application/vnd.apache.parquet',
+};
 
 /** The dialect our CSV writer produces (RFC 4180 with CRLF line ends). */
 export const csvDialect = {

@@ -34,10 +34,19 @@ export interface XlsxWriter {
 type Spilled = 'wide' | 'answers' | 'transcript';
 const spilled: readonly Spilled[] = ['wide', 'answers', 'transcript'];
 
-export function createXlsxWriter(dir: string, linkId: string, onCut: (cut: CutCell) => void): XlsxWriter {
+/** A cell cut to Excel's limit, in the workbook `file` (relative to the run directory). */
+export type CutReport = CutCell & { file: string };
+
+/** The manifest warning for a cut cell: where it is, and where the full text is. */
+export function cutMessage(cut: CutReport): string {
+  return `${cut.file}: sheet ${cut.sheet}, row ${cut.row} (${cut.what}), column "${cut.column}": ${cut.length} characters cut to Excel's cell limit of 32,767; the full text is in the CSV and Parquet tables`;
+}
+
+export function createXlsxWriter(dir: string, linkId: string, onCut: (cut: CutReport) => void): XlsxWriter {
   const xlsxDir = join(dir, XLSX_DIR);
   const name = safeFileName(linkId);
   const path = join(xlsxDir, `${name}.xlsx`);
+  const file = `${XLSX_DIR}/${name}.xlsx`;
   const spillPath = (sheet: Spilled) => join(xlsxDir, `.${name}.${sheet}.jsonl`);
   let spills: Map<Spilled, FileSink> | null = null;
   // Adds are chained so concurrent callers keep whole lines.
@@ -69,7 +78,7 @@ export function createXlsxWriter(dir: string, linkId: string, onCut: (cut: CutCe
       await queue;
       for (const sink of (await open()).values()) await sink.close();
       const output = createWriteStream(path);
-      await writeWorkbook(output, sheetsOf(spillPath, columns), onCut);
+      await writeWorkbook(output, sheetsOf(spillPath, columns), (cut) => onCut({ ...cut, file }));
       await finished(output);
       await removeSpills();
       return path;

@@ -1,6 +1,7 @@
 /**
  * One study through the stages: its response pages and details (extract), each response's
- * media (media), rows (transform) into the table writers and the study's wide sheet (load).
+ * media (media), rows (transform) into the table writers, the study's wide sheet and, with
+ * xlsx, its workbook (load).
  * Returns what happened, so the run can tell whether the study's watermark may advance.
  */
 import type { ApiClient } from '../api/client.ts';
@@ -12,6 +13,7 @@ import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
 import { createWideWriter } from '../load/wide.ts';
+import { createXlsxWriter, cutMessage } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
 import { type ExtractSinks, type Reject, rawRecord } from '../records.ts';
 import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
@@ -63,6 +65,16 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
   }
   const studySinks = trackLoss(sinks, outcome);
   const wide = createWideWriter(input.dir, study.link_id, config.output.csv);
+  const workbook = config.output.formats.includes('xlsx')
+    ? createXlsxWriter(input.dir, study.link_id, (cut) =>
+        sinks.warn({
+          code: 'xlsx_cell_cut',
+          message: cutMessage(cut),
+          study_id: study.id,
+          link_id: study.link_id,
+        }),
+      )
+    : null;
   const questions = new QuestionRegistry();
   try {
     const listed = listResponses(
@@ -106,15 +118,19 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
       await writers.write('attributes', rows.attributes);
       await writers.write('media', rows.media);
       await wide.add(rows.wide);
+      await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
       const failed = rows.media.filter((m) => m.status === 'failed').length;
       outcome.media_failed += failed;
       if (failed > 0) outcome.lossless = false;
       outcome.responses += 1;
       input.reporter.tick('details');
     });
-    await wide.finish(wideColumns(questions.all()));
+    const columns = wideColumns(questions.all());
+    await wide.finish(columns);
+    await workbook?.finish(columns);
   } catch (error) {
     await wide.abort();
+    await workbook?.abort();
     // Without a key nothing else can succeed: stop the run. A listing the service did not
     // answer (after retries) loses this study only: it is partial and its watermark holds.
     if (error instanceof AuthError || !(error instanceof StudyExportError)) throw error;
