@@ -12,7 +12,8 @@ export const tableFormats = ['csv', 'parquet'] as const;
 export type TableFormat = (typeof tableFormats)[number];
 export const isTableFormat = (format: Format): format is TableFormat =>
   (tableFormats as readonly string[]).includes(format);
-export const tableFormatMissing = 'xlsx needs csv or parquet beside it: the tables are written in those';
+export const tableFormatMissing =
+  'expected csv or parquet beside xlsx (the tables are written in those; xlsx is a workbook per study)';
 
 export const videoModes = ['mp4', 'hls', 'both'] as const;
 export type VideoMode = (typeof videoModes)[number];

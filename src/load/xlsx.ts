@@ -2,8 +2,8 @@
  * The Excel workbook of one study: xlsx/<safe link_id>.xlsx with the sheets wide (one row
  * per response, one column per question slot), answers and transcript. The workbook writer
  * wants one sheet after another, but a study's rows arrive response by response and the wide
- * sheet's columns are known only at the end, so rows are spilled to temporary JSONL files
- * beside the workbook and the workbook is written from them when the study is done.
+ * sheet's columns are known only at the end, so rows are spilled to JSONL files in the run's
+ * scratch folder and the workbook is written from them when the study is done.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -42,19 +42,24 @@ export function cutMessage(cut: CutReport): string {
   return `${cut.file}: sheet ${cut.sheet}, row ${cut.row} (${cut.what}), column "${cut.column}": ${cut.length} characters cut to Excel's cell limit of 32,767; the full text is in the CSV and Parquet tables`;
 }
 
-export function createXlsxWriter(dir: string, linkId: string, onCut: (cut: CutReport) => void): XlsxWriter {
+export function createXlsxWriter(
+  dir: string,
+  scratchDir: string,
+  linkId: string,
+  onCut: (cut: CutReport) => void,
+): XlsxWriter {
   const xlsxDir = join(dir, XLSX_DIR);
   const name = safeFileName(linkId);
   const path = join(xlsxDir, `${name}.xlsx`);
   const file = `${XLSX_DIR}/${name}.xlsx`;
-  const spillPath = (sheet: Spilled) => join(xlsxDir, `.${name}.${sheet}.jsonl`);
+  const spillPath = (sheet: Spilled) => join(scratchDir, `xlsx-${name}.${sheet}.jsonl`);
   let spills: Map<Spilled, FileSink> | null = null;
   // Adds are chained so concurrent callers keep whole lines.
   let queue: Promise<void> = Promise.resolve();
 
   const open = async (): Promise<Map<Spilled, FileSink>> => {
     if (!spills) {
-      await mkdir(xlsxDir, { recursive: true });
+      await mkdir(scratchDir, { recursive: true });
       spills = new Map();
       for (const sheet of spilled) spills.set(sheet, await FileSink.open(spillPath(sheet)));
     }
@@ -77,6 +82,7 @@ export function createXlsxWriter(dir: string, linkId: string, onCut: (cut: CutRe
     async finish(columns) {
       await queue;
       for (const sink of (await open()).values()) await sink.close();
+      await mkdir(xlsxDir, { recursive: true });
       const output = createWriteStream(path);
       await writeWorkbook(output, sheetsOf(spillPath, columns), (cut) => onCut({ ...cut, file }));
       await finished(output);

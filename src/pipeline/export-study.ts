@@ -66,7 +66,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
   const studySinks = trackLoss(sinks, outcome);
   const wide = createWideWriter(input.dir, study.link_id, config.output.csv);
   const workbook = config.output.formats.includes('xlsx')
-    ? createXlsxWriter(input.dir, study.link_id, (cut) =>
+    ? createXlsxWriter(input.dir, input.scratchDir, study.link_id, (cut) =>
         sinks.warn({
           code: 'xlsx_cell_cut',
           message: cutMessage(cut),

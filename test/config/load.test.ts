@@ -136,7 +136,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
   it('out-of-range number, bad enum in a list, bad boolean: every problem listed', async () => {
     await writePipeline(
       'x',
-      'name: x\nsource:\n  retries: -1\noutput:\n  formats: [csv, xlsx]\nincremental: "yes"\n',
+      'name: x\nsource:\n  retries: -1\noutput:\n  formats: [csv, ods]\nincremental: "yes"\n',
     );
     const lines = (await loadError('x')).message.split('\n');
     expect(lines).toHaveLength(3);
@@ -144,7 +144,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
       `${path.join('pipelines', 'x.yaml')}: source.retries: expected an integer from 0 to 20, found -1`,
     );
     expect(lines).toContain(
-      `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: csv, parquet, found "xlsx"`,
+      `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: csv, parquet, xlsx, found "ods"`,
     );
     expect(lines).toContain(
       `${path.join('pipelines', 'x.yaml')}: incremental: expected true or false, found "yes"`,
