@@ -9,6 +9,7 @@
  * follow the column's kind. Excel holds at most 32,767 characters in a cell: a longer text
  * is cut with a visible marker, and reported through `onCut`.
  */
+import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import ExcelJS from 'exceljs';
 
@@ -46,8 +47,10 @@ const cutMarker = (length: number) =>
 
 const timestampFormat = 'yyyy-mm-dd hh:mm:ss.000';
 const widths: Record<SheetColumnKind, number> = { id: 38, integer: 12, timestamp: 24, text: 50 };
-/** Rows between two yields to the event loop, so written bytes reach the file as we go. */
+/** Rows between two checks that written bytes reach the file as we go. */
 const rowsPerYield = 200;
+/** Bytes that may wait in front of the zip's deflate stream. */
+const drainBytes = 1 << 20;
 
 export async function writeWorkbook(
   output: Writable,
@@ -98,10 +101,27 @@ async function writeSheet(
       return textCell(cutText(text));
     });
     worksheet.addRow(cells).commit();
-    if (rowNumber % rowsPerYield === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (rowNumber % rowsPerYield === 0) await drained(worksheet);
   }
   worksheet.commit();
 }
+
+/**
+ * Waits until the sheet's compressed stream has taken what was written. exceljs writes the
+ * sheet into a buffer piped to the zip's deflate stream without waiting for it, so a fast
+ * producer would pile bytes up in front of it; this is the backpressure it lacks. It reads
+ * internals (the sheet's `stream`, its `pipes`, the pipe's `_writableState`); without them it
+ * only yields to the event loop.
+ */
+async function drained(worksheet: ExcelJS.Worksheet): Promise<void> {
+  const sheetStream = (worksheet as unknown as { stream?: { pipes?: PipedStream[] } }).stream;
+  const next = sheetStream?.pipes?.[0];
+  if (next && (next._writableState?.length ?? 0) > drainBytes) await once(next, 'drain');
+  else await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The stream (readable-stream's PassThrough, which has no writableLength) the sheet is piped to. */
+type PipedStream = NodeJS.EventEmitter & { _writableState?: { length: number } };
 
 /** `text` cut to Excel's limit with the marker at its end; never half of a surrogate pair. */
 export function cutText(text: string): string {
