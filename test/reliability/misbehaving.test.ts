@@ -151,6 +151,36 @@ describe.concurrent('a misbehaving service', () => {
     }
   });
 
+  it("one study's listing always reset: that study fails (exit 3, watermark held), the others are committed", async () => {
+    const { study } = victim();
+    const listing = `/api/public/responses/${encodeURIComponent(study.link_id)}?`;
+    const server = await startMisbehavingServer(
+      sandbox.base_url,
+      (p): Misbehaviour => (p.startsWith(listing) ? 'reset' : 'pass'),
+    );
+    try {
+      const run = await runMeasured('listing', `base_url: "${server.url}", retries: 1`);
+      expect(run.code, run.stderr).toBe(3);
+      expect(run.stderr).toContain(`list_responses for study "${study.link_id}": the service is unreachable`);
+      const runDir = await runDirOf(run);
+      const manifest = await manifestOf(runDir);
+      const failed = manifest.studies.find((s) => s.study_id === study.id)!;
+      expect(failed.lossless).toBe(false);
+      expect(failed.error).toMatch(/the service is unreachable: ECONNRESET/);
+      const others = manifest.studies.filter((s) => s.study_id !== study.id).map((s) => s.link_id);
+      expect(others.length).toBeGreaterThan(0);
+      expect((await responseIdsOf(runDir)).sort()).toEqual(sandboxResponseIds(sandbox, others).sort());
+      const state = await readState(join(run.out, 't', 'state.json'));
+      expect(state.studies[study.id]?.watermark ?? null).toBeNull();
+      for (const other of manifest.studies.filter((s) => s.study_id !== study.id)) {
+        expect(state.studies[other.study_id]?.watermark).toEqual(expect.any(String));
+      }
+      await expectTempDirEmpty(run);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('an endless body: cut off at source.max_body_mib while it arrives, the run ends with a reject, memory bounded', async () => {
     const { path } = victim();
     const server = await startMisbehavingServer(
