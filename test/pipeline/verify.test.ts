@@ -2,6 +2,7 @@
 import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -58,14 +59,15 @@ describe('verify', () => {
 
   it('finds a dropped row, a duplicated key and an orphan, even when the hashes were redone', async () => {
     const problems = await damaged(async (dir) => {
-      const csv = (await readFile(join(dir, 'answers.csv'), 'utf8')).split('\r\n');
-      const [header, first, ...rest] = csv;
+      // Whole records (answers hold line breaks inside quoted cells), not lines.
+      const csv = Papa.parse<string[]>(await readFile(join(dir, 'answers.csv'), 'utf8'), {
+        skipEmptyLines: true,
+      });
+      const [header, first, ...rest] = csv.data;
       // Drop one row, duplicate another, and point a third at a response that does not exist.
-      const orphan = rest[1]!.replace(/^[^,]+/, 'no-such-response');
-      await writeFile(
-        join(dir, 'answers.csv'),
-        [header, first, first, orphan, ...rest.slice(3)].join('\r\n'),
-      );
+      const orphan = ['no-such-response', ...rest[1]!.slice(1)];
+      const records = [header!, first!, first!, orphan, ...rest.slice(3)];
+      await writeFile(join(dir, 'answers.csv'), `${Papa.unparse(records, { newline: '\r\n' })}\r\n`);
       await rehash(dir, 'answers.csv');
     });
     expect(problems.some((p) => p.startsWith('answers.csv:') && p.includes('rows, the manifest says'))).toBe(
