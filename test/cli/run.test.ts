@@ -3,6 +3,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { validateDataPackage } from '../load/frictionless.ts';
 import { waitFor } from '../pipeline/helpers.ts';
 import { exitOf, runCli, spawnCli, workdir } from './helpers.ts';
 
@@ -60,12 +61,33 @@ describe('run', () => {
     const verified = await runCli(['verify', runDir!], { cwd: work.dir });
     expect(verified.code).toBe(0);
     expect(verified.stdout).toMatch(/: ok \(checked /);
+    expect((await validateDataPackage(path.join(work.dir, runDir!))).errors).toEqual([]);
 
     const answers = path.join(work.dir, runDir!, 'answers.csv');
     await writeFile(answers, `${await readFile(answers, 'utf8')}\n`);
     const broken = await runCli(['verify', runDir!], { cwd: work.dir });
     expect(broken.code).toBe(1);
     expect(broken.stdout).toContain('answers.csv');
+  });
+
+  it('--formats csv,xlsx writes a workbook per study, listed in the manifest, and verify accepts the run', async () => {
+    const result = await runCli(['run', '--formats', 'csv,xlsx'], { cwd: work.dir, env: env() });
+    expect(result.code).toBe(0);
+    const runDir = path.join(work.dir, /^run: (.+)$/m.exec(result.stdout)![1]!);
+    const manifest = JSON.parse(await readFile(path.join(runDir, 'manifest.json'), 'utf8'));
+    const workbooks = manifest.files
+      .map((f: { path: string }) => f.path)
+      .filter((p: string) => p.startsWith('xlsx/'));
+    expect(workbooks.sort()).toEqual(
+      sandbox
+        .studies()
+        .map((s) => `xlsx/${s.link_id}.xlsx`)
+        .sort(),
+    );
+    expect((await runCli(['verify', runDir], { cwd: work.dir })).code).toBe(0);
+    const refused = await runCli(['run', '--formats', 'xlsx'], { cwd: work.dir, env: env() });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--formats: expected csv or parquet beside xlsx');
   });
 
   it('a rejected record makes the run partial, exit 3', async () => {
