@@ -1,24 +1,26 @@
-/** Transform and load alone: a run's raw/*.jsonl.gz to every table in CSV and Parquet. */
-import { replayRaw } from '../src/pipeline/replay.ts';
+/** Transform and load alone: `study-export replay` of a run's raw/ to every table in CSV and Parquet. */
+import { silentReporter } from '../src/pipeline/progress.ts';
+import { replayRun } from '../src/pipeline/replay.ts';
 
 export interface ReplayInput {
-  rawDir: string;
+  runDir: string;
   outDir: string;
-  /** Rows per Parquet row group; default: the load stage's. */
-  rowGroupSize?: number;
 }
 
 export async function replayStep(
   input: ReplayInput,
-): Promise<{ ms: number; tables: Record<string, number> }> {
+): Promise<{ ms: number; tables: Record<string, number>; runDir: string }> {
   const started = performance.now();
-  const result = await replayRaw(input.rawDir, input.outDir, {
+  const result = await replayRun({
+    runDir: input.runDir,
+    out: input.outDir,
     formats: ['csv', 'parquet'],
-    csv: { bom: false, escape_formulae: true },
-    ...(input.rowGroupSize === undefined ? {} : { rowGroupSize: input.rowGroupSize }),
+    reporter: silentReporter,
+    env: {},
   });
   return {
     ms: performance.now() - started,
     tables: Object.fromEntries(result.tables.map((t) => [t.table, t.rows])),
+    runDir: result.runDir as string,
   };
 }

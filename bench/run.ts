@@ -91,10 +91,10 @@ async function measureSize(
 async function measureTransform(work: string, runDir: string) {
   const rawDir = join(runDir, 'raw');
   log('transform: replay of raw/ to every table (csv + parquet)');
-  const ours = await runStep<Measured<{ ms: number; tables: Record<string, number> }>>('replay', {
-    rawDir,
-    outDir: join(work, 'replay'),
-  });
+  const ours = await runStep<Measured<{ ms: number; tables: Record<string, number>; runDir: string }>>(
+    'replay',
+    { runDir, outDir: join(work, 'replay') },
+  );
   log(`  replay ${seconds(ours.ms)} s; DuckDB flatten of the same raw/`);
   const duck = await runStep<Measured<{ ms: number; rows: Record<string, number> }>>('duckdb', {
     rawDir,
@@ -105,7 +105,7 @@ async function measureTransform(work: string, runDir: string) {
     rows: number;
     hyparquet_writer: { ms: number; bytes: number };
     parquetjs_lite: { ms: number; bytes: number };
-  }>('parquet-writers', { answersCsv: join(work, 'replay', 'answers.csv'), outDir: work });
+  }>('parquet-writers', { answersCsv: join(ours.runDir, 'answers.csv'), outDir: work });
   return {
     transform_vs_duckdb: round(ours.ms / duck.ms, 3),
     replay_s: seconds(ours.ms),

@@ -4,6 +4,7 @@
  */
 import yargs from 'yargs';
 import packageJson from '../../package.json' with { type: 'json' };
+import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
 import { studiesCommand } from './commands/studies.ts';
@@ -13,7 +14,7 @@ import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
 import { UsageError } from './usage.ts';
 
-const commandNames = ['run', 'studies', 'sandbox', 'validate', 'verify'];
+const commandNames = ['run', 'replay', 'studies', 'sandbox', 'validate', 'verify'];
 
 /** Runs one command line and resolves to the process exit code. */
 export async function main(context: CliContext): Promise<number> {
@@ -23,6 +24,7 @@ export async function main(context: CliContext): Promise<number> {
       '$0 <command> [options]\n\nExport a Study Responses service into CSV/Parquet tables and a media zip.',
     )
     .command(runCommand(context))
+    .command(replayCommand(context))
     .command(studiesCommand(context))
     .command(sandboxCommand())
     .command(validateCommand(context))
@@ -34,7 +36,7 @@ export async function main(context: CliContext): Promise<number> {
       describe:
         'json: one JSON object per line on stderr for each event (progress, warnings, errors), for CI log collectors',
     })
-    .demandCommand(1, 'name a command: run, studies, sandbox, validate or verify')
+    .demandCommand(1, 'name a command: run, replay, studies, sandbox, validate or verify')
     .recommendCommands()
     .strict()
     .help()
@@ -85,8 +87,10 @@ export function usageMessage(message: string, argv: string[]): string {
   const exclusive = /^Arguments (\S+) and (\S+) are mutually exclusive$/.exec(text);
   if (exclusive?.[1] && exclusive[2])
     return `${dashed(exclusive[1])} and ${dashed(exclusive[2])} cannot be used together`;
-  if (/^Not enough non-option arguments/.test(text) && commandOf(argv) === 'verify') {
-    return 'verify needs RUN_DIR, the run directory to check (e.g. out/demo/runs/20261121T235500Z)';
+  const command = commandOf(argv);
+  if (/^Not enough non-option arguments/.test(text) && (command === 'verify' || command === 'replay')) {
+    const what = command === 'verify' ? 'check' : 'rebuild';
+    return `${command} needs RUN_DIR, the run directory to ${what} (e.g. out/demo/runs/20261121T235500Z)`;
   }
   return text;
 }

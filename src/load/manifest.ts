@@ -3,9 +3,10 @@
  * its bytes and sha256 so `study-export verify` can re-check it later. Nothing secret goes
  * in: the config carries the name of the key's environment variable, never the key.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
+import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
 import { hashFile, writeFileAtomic } from '../util/fs.ts';
@@ -70,4 +71,20 @@ export async function writeManifest(dir: string, manifest: Manifest): Promise<vo
 /** The config as it may be recorded: a base_url never keeps user:password or a query. */
 export function publicConfig(config: PipelineConfig): PipelineConfig {
   return { ...config, source: { ...config.source, base_url: redact(config.source.base_url) } };
+}
+
+/** A run's manifest; a missing or unreadable one says the folder is not a run. */
+export async function readManifest(runDir: string): Promise<Manifest> {
+  const path = join(runDir, MANIFEST_FILE);
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as Manifest;
+  } catch (cause) {
+    throw new RunError(
+      `${path}: cannot read the manifest; is ${runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
+      {
+        context: { file: path },
+        cause,
+      },
+    );
+  }
 }

@@ -29,7 +29,7 @@ import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, 
 import type { ProgressReporter } from './progress.ts';
 import { openPipelineDirectory, type RunDirectory } from './run-dir.ts';
 import { openSource } from './source.ts';
-import { advanceState, readState, type State, writeState } from './state.ts';
+import { advanceState, emptyState, readState, type State, writeState } from './state.ts';
 import type { RunOptions, RunOverrides, RunResult } from './types.ts';
 
 export type { DryRunPlan, RunOptions, RunOverrides, RunResult, TableSummary } from './types.ts';
@@ -51,11 +51,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   }
   const pipelineRoot = join(config.output.dir, config.name);
   const statePath = options.stateFile ?? join(pipelineRoot, 'state.json');
-  const state = await readState(statePath).catch((error: unknown) => {
-    // The default state file lives in the output folder: a bad --out shows here first.
-    const what = options.stateFile === undefined ? 'output folder' : 'state file';
-    throw describeSystemError(error, { what, path: statePath, configured: true });
-  });
+  const state = options.recorded
+    ? emptyState()
+    : await readState(statePath).catch((error: unknown) => {
+        // The default state file lives in the output folder: a bad --out shows here first.
+        const what = options.stateFile === undefined ? 'output folder' : 'state file';
+        throw describeSystemError(error, { what, path: statePath, configured: true });
+      });
   const log: WarningLog = {
     warnings: [],
     warn(warning) {
@@ -63,10 +65,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       options.reporter.warn(warning);
     },
   };
-  const source = await openSource(config, options.env, options.configFile);
-  let client: ApiClient | undefined;
+  const { client, close } = await openClient(config, options, log);
   try {
-    client = createClient(source, config, log, options.reporter);
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
     const scratch = await openScratch();
@@ -107,10 +107,12 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         });
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
-        await saveState(statePath, run.id, async () => {
-          const latestState = options.shard ? await readState(statePath) : state;
-          await writeState(statePath, advanceState(latestState, outcomes, { id: run.id, startedAt }));
-        });
+        if (!options.recorded) {
+          await saveState(statePath, run.id, async () => {
+            const latestState = options.shard ? await readState(statePath) : state;
+            await writeState(statePath, advanceState(latestState, outcomes, { id: run.id, startedAt }));
+          });
+        }
         return result;
       } catch (error) {
         await run.discard();
@@ -123,8 +125,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       await pipelineDir.release();
     }
   } finally {
-    client?.close();
-    await source.close();
+    await close();
   }
 }
 
@@ -136,6 +137,24 @@ async function saveState(statePath: string, runId: string, write: () => Promise<
     const what = `run ${runId} is committed, but the state file was not updated (the next run exports it again)`;
     throw describeSystemError(error, { what, path: statePath, configured: true });
   }
+}
+
+/** The service (or the embedded sandbox), or the answers an earlier run recorded. */
+async function openClient(
+  config: PipelineConfig,
+  options: RunOptions,
+  log: WarningLog,
+): Promise<{ client: ApiClient; close(): Promise<void> }> {
+  if (options.recorded) return { client: options.recorded.client, close: async () => {} };
+  const source = await openSource(config, options.env, options.configFile);
+  const client = createClient(source, config, log, options.reporter);
+  return {
+    client,
+    async close() {
+      client.close();
+      await source.close();
+    },
+  };
 }
 
 /** The pipeline file with the command line's overrides applied. */

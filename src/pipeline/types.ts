@@ -1,4 +1,5 @@
 /** What a run is asked to do and what it reports back (the command line's view of a run). */
+import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Shard } from './shard.ts';
@@ -34,6 +35,11 @@ export interface RunOptions extends RunOverrides {
   configFile: string;
   /** Only the studies of this shard (by a stable hash of the permanent id); from --shard or the environment. */
   shard?: Shard;
+  /**
+   * Answers an earlier run recorded (replay) instead of the service. Such a run neither reads
+   * nor moves state.json: it has not seen the service, so no watermark may advance.
+   */
+  recorded?: { client: ApiClient };
   reporter: ProgressReporter;
   env: NodeJS.ProcessEnv;
 }

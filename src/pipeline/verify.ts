@@ -11,13 +11,11 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
 import yauzl from 'yauzl';
-import { RunError } from '../errors.ts';
-import { listRunFiles, MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { listRunFiles, type Manifest, readManifest } from '../load/manifest.ts';
 import { type TableName, tableNames, tables } from '../load/tables.ts';
 
 export interface VerifyResult {
@@ -63,21 +61,6 @@ export async function verifyRun(runDir: string): Promise<VerifyResult> {
     checked.zipEntries = await checkZip(join(runDir, 'media.zip'), mediaRows, problems);
   }
   return { ok: problems.length === 0, problems, checked };
-}
-
-async function readManifest(runDir: string): Promise<Manifest> {
-  const path = join(runDir, MANIFEST_FILE);
-  try {
-    return JSON.parse(await readFile(path, 'utf8')) as Manifest;
-  } catch (cause) {
-    throw new RunError(
-      `${path}: cannot read the manifest; is ${runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
-      {
-        context: { file: path },
-        cause,
-      },
-    );
-  }
 }
 
 async function checkFiles(runDir: string, manifest: Manifest, problems: string[]): Promise<void> {

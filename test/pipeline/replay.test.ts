@@ -1,34 +1,46 @@
 /**
- * Replay: a run's raw/ re-transformed without the service gives the run's tables back.
+ * `study-export replay`: a run's raw/ rebuilt, without the service, through the same code as
+ * `run`, gives a new run that verifies and holds the same tables, value by value.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRawArchive } from '../../src/load/raw.ts';
-import { tableNames } from '../../src/load/tables.ts';
-import { replayRaw } from '../../src/pipeline/replay.ts';
-import type { RawRecord } from '../../src/records.ts';
+import { type TableName, tableNames, tables } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { runCli } from '../cli/helpers.ts';
+import { readCsv, readHyparquet } from '../load/readers.ts';
+import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 
-const csv = { bom: false, escape_formulae: true };
-
-/** A CSV file as its header and its records sorted (row order is not part of the contract). */
-async function csvTable(path: string): Promise<{ header: string[]; rows: string[] }> {
-  const parsed = Papa.parse<string[]>(await readFile(path, 'utf8'), { skipEmptyLines: true });
-  const [header = [], ...records] = parsed.data;
-  return { header, rows: records.map((record) => JSON.stringify(record)).sort() };
+/** A table's rows in primary-key order, so two runs compare whatever order they wrote in. */
+async function parquetRows(runDir: string, table: TableName): Promise<Record<string, unknown>[]> {
+  const key = (row: Record<string, unknown>) =>
+    tables[table].primaryKey.map((column) => String(row[column])).join('\u0000');
+  const rows = await readHyparquet(join(runDir, `${table}.parquet`));
+  return rows.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
-describe('replayRaw', () => {
+async function sortedCsv(path: string): Promise<string[]> {
+  const [header, ...records] = (await readCsv(path)).records;
+  return [JSON.stringify(header), ...records.map((record) => JSON.stringify(record)).sort()];
+}
+
+async function rejectReasons(runDir: string): Promise<string[]> {
+  const text = await readFile(join(runDir, 'rejects.jsonl'), 'utf8');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => (JSON.parse(line) as { reason: string }).reason)
+    .sort();
+}
+
+describe('replay', () => {
   let sandbox: Sandbox;
 
   beforeAll(async () => {
     sandbox = await startSandbox({ seed: 11, studies: 4, responses: 30, maxPerPage: 7 });
     const [study] = sandbox.studies();
     const items = sandbox.responses(study!.link_id);
-    // Records the run rejects must be left out of the replay in the same way.
+    // Records the run rejects must be rejected by the replay in the same way.
     sandbox.mutateListItem(study!.link_id, items[0]!.id, (item) => ({ ...item, short_transcript: 42 }));
     sandbox.mutateDetail(study!.link_id, items[1]!.id, (detail) => ({ ...detail, transcript: 'nope' }));
   });
@@ -36,7 +48,7 @@ describe('replayRaw', () => {
     await sandbox.close();
   });
 
-  it('rebuilds every table and wide sheet of a run from its raw files alone', async () => {
+  it('rebuilds every table and wide sheet of a run from raw/ alone into a new run that verifies', async () => {
     await withTempDir(async (dir) => {
       const config = sandboxConfig(sandbox, join(dir, 'out'), { source: { per_page: 7 } });
       const run = await runAgainst(sandbox, config, { formats: ['csv', 'parquet'] });
@@ -44,98 +56,47 @@ describe('replayRaw', () => {
       expect(run.rejects).toBe(2);
       const requestsBefore = sandbox.requests.length;
 
-      const replayDir = join(dir, 'replay');
-      const replayed = await replayRaw(join(runDir, 'raw'), replayDir, {
-        formats: ['csv', 'parquet'],
-        csv,
-        buckets: 5,
-      });
-
+      const replay = await runCli(['replay', runDir, '--out', join(dir, 'replayed')]);
+      expect(replay.stderr).not.toContain('study-export:');
+      expect(replay.code).toBe(3); // partial, like the run: the same two records are rejected
       expect(sandbox.requests.length).toBe(requestsBefore);
-      expect(replayed.tables).toEqual(run.tables);
-      expect(replayed.invalid).toBe(2);
-      const responses = run.tables.find((t) => t.table === 'responses')?.rows ?? 0;
-      expect(responses).toBeGreaterThan(60);
-      expect(replayed.responses).toBe(responses);
+      const replayDir = /^run: (.+)$/m.exec(replay.stdout)?.[1] as string;
+      expect(replayDir).toMatch(/replayed[/\\]test[/\\]runs[/\\]\d{8}T\d{6}Z$/);
+
+      const verified = await runCli(['verify', replayDir]);
+      expect(verified.stdout).toContain(': ok (checked');
+      expect(verified.code).toBe(0);
+
+      const [original, replayed] = await Promise.all([readManifest(runDir), readManifest(replayDir)]);
+      expect(replayed.tables).toEqual(original.tables);
+      expect(original.tables.responses).toBeGreaterThan(60);
+      expect(await rejectReasons(replayDir)).toEqual(await rejectReasons(runDir));
       for (const table of tableNames) {
-        const ours = await csvTable(join(replayDir, `${table}.csv`));
-        expect(ours, table).toEqual(await csvTable(join(runDir, `${table}.csv`)));
+        expect(await parquetRows(replayDir, table), table).toEqual(await parquetRows(runDir, table));
+        expect(await sortedCsv(join(replayDir, `${table}.csv`)), table).toEqual(
+          await sortedCsv(join(runDir, `${table}.csv`)),
+        );
       }
       const sheets = (await readdir(join(runDir, 'wide'))).sort();
       expect(sheets.length).toBe(sandbox.studies().length);
       expect((await readdir(join(replayDir, 'wide'))).sort()).toEqual(sheets);
       for (const sheet of sheets) {
-        const ours = await csvTable(join(replayDir, 'wide', sheet));
-        expect(ours, sheet).toEqual(await csvTable(join(runDir, 'wide', sheet)));
+        expect(await sortedCsv(join(replayDir, 'wide', sheet)), sheet).toEqual(
+          await sortedCsv(join(runDir, 'wide', sheet)),
+        );
       }
-      const parquet = (await readdir(replayDir)).filter((f) => f.endsWith('.parquet')).sort();
-      expect(parquet).toEqual(tableNames.map((t) => `${t}.parquet`).sort());
-      // Bucket files are temporary.
-      expect((await readdir(replayDir)).filter((f) => f.startsWith('.replay-'))).toEqual([]);
+      // The replayed run's raw/ is the same payloads: it can be replayed in turn.
+      expect((await readdir(join(replayDir, 'raw'))).sort()).toEqual(
+        (await readdir(join(runDir, 'raw'))).sort(),
+      );
     });
   });
 
-  it('keeps the newest listing of a response listed twice, and the later of two details', async () => {
+  it('names what is wrong when RUN_DIR is not a run', async () => {
     await withTempDir(async (dir) => {
-      const [study] = sandbox.studies();
-      const [item] = sandbox.responses(study!.link_id);
-      const rawDir = join(dir, 'raw');
-      const raw = createRawArchive(rawDir);
-      const base = { url: 'http://127.0.0.1/x', status: 200, received_at: new Date().toISOString() };
-      const listing = (page: number, payload: unknown[]): RawRecord => ({
-        ...base,
-        operation: 'list_responses',
-        link_id: study!.link_id,
-        study_id: study!.id,
-        page,
-        payload,
-      });
-      const detail = (user: string): RawRecord => ({
-        ...base,
-        operation: 'get_response',
-        link_id: study!.link_id,
-        study_id: study!.id,
-        response_id: item!.id,
-        payload: {
-          id: item!.id,
-          survey: study!.link_id,
-          transcript: [
-            {
-              moderator: 'hi',
-              user,
-              discussion_guide_question_id: 'q',
-              concept_id: null,
-              answer_id: null,
-              audio: null,
-              video: null,
-            },
-          ],
-        },
-      });
-      raw.write({ ...base, operation: 'list_surveys', payload: [study] });
-      raw.write(listing(0, [{ ...item, updated_at: '2030-01-02T00:00:00Z', short_transcript: 'newer' }]));
-      raw.write(listing(1, [{ ...item, updated_at: '2030-01-01T00:00:00Z', short_transcript: 'older' }]));
-      raw.write(listing(2, []));
-      raw.write(detail('first'));
-      raw.write(detail('refreshed'));
-      await raw.close();
-
-      const out = join(dir, 'out');
-      const replayed = await replayRaw(rawDir, out, { formats: ['csv'], csv });
-      expect(replayed.responses).toBe(1);
-      const responses = Papa.parse<Record<string, string>>(
-        await readFile(join(out, 'responses.csv'), 'utf8'),
-        {
-          header: true,
-          skipEmptyLines: true,
-        },
-      ).data;
-      expect(responses.map((r) => r.short_transcript)).toEqual(['newer']);
-      const transcript = Papa.parse<Record<string, string>>(
-        await readFile(join(out, 'transcript.csv'), 'utf8'),
-        { header: true, skipEmptyLines: true },
-      ).data;
-      expect(transcript.map((r) => r.user)).toEqual(['refreshed']);
+      const result = await runCli(['replay', dir]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`${join(dir, 'manifest.json')}: cannot read the manifest`);
     });
   });
 });

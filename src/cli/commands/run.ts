@@ -2,22 +2,17 @@
 import type { CommandModule, Options } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
 import { settingBounds } from '../../config/schema.ts';
-import type { RunOptions, RunOverrides, RunResult } from '../../pipeline/run.ts';
-import { redact, registerSecret } from '../../redact.ts';
+import type { RunOverrides } from '../../pipeline/run.ts';
+import { registerSecret } from '../../redact.ts';
 import {
   type CliContext,
-  isCI,
-  type LogFormat,
   type LogFormatArgs,
   type PipelineArgs,
   pipelineOptions,
   pipelineSelection,
 } from '../context.ts';
-import { jsonEvent } from '../json-event.ts';
-import { runExitCode, signalExitCode } from '../report.ts';
-import { createReporter } from '../reporters.ts';
+import { reportRun } from '../run-report.ts';
 import { JOB_INDEX_ENV, SHARD_COUNT_ENV, SHARD_ENV, type ShardArgs, shardOf } from '../shard.ts';
-import { formatSummary } from '../summary.ts';
 import { integerOption, parseFormats, parseSince } from '../usage.ts';
 
 type RunArgs = PipelineArgs & ShardArgs & LogFormatArgs & { [option: string]: unknown };
@@ -53,7 +48,7 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     type: 'string',
     requiresArg: true,
     coerce: parseFormats,
-    describe: 'csv, parquet, xlsx, comma-separated (instead of output.formats)',
+    describe: 'csv, parquet or csv,parquet (instead of output.formats)',
   },
   media: { flag: 'media', type: 'boolean', describe: 'archive audio and video (--no-media to skip)' },
   concurrency: {
@@ -112,65 +107,18 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       const shard = shardOf(args, context.env);
       // Fail before any work when the key's variable is missing.
       registerSecret(resolveApiKey(config, context.env, file));
-      const format = args['log-format'] ?? 'text';
-      const reporter = createReporter({
-        format,
-        tty: Boolean(context.stderr.isTTY),
-        ci: isCI(context.env),
-        stream: context.stderr,
-      });
       // Loaded on use: `--help` and usage errors stay fast.
       const { runPipeline } = await import('../../pipeline/run.ts');
-      const stopOnSignal = interruptHandler(reporter, context, format);
-      let result: RunResult;
-      try {
-        result = await runPipeline({
+      await reportRun(context, args['log-format'] ?? 'text', (reporter) =>
+        runPipeline({
           ...givenOverrides(args),
           config,
           configFile: file,
           reporter,
           env: context.env,
           ...(shard ? { shard } : {}),
-        });
-      } finally {
-        stopOnSignal.remove();
-        reporter.stop();
-      }
-      context.exitCode = runExitCode(result.status);
-      context.stdout.write(`${formatSummary(result)}\n`);
-      if (format === 'json') {
-        context.stderr.write(`${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`);
-      }
-    },
-  };
-}
-
-/**
- * Ctrl-C or a CI cancel: put the terminal back (bars hide the cursor) and say what state the
- * output is in, then exit with the shell's code for the signal (130 SIGINT, 143 SIGTERM).
- */
-function interruptHandler(
-  reporter: RunOptions['reporter'],
-  context: CliContext,
-  format: LogFormat,
-): { remove(): void } {
-  const onSignal = (signal: NodeJS.Signals) => {
-    reporter.stop();
-    const exitCode = signalExitCode(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
-    const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)`;
-    context.stderr.write(
-      format === 'json'
-        ? `${jsonEvent('interrupted', { signal, message, exit_code: exitCode })}\n`
-        : `study-export: ${message}\n`,
-    );
-    process.exit(exitCode);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  return {
-    remove() {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+        }),
+      );
     },
   };
 }
@@ -183,21 +131,4 @@ function givenOverrides(args: RunArgs): RunOverrides {
     if (value !== undefined && !(Array.isArray(value) && value.length === 0)) given[key] = value;
   }
   return given as RunOverrides;
-}
-
-/** The summary event of --log-format json: what the text summary says, as fields. */
-function summaryFields(result: RunResult, exitCode: number): object {
-  return {
-    status: result.status,
-    exit_code: exitCode,
-    run_dir: result.runDir,
-    tables: Object.fromEntries(result.tables.map((table) => [table.table, table.rows])),
-    files: result.files.length,
-    bytes: result.files.reduce((sum, file) => sum + file.bytes, 0),
-    warnings: result.warnings,
-    rejects: result.rejects,
-    media_failed: result.mediaFailed,
-    duration_ms: result.durationMs,
-    ...(result.plan === undefined ? {} : { plan: result.plan }),
-  };
 }

@@ -1,0 +1,86 @@
+/**
+ * What `run` and `replay` show while a run goes and once it ends: the progress reporter the
+ * log format and terminal call for, the summary (stdout; also a JSON event with
+ * --log-format json), exit code 3 for a partial run, and what an interrupt leaves behind.
+ */
+import type { ProgressReporter } from '../pipeline/progress.ts';
+import type { RunResult } from '../pipeline/run.ts';
+import { redact } from '../redact.ts';
+import { type CliContext, isCI, type LogFormat } from './context.ts';
+import { jsonEvent } from './json-event.ts';
+import { runExitCode, signalExitCode } from './report.ts';
+import { createReporter } from './reporters.ts';
+import { formatSummary } from './summary.ts';
+
+export async function reportRun(
+  context: CliContext,
+  format: LogFormat,
+  execute: (reporter: ProgressReporter) => Promise<RunResult>,
+): Promise<void> {
+  const reporter = createReporter({
+    format,
+    tty: Boolean(context.stderr.isTTY),
+    ci: isCI(context.env),
+    stream: context.stderr,
+  });
+  const stopOnSignal = interruptHandler(reporter, context, format);
+  let result: RunResult;
+  try {
+    result = await execute(reporter);
+  } finally {
+    stopOnSignal.remove();
+    reporter.stop();
+  }
+  context.exitCode = runExitCode(result.status);
+  context.stdout.write(`${formatSummary(result)}\n`);
+  if (format === 'json') {
+    context.stderr.write(`${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`);
+  }
+}
+
+/**
+ * Ctrl-C or a CI cancel: put the terminal back (bars hide the cursor) and say what state the
+ * output is in, then exit with the shell's code for the signal (130 SIGINT, 143 SIGTERM).
+ */
+function interruptHandler(
+  reporter: ProgressReporter,
+  context: CliContext,
+  format: LogFormat,
+): { remove(): void } {
+  const onSignal = (signal: NodeJS.Signals) => {
+    reporter.stop();
+    const exitCode = signalExitCode(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
+    const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)`;
+    context.stderr.write(
+      format === 'json'
+        ? `${jsonEvent('interrupted', { signal, message, exit_code: exitCode })}\n`
+        : `study-export: ${message}\n`,
+    );
+    process.exit(exitCode);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    remove() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+/** The summary event of --log-format json: what the text summary says, as fields. */
+function summaryFields(result: RunResult, exitCode: number): object {
+  return {
+    status: result.status,
+    exit_code: exitCode,
+    run_dir: result.runDir,
+    tables: Object.fromEntries(result.tables.map((table) => [table.table, table.rows])),
+    files: result.files.length,
+    bytes: result.files.reduce((sum, file) => sum + file.bytes, 0),
+    warnings: result.warnings,
+    rejects: result.rejects,
+    media_failed: result.mediaFailed,
+    duration_ms: result.durationMs,
+    ...(result.plan === undefined ? {} : { plan: result.plan }),
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * A run's raw/ folder answering the three calls as the service answered them, so a replay
+ * goes through the same extract, transform and load code as `run` (and so the same rules:
+ * validation, keep-newest, rejects) without a copy of any of them.
+ *
+ * Payloads are not held in memory: each raw file is unpacked once into a temporary JSONL file
+ * and indexed by (study, page) or (study, response); a call reads its one line back.
+ */
+import { createReadStream } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createGunzip } from 'node:zlib';
+import pLimit from 'p-limit';
+import type { ApiClient, Fetched, ListResponsesQuery } from '../api/client.ts';
+import { ApiCounters } from '../api/counters.ts';
+import type { Operation } from '../api/resources.ts';
+import { HttpError, RunError } from '../errors.ts';
+import { FileSink } from '../load/file-sink.ts';
+import type { RawRecord } from '../records.ts';
+
+export interface RecordedSource {
+  client: ApiClient;
+  /** Permanent ids of the studies whose responses the recorded run listed, in list order. */
+  studyIds: string[];
+  close(): Promise<void>;
+}
+
+interface Line {
+  offset: number;
+  length: number;
+}
+
+interface UnpackedFile {
+  path: string;
+  /** First record of each key: what the run's extract stage received first. */
+  lines: Map<string, Line>;
+  studyIds: string[];
+}
+
+const operations: Operation[] = ['list_surveys', 'list_responses', 'get_response'];
+
+export async function openRecordedSource(rawDir: string, baseUrl: string): Promise<RecordedSource> {
+  const dir = await mkdtemp(join(tmpdir(), 'study-export-replay-'));
+  try {
+    const files = new Map<Operation, UnpackedFile>();
+    for (const operation of operations) {
+      files.set(operation, await unpack(rawDir, operation, join(dir, `${operation}.jsonl`)));
+    }
+    return {
+      client: new RecordedClient(baseUrl, files),
+      studyIds: files.get('list_responses')?.studyIds ?? [],
+      close: () => rm(dir, { recursive: true, force: true }),
+    };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** The key a record answers: the call's own arguments. */
+function keyOf(record: RawRecord): string {
+  switch (record.operation) {
+    case 'list_surveys':
+      return '';
+    case 'list_responses':
+      return `${record.link_id}\u0000${record.page}`;
+    case 'get_response':
+      return `${record.link_id}\u0000${record.response_id}`;
+  }
+}
+
+async function unpack(rawDir: string, operation: Operation, path: string): Promise<UnpackedFile> {
+  const source = join(rawDir, `${operation}.jsonl.gz`);
+  const unpacked: UnpackedFile = { path, lines: new Map(), studyIds: [] };
+  const input = createReadStream(source);
+  const missing = await new Promise<boolean>((resolve) => {
+    input.once('open', () => resolve(false));
+    input.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ENOENT'));
+  });
+  const sink = await FileSink.open(path);
+  let offset = 0;
+  try {
+    if (missing) return unpacked;
+    const seenStudies = new Set<string>();
+    for await (const text of createInterface({ input: input.pipe(createGunzip()), crlfDelay: Infinity })) {
+      if (text === '') continue;
+      const record = parseRecord(text, source);
+      const length = Buffer.byteLength(text) + 1;
+      const key = keyOf(record);
+      // A study list read again replaces the first; a response asked again (renewed links) does not.
+      if (operation === 'list_surveys' || !unpacked.lines.has(key))
+        unpacked.lines.set(key, { offset, length });
+      if (record.study_id !== undefined && !seenStudies.has(record.study_id)) {
+        seenStudies.add(record.study_id);
+        unpacked.studyIds.push(record.study_id);
+      }
+      await sink.write(`${text}\n`);
+      offset += length;
+    }
+    return unpacked;
+  } finally {
+    await sink.close();
+  }
+}
+
+function parseRecord(text: string, file: string): RawRecord {
+  try {
+    return JSON.parse(text) as RawRecord;
+  } catch (cause) {
+    throw new RunError(`${file}: a line is not JSON; raw/ is damaged`, { context: { file }, cause });
+  }
+}
+
+class RecordedClient implements ApiClient {
+  readonly counters = new ApiCounters(1);
+  readonly limit = pLimit(8);
+
+  constructor(
+    readonly baseUrl: string,
+    private readonly files: Map<Operation, UnpackedFile>,
+  ) {}
+
+  listStudies(): Promise<Fetched> {
+    return this.answer('list_surveys', '', 'the study list');
+  }
+
+  listResponses(linkId: string, query: ListResponsesQuery): Promise<Fetched> {
+    return this.answer(
+      'list_responses',
+      `${linkId}\u0000${query.page}`,
+      `page ${query.page} of study "${linkId}"`,
+    );
+  }
+
+  getResponse(linkId: string, responseId: string): Promise<Fetched> {
+    return this.answer(
+      'get_response',
+      `${linkId}\u0000${responseId}`,
+      `response "${responseId}" of study "${linkId}"`,
+    );
+  }
+
+  close(): void {}
+
+  /** The recorded answer; a call the run never made (or that failed) is a 404 for that call alone. */
+  private async answer(operation: Operation, key: string, what: string): Promise<Fetched> {
+    const file = this.files.get(operation);
+    const line = file?.lines.get(key);
+    if (!file || !line) {
+      throw new HttpError('E_NOT_FOUND', `raw/ holds no ${operation} answer for ${what}`, {
+        context: { operation },
+      });
+    }
+    const handle = await open(file.path, 'r');
+    try {
+      const buffer = Buffer.alloc(line.length);
+      await handle.read(buffer, 0, line.length, line.offset);
+      const record = JSON.parse(buffer.toString('utf8')) as RawRecord;
+      this.counters.recordAttempt(operation, record.status, 0, line.length);
+      return {
+        payload: record.payload,
+        url: record.url,
+        ...(record.query === undefined ? {} : { query: record.query }),
+        status: record.status,
+        bytes: line.length,
+        receivedAt: record.received_at,
+      };
+    } finally {
+      await handle.close();
+    }
+  }
+}
