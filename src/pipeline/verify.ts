@@ -6,6 +6,7 @@
  *   is there that the manifest does not list;
  * - every table's row count, in every format, equals the manifest's;
  * - primary keys are unique and child tables' response_id values exist in responses;
+ * - with xlsx, every exported study has its workbook, and each opens with its three sheets;
  * - media.zip opens, every entry reads to its end, and every archived media row points at
  *   an entry with its bytes and sha256.
  */
@@ -17,6 +18,8 @@ import Papa from 'papaparse';
 import yauzl from 'yauzl';
 import { listRunFiles, type Manifest, readManifest } from '../load/manifest.ts';
 import { type TableName, tableNames, tables } from '../load/tables.ts';
+import { safeFileName } from '../load/wide.ts';
+import { XLSX_DIR } from '../load/xlsx.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -60,7 +63,66 @@ export async function verifyRun(runDir: string): Promise<VerifyResult> {
   if (manifest.files.some((f) => f.path === 'media.zip')) {
     checked.zipEntries = await checkZip(join(runDir, 'media.zip'), mediaRows, problems);
   }
+  await checkWorkbooks(runDir, manifest, problems);
   return { ok: problems.length === 0, problems, checked };
+}
+
+/** The sheets every workbook has (xlsx.ts writes wide, answers, transcript in this order). */
+const workbookParts = ['xl/workbook.xml', ...[1, 2, 3].map((n) => `xl/worksheets/sheet${n}.xml`)];
+
+/**
+ * With xlsx, every study exported without error has its workbook, and every workbook opens:
+ * each part of its zip reads to its end, and its three sheets are there.
+ */
+async function checkWorkbooks(runDir: string, manifest: Manifest, problems: string[]): Promise<void> {
+  const listed = new Set(
+    manifest.files.map((f) => f.path).filter((path) => /^xlsx\/[^/]+\.xlsx$/.test(path)),
+  );
+  if (manifest.config.output.formats.includes('xlsx')) {
+    for (const study of manifest.studies) {
+      const path = `${XLSX_DIR}/${safeFileName(study.link_id)}.xlsx`;
+      if (study.error === null && !listed.has(path))
+        problems.push(`${path}: the workbook of ${study.link_id} is missing`);
+    }
+  }
+  for (const path of listed) {
+    try {
+      const names = await zipEntryNames(join(runDir, path));
+      const missing = workbookParts.filter((part) => !names.includes(part));
+      if (missing.length > 0) problems.push(`${path}: not a study workbook (no ${missing.join(', ')})`);
+    } catch (error) {
+      problems.push(`${path}: cannot be read (${(error as Error).message})`);
+    }
+  }
+}
+
+/** The names of a zip's entries, each read to its end (yauzl checks their sizes). */
+async function zipEntryNames(zipPath: string): Promise<string[]> {
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
+    yauzl.open(zipPath, { lazyEntries: true, validateEntrySizes: true }, (error, opened) =>
+      error ? reject(error) : resolve(opened),
+    ),
+  );
+  const names: string[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      zip.on('error', reject);
+      zip.on('end', () => resolve());
+      zip.on('entry', (entry: yauzl.Entry) => {
+        names.push(entry.fileName);
+        zip.openReadStream(entry, (error, stream) => {
+          if (error) return reject(error);
+          stream.on('error', reject);
+          stream.on('end', () => zip.readEntry());
+          stream.resume();
+        });
+      });
+      zip.readEntry();
+    });
+  } finally {
+    zip.close();
+  }
+  return names;
 }
 
 async function checkFiles(runDir: string, manifest: Manifest, problems: string[]): Promise<void> {

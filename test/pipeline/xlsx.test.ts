@@ -4,7 +4,7 @@
  * Parquet tables and wide CSV: same values, and text as text, numbers as numbers, timestamps
  * as date cells. The raw sheet XML shows the frozen, filtered header.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
@@ -12,6 +12,7 @@ import { columnNames, type TableName, tables } from '../../src/load/tables.ts';
 import { cutText, excelCellLimit } from '../../src/load/xlsx-workbook.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { hashFile } from '../../src/util/fs.ts';
 import { readCsv, readHyparquet, tableRow } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
@@ -138,6 +139,30 @@ describe('xlsx workbooks', () => {
       );
       // Formula-like text is a text cell, never a formula.
       expect(answers.some((row) => String(row.answer).startsWith('='))).toBe(true);
+    });
+  });
+
+  it('verify names a damaged workbook and a missing one, even when the manifest was redone', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'xlsx'] } });
+      const runDir = (await runAgainst(sandbox, config)).runDir!;
+      const [first, second] = sandbox.studies().map((s) => `xlsx/${s.link_id}.xlsx`);
+      const bytes = await readFile(join(runDir, first!));
+      await writeFile(join(runDir, first!), bytes.subarray(0, bytes.length - 100));
+      await rm(join(runDir, second!));
+      const manifestPath = join(runDir, 'manifest.json');
+      const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+      manifest.files = manifest.files.filter((f: { path: string }) => f.path !== second);
+      Object.assign(
+        manifest.files.find((f: { path: string }) => f.path === first),
+        await hashFile(join(runDir, first!)),
+      );
+      await writeFile(manifestPath, JSON.stringify(manifest));
+      const { problems } = await verifyRun(runDir);
+      expect(problems).toEqual([
+        expect.stringMatching(new RegExp(`^${second}: the workbook of .+ is missing$`)),
+        expect.stringMatching(new RegExp(`^${first}: cannot be read`)),
+      ]);
     });
   });
 
