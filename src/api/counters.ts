@@ -53,15 +53,6 @@ export class ApiCounters {
     this.changes.push({ at: new Date().toISOString(), from, to, reason });
   }
 
-  /** Total attempts, all operations and outcomes together. */
-  get totalRequests(): number {
-    let total = 0;
-    for (const byOutcome of Object.values(this.requests)) {
-      for (const count of Object.values(byOutcome)) total += count;
-    }
-    return total;
-  }
-
   /** A plain-JSON copy, safe to put in the manifest and to keep after further requests. */
   snapshot(): CountersSnapshot {
     return structuredClone({

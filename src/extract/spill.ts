@@ -24,11 +24,6 @@ export class SpillFile {
     return new SpillFile(dir, path, stream);
   }
 
-  /** Appends one line; resolves once the stream can take more. */
-  async append(value: unknown): Promise<void> {
-    await this.appendAll([value]);
-  }
-
   /** Appends one line per value in one write (a page at a time, not a line at a time). */
   async appendAll(values: readonly unknown[]): Promise<void> {
     if (values.length === 0) return;

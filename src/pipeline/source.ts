@@ -4,12 +4,11 @@
  */
 import { resolveApiKey } from '../config/load.ts';
 import type { PipelineConfig } from '../config/schema.ts';
-import { type Sandbox, startSandbox } from '../sandbox/index.ts';
+import { startSandbox } from '../sandbox/index.ts';
 
 export interface OpenedSource {
   baseUrl: string;
   apiKey: string;
-  sandbox: Sandbox | null;
   close(): Promise<void>;
 }
 
@@ -20,8 +19,8 @@ export async function openSource(
 ): Promise<OpenedSource> {
   const apiKey = resolveApiKey(config, env, configFile);
   if (apiKey !== undefined) {
-    return { baseUrl: config.source.base_url, apiKey, sandbox: null, close: async () => {} };
+    return { baseUrl: config.source.base_url, apiKey, close: async () => {} };
   }
   const sandbox = await startSandbox();
-  return { baseUrl: sandbox.base_url, apiKey: sandbox.api_key, sandbox, close: () => sandbox.close() };
+  return { baseUrl: sandbox.base_url, apiKey: sandbox.api_key, close: () => sandbox.close() };
 }

@@ -2,9 +2,8 @@
  * Independent readers for the files the load stage writes: DuckDB, hyparquet, parquetjs-lite
  * and parquet-wasm (with apache-arrow) for Parquet, papaparse for CSV.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
@@ -14,14 +13,7 @@ import { readParquet } from 'parquet-wasm/node';
 import { formulaPattern } from '../../src/load/csv.ts';
 import { type ColumnType, columnNames, type TableName, tables } from '../../src/load/tables.ts';
 
-export async function withTempDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'study-export-load-'));
-  try {
-    return await use(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+export { withTempDir } from '../shared.ts';
 
 /** Runs queries against one in-memory DuckDB; results as JSON-safe objects (bigint and timestamps as strings). */
 export async function duckdb<T>(

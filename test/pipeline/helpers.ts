@@ -1,7 +1,6 @@
 /** Running the pipeline in-process against a sandbox on loopback. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parsePipelineConfig } from '../../src/config/load.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
@@ -10,6 +9,9 @@ import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { repoRoot } from '../cli/helpers.ts';
+
+export { withTempDir } from '../shared.ts';
+
 import { validateDataPackage } from '../load/frictionless.ts';
 
 export const KEY_ENV = 'TEST_STUDY_API_KEY';
@@ -54,15 +56,6 @@ export async function runAgainst(
 
 export async function readManifest(runDir: string): Promise<Manifest> {
   return JSON.parse(await readFile(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
-}
-
-export async function withTempDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'study-export-pipeline-'));
-  try {
-    return await use(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
 }
 
 /** Requests on the API listener since `from` (an index into sandbox.requests). */

@@ -87,16 +87,11 @@ export function expectNoSecretInText(text: string, secret: string): void {
   expect(text.includes(secret), 'the key was printed').toBe(false);
 }
 
-/** Media hosts never received the key; returns how many media requests were checked. */
-export function expectMediaRequestsKeyless(sandbox: Sandbox, from = 0): number {
-  const media = sandbox.requests.slice(from).filter((r) => r.listener !== 'api');
-  expect(media.filter((r) => r.x_api_key)).toEqual([]);
-  return media.length;
-}
-
 /** A table's CSV data rows as sorted lines (header first), to compare two runs. */
 export async function sortedCsvRows(runDir: string, table: string): Promise<string[]> {
   const { records } = await readCsv(join(runDir, `${table}.csv`));
   const [header, ...rows] = records;
   return [JSON.stringify(header), ...rows.map((r) => JSON.stringify(r)).sort()];
 }
+
+export { expectMediaRequestsKeyless } from '../shared.ts';
