@@ -27,9 +27,9 @@ export const defaultRowGroupSize = 50_000;
 /**
  * Buffered value bytes (string lengths, 8 per other value) at which a row group is cut
  * early: every table of a run buffers at most this much, so a run's memory stays flat.
- * 1 MiB rather than 4: in a 50k-response run four tables reach the cut, and their buffers
- * were most of what the live heap gains over a small run (peak RSS 255 MB against 184 MB
- * at 1k). The price is more row groups per file, hence a little more footer metadata.
+ * Small, because in a large run several tables reach the cut at once and their buffers are
+ * most of what the heap gains over a small run (bench/README.md has the figures). The
+ * price is more row groups per file, hence a little more footer metadata.
  */
 export const defaultRowGroupBytes = 2 ** 20;
 
@@ -105,7 +105,7 @@ class FileByteWriter extends ByteWriter {
   /**
    * Hands the filled buffer itself to the file and starts a fresh one of the initial size:
    * no copy, and a buffer grown for one large row group is not kept by every table's
-   * writer for the rest of the run (that was tens of MB of a large run's peak).
+   * writer for the rest of the run (a large run's peak memory would carry it).
    */
   flush(): Promise<void> {
     if (this.index === 0) return Promise.resolve();

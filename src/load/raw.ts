@@ -6,7 +6,7 @@
  * piped into the file, so Node's stream machinery carries the backpressure between them and
  * close() waits until every byte is on disk. Lines are gathered up to 64 KiB and handed to
  * gzip in one call (one zlib round trip per batch, not per record), at a fast level: raw/
- * is an audit copy, and on a busy machine CPU matters more than the last 15 % of size.
+ * is an audit copy, and on a busy machine CPU matters more than the last few percent of size.
  */
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
