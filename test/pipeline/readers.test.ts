@@ -3,7 +3,7 @@
  * project did not write: the Frictionless reference library for JavaScript validates
  * datapackage.json strictly (every CSV cell cast, keys and relations checked), and DuckDB,
  * hyparquet, parquetjs-lite and parquet-wasm read every Parquet table with the declared types
- * and agree with the CSV cell for cell.
+ * and agree with the CSV cell for cell; SheetJS reads the workbooks of pipelines with xlsx.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -15,6 +15,7 @@ import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { parquetDisagreements } from '../load/readers.ts';
+import { workbookProblems } from '../load/workbook.ts';
 import { KEY_ENV, readManifest, runAgainst, withTempDir } from './helpers.ts';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -54,6 +55,13 @@ async function readerProblems(runDir: string, config: PipelineConfig): Promise<s
     );
   }
   expect(frictionless.skipped).toEqual(tableNames.map((t) => `${t}-parquet`));
+  if (config.output.formats.includes('xlsx')) {
+    const studies = manifest.studies.map((s) => ({ id: s.study_id, link_id: s.link_id }));
+    problems.push(
+      ...(await workbookProblems(runDir, studies, { escapeFormulae: config.output.csv.escape_formulae }))
+        .problems,
+    );
+  }
   return problems;
 }
 
@@ -65,7 +73,7 @@ describe('every shipped pipeline, read by independent readers', () => {
     ['pipelines/archive-with-media.yaml (BOM on, MP4 and HLS)', 'archive-with-media'],
   ];
   it.each(pipelines)(
-    '%s: strict Frictionless validation and four Parquet readers agree with the CSV',
+    '%s: strict Frictionless validation, four Parquet readers and the workbooks agree with the CSV',
     async (_, name) => {
       await withTempDir(async (out) => {
         const config = await shipped(name, out);
