@@ -14,6 +14,14 @@
  *   keys get " (2)", " (3)" so that there stays one key per question.
  * - Media paths carry hashes of the ids, not the ids, so hostile ids never reach them.
  */
+import type {
+  Answer,
+  ListedResponse,
+  SingleResponse,
+  Study,
+  TranscriptRow,
+  Video,
+} from '../api/resources.ts';
 import type { Clock } from './clock.ts';
 import { intBetween, pick, type Random, randomFor, stableHex, stableUuid } from './prng.ts';
 import {
@@ -77,7 +85,7 @@ export interface TranscriptLine {
 /** Signs media paths for the detail payload (provided by the media listeners). */
 export interface MediaLinker {
   audio(path: string): string;
-  video(path: string): { stream_url: string; mp4_url: string };
+  video(path: string): Video;
 }
 
 const DAY_MS = 86_400_000;
@@ -123,7 +131,7 @@ export class DataSet {
 
   // ---- payloads ------------------------------------------------------------------------
 
-  studyPayload(study: StudyRecord): Record<string, unknown> {
+  studyPayload(study: StudyRecord): Study {
     return {
       id: study.id,
       link_id: study.linkId,
@@ -133,13 +141,13 @@ export class DataSet {
     };
   }
 
-  listItem(study: StudyRecord, entry: ResponseEntry): Record<string, unknown> {
+  listItem(study: StudyRecord, entry: ResponseEntry): ListedResponse {
     const random = randomFor(this.options.seed, study.contentKey, entry.index, 'list');
     const lines = this.conversation(study, entry);
     const answers: Record<string, string> = {
       Summary: entry.inProgress ? '' : pick(random, summaries),
     };
-    const answersArray = study.questions.map((question, q) => {
+    const answersArray = study.questions.map((question, q): Answer => {
       const said = lines
         .filter(
           (line) =>
@@ -159,33 +167,39 @@ export class DataSet {
       };
     });
     const bare = (entry.index + 1) % 5 === 0;
-    const item: Record<string, unknown> = { id: entry.id };
-    if (!bare) item['response_number'] = entry.index + 1;
-    item['created_at'] = iso(entry.createdMs);
-    if (!bare) item['updated_at'] = iso(entry.updatedMs);
-    item['answers'] = answers;
-    item['answers_array'] = answersArray;
-    item['attributes'] = attributes(random, this.options.seed, study, entry);
-    item['short_transcript'] = lines.map((line) => `• ${shorten(line.moderator)} → ${line.user}`).join('\n');
-    return item;
+    // Every fifth item lacks the two fields the spec's own sample omits.
+    return {
+      id: entry.id,
+      ...(bare ? {} : { response_number: entry.index + 1 }),
+      created_at: iso(entry.createdMs),
+      ...(bare ? {} : { updated_at: iso(entry.updatedMs) }),
+      answers,
+      answers_array: answersArray,
+      attributes: attributes(random, this.options.seed, study, entry),
+      short_transcript: lines.map((line) => `• ${shorten(line.moderator)} → ${line.user}`).join('\n'),
+    };
   }
 
-  detail(study: StudyRecord, entry: ResponseEntry, media: MediaLinker): Record<string, unknown> {
+  detail(study: StudyRecord, entry: ResponseEntry, media: MediaLinker): SingleResponse {
     const mediaBase = `${study.id}/${stableHex(16, study.id, entry.id)}`;
-    const transcript = this.conversation(study, entry).map((line, row) => ({
-      moderator: line.moderator,
-      user: line.user,
-      discussion_guide_question_id: line.dgqId,
-      concept_id: line.conceptId,
-      answer_id: line.answerId,
-      // An audio study has no recording for an empty reply; a video study films question rows only.
-      audio:
-        study.modality === 'audio' && line.user !== '' ? media.audio(`/audio/${mediaBase}/${row}.mp3`) : null,
-      video:
-        study.modality === 'video' && line.answerId !== null
-          ? media.video(`/video/${mediaBase}/${row}`)
-          : null,
-    }));
+    const transcript = this.conversation(study, entry).map(
+      (line, row): TranscriptRow => ({
+        moderator: line.moderator,
+        user: line.user,
+        discussion_guide_question_id: line.dgqId,
+        concept_id: line.conceptId,
+        answer_id: line.answerId,
+        // An audio study has no recording for an empty reply; a video study films question rows only.
+        audio:
+          study.modality === 'audio' && line.user !== ''
+            ? media.audio(`/audio/${mediaBase}/${row}.mp3`)
+            : null,
+        video:
+          study.modality === 'video' && line.answerId !== null
+            ? media.video(`/video/${mediaBase}/${row}`)
+            : null,
+      }),
+    );
     return { id: entry.id, survey: study.linkId, transcript };
   }
 

@@ -180,7 +180,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       studies(apiKey = keys.primary) {
         const key = apiKey === keys.primary ? 'primary' : apiKey === keys.secondary ? 'secondary' : undefined;
         if (!key) return [];
-        return data.visibleStudies(key).map((record) => data.studyPayload(record) as Study);
+        return data.visibleStudies(key).map((record) => data.studyPayload(record));
       },
       responses(linkId) {
         const record = study(linkId);
@@ -204,7 +204,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       addStudy(spec) {
         if (data.byLinkId(spec.link_id))
           throw new Error(`sandbox: link_id "${spec.link_id}" is already taken`);
-        return data.studyPayload(data.addStudy(spec)) as Study;
+        return data.studyPayload(data.addStudy(spec));
       },
       mutateListItem(linkId, responseId, fn) {
         const { record, entry } = entryOf(linkId, responseId);

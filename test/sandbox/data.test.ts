@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ListedResponse, SingleResponse, Study } from '../../src/api/resources.ts';
+import { type Answer, ListedResponse, SingleResponse, Study } from '../../src/api/resources.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { allPages, api, type Detail, type Item } from './helpers.ts';
 
@@ -11,14 +11,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sandbox.close();
 });
-
-interface AnswerItem {
-  answer_id: string;
-  discussion_guide_question_id: string;
-  concept_id: string | null;
-  question: string;
-  answer: string;
-}
 
 async function everything(target: Sandbox) {
   const studies = (await api<Array<{ link_id: string }>>(target, 'list_surveys')).body;
@@ -43,13 +35,13 @@ describe('the data set', () => {
 
   it('has the variety the exporter must survive', async () => {
     const { items, details } = await everything(sandbox);
-    const answers = items.flatMap(({ item }) => item['answers_array'] as AnswerItem[]);
+    const answers = items.flatMap(({ item }) => item['answers_array'] as Answer[]);
     const texts = details.flatMap((d) => d.transcript.map((row) => row.user));
 
     // concept-specific and general questions; one guide question repeated for two concepts
     expect(answers.some((a) => a.concept_id === null)).toBe(true);
     expect(answers.some((a) => a.concept_id !== null)).toBe(true);
-    const first = items[0]!.item['answers_array'] as AnswerItem[];
+    const first = items[0]!.item['answers_array'] as Answer[];
     const concepts = first.filter((a) => a.discussion_guide_question_id === 'dg-3');
     expect(new Set(concepts.map((a) => a.concept_id)).size).toBe(2);
     expect(new Set(concepts.map((a) => a.question)).size).toBe(1);
@@ -65,9 +57,7 @@ describe('the data set', () => {
     }
     const itemById = new Map(items.map(({ item }) => [item.id, item]));
     for (const detail of details) {
-      const ids = new Set(
-        (itemById.get(detail.id)!['answers_array'] as AnswerItem[]).map((a) => a.answer_id),
-      );
+      const ids = new Set((itemById.get(detail.id)!['answers_array'] as Answer[]).map((a) => a.answer_id));
       for (const row of detail.transcript)
         if (row.answer_id !== null) expect(ids.has(row.answer_id)).toBe(true);
     }

@@ -24,21 +24,8 @@ export function api<T = unknown>(
 
 export type Item = Record<string, unknown> & { id: string };
 
-export interface Row {
-  moderator: string;
-  user: string;
-  discussion_guide_question_id: string;
-  concept_id: string | null;
-  answer_id: string | null;
-  audio: string | null;
-  video: { stream_url: string; mp4_url: string } | null;
-}
-
-export interface Detail {
-  id: string;
-  survey: string;
-  transcript: Row[];
-}
+/** The service's own types (src/api/resources.ts), not restated here. */
+export type { SingleResponse as Detail, TranscriptRow as Row } from '../../src/api/resources.ts';
 
 /** All pages of a study's responses, with optional extra query parameters. */
 export async function allPages(sandbox: Sandbox, linkId: string, query = '', perPage = 10): Promise<Item[]> {
