@@ -1,0 +1,57 @@
+/** raw/*.jsonl.gz: every payload as received, one gzipped JSON-lines file per operation. */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRawArchive } from '../../src/load/raw.ts';
+import type { RawRecord } from '../../src/records.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'study-export-test-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function record(operation: RawRecord['operation'], n: number): RawRecord {
+  return {
+    operation,
+    url: `http://127.0.0.1:1/api/public/${operation}`,
+    status: 200,
+    received_at: '2026-01-01T00:00:00.000Z',
+    payload: { n, text: 'ünïcødé\nline "quoted"', big: 'x'.repeat(n * 100) },
+  };
+}
+
+describe('raw archive', () => {
+  it('writes one gzipped JSON-lines file per operation, every record as given', async () => {
+    const archive = createRawArchive(join(dir, 'raw'));
+    const written: RawRecord[] = [];
+    for (let n = 0; n < 500; n++) {
+      const r = record(n % 3 === 0 ? 'get_response' : 'list_responses', n);
+      archive.write(r);
+      written.push(r);
+    }
+    const paths = await archive.close();
+    expect(paths.map((p) => p.slice(dir.length)).sort()).toEqual([
+      '/raw/get_response.jsonl.gz',
+      '/raw/list_responses.jsonl.gz',
+    ]);
+    const readBack = async (name: string) =>
+      gunzipSync(await readFile(join(dir, 'raw', name)))
+        .toString('utf8')
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as RawRecord);
+    expect(await readBack('get_response.jsonl.gz')).toEqual(
+      written.filter((r) => r.operation === 'get_response'),
+    );
+    expect(await readBack('list_responses.jsonl.gz')).toEqual(
+      written.filter((r) => r.operation === 'list_responses'),
+    );
+    expect(archive.count).toBe(500);
+    expect(() => archive.write(record('list_surveys', 1))).toThrow(/after close/);
+  });
+});
