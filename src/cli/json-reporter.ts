@@ -39,8 +39,8 @@ export class JsonReporter extends LineReporter {
   }
 
   override retry(event: RetryEvent): void {
-    const { delayMs, ...rest } = event;
-    this.print(jsonEvent('retry', { ...rest, delay_ms: delayMs }));
+    const { delayMs, retryAfterCapped, ...rest } = event;
+    this.print(jsonEvent('retry', { ...rest, delay_ms: delayMs, retry_after_capped: retryAfterCapped }));
   }
 
   override studyDone(outcome: StudyOutcome): void {

@@ -3,24 +3,14 @@
  * implementation (live bars on a TTY, plain periodic lines otherwise, JSON lines with
  * --log-format json); the pipeline only calls these methods.
  */
+import type { RetryInfo } from '../api/client.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { Warning } from '../records.ts';
 
 export type Stage = 'studies' | 'pages' | 'details' | 'media';
 
-/** One API request about to be tried again. */
-export interface RetryEvent {
-  operation: string;
-  study?: string;
-  response?: string;
-  /** Without its query string. */
-  url: string;
-  /** 1 for the first retry. */
-  attempt: number;
-  /** HTTP status or network error code. */
-  reason: string;
-  delayMs: number;
-}
+/** One API request about to be tried again (the client's own account of it). */
+export type RetryEvent = RetryInfo;
 
 export interface ProgressReporter {
   /** A stage starts; total is known for studies and estimated (from desc) for details. */

@@ -182,16 +182,7 @@ function createClient(
     apiKey: source.apiKey,
     ...clientSettings(config.source),
     onRetry(info) {
-      const { operation, url, attempt, reason, delayMs } = info;
-      reporter.retry({
-        operation,
-        url,
-        attempt,
-        reason,
-        delayMs,
-        ...(info.study === undefined ? {} : { study: info.study }),
-        ...(info.response === undefined ? {} : { response: info.response }),
-      });
+      reporter.retry(info);
       if (!info.retryAfterCapped) return;
       log.warn({
         code: 'retry_after_capped',
