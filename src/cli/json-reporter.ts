@@ -30,10 +30,6 @@ export class JsonReporter extends LineReporter {
     });
   }
 
-  override info(message: string): void {
-    this.print(jsonEvent('info', { message }));
-  }
-
   override warn(warning: Warning): void {
     this.print(jsonEvent('warning', warning));
   }

@@ -88,10 +88,6 @@ export abstract class BaseReporter implements ProgressReporter {
     this.onChange(progress);
   }
 
-  info(message: string): void {
-    this.print(message);
-  }
-
   warn(warning: Warning): void {
     this.print(formatWarning(warning));
   }

@@ -17,7 +17,6 @@ export interface ProgressReporter {
   start(stage: Stage, total?: number): void;
   /** `count` more items done; for media, `bytes` more bytes downloaded. */
   tick(stage: Stage, count?: number, bytes?: number): void;
-  info(message: string): void;
   warn(warning: Warning): void;
   retry(event: RetryEvent): void;
   /** A study is exported (or failed): what the manifest will say of it. */
@@ -29,7 +28,6 @@ export interface ProgressReporter {
 export const silentReporter: ProgressReporter = {
   start() {},
   tick() {},
-  info() {},
   warn() {},
   retry() {},
   studyDone() {},
