@@ -92,6 +92,12 @@ describe('replay', () => {
     });
   });
 
+  it('asks for RUN_DIR when it is missing, exit 2', async () => {
+    const result = await runCli(['replay']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('replay needs RUN_DIR, the run directory to rebuild');
+  });
+
   it('names what is wrong when RUN_DIR is not a run', async () => {
     await withTempDir(async (dir) => {
       const result = await runCli(['replay', dir]);
