@@ -10,6 +10,7 @@ import { SingleResponse } from '../src/api/resources.ts';
 import { openMediaArchive } from '../src/media/archive.ts';
 import { mediaJobs } from '../src/media/jobs.ts';
 import { createMediaStage } from '../src/media/stage.ts';
+import { LocalStorage } from '../src/storage/local.ts';
 import { forEachBounded } from '../src/util/concurrency.ts';
 import type { SandboxInfo } from './processes.ts';
 
@@ -85,7 +86,7 @@ export async function mediaDownload(input: MediaInput): Promise<MediaResult> {
 
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const archive = await openMediaArchive(join(input.out, 'media.zip'));
+  const archive = await openMediaArchive(new LocalStorage(input.out), 'media.zip');
   const stage = createMediaStage({
     archive,
     tmpDir,

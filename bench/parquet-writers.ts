@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import Papa from 'papaparse';
 import { createParquetWriter } from '../src/load/parquet.ts';
 import { type Row, tables } from '../src/load/tables.ts';
+import { localFile } from '../test/storage/helpers.ts';
 
 export interface ParquetWritersInput {
   answersCsv: string;
@@ -52,7 +53,7 @@ async function answersRows(path: string): Promise<Row<'answers'>[]> {
 
 async function withHyparquet(rows: readonly Row<'answers'>[], path: string): Promise<WriterFigure> {
   const started = performance.now();
-  const writer = await createParquetWriter(path, 'answers');
+  const writer = await createParquetWriter(...localFile(path), 'answers');
   for (let i = 0; i < rows.length; i += batch) await writer.write(rows.slice(i, i + batch));
   await writer.close();
   return { ms: performance.now() - started, bytes: (await stat(path)).size };

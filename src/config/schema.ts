@@ -95,14 +95,30 @@ export const CsvConfig = z.strictObject({
   escape_formulae: z.boolean().default(true),
 });
 
+/** For S3-compatible servers (MinIO, R2, Ceph); credentials come only from the AWS environment and profiles. */
+export const S3Config = z.strictObject({
+  endpoint: z.url({ protocol: /^https?$/ }).optional(),
+  /** bucket in the path rather than the host name; the default when an endpoint is set. */
+  force_path_style: z.boolean().optional(),
+});
+
 export const OutputConfig = z.strictObject({
-  dir: z.string().min(1).default('out'),
+  /** A folder, or s3://bucket/prefix for S3-compatible object storage. */
+  dir: z
+    .string()
+    .min(1)
+    .refine((dir) => !/^s3:/i.test(dir) || /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(dir), {
+      message:
+        'expected a folder or s3://bucket/prefix (a bucket name: lower-case letters, digits, "." and "-")',
+    })
+    .default('out'),
   formats: z
     .array(z.enum(formats))
     .min(1)
     .refine((list) => list.some(isTableFormat), tableFormatMissing)
     .default(['csv', 'parquet']),
   csv: CsvConfig.default({ bom: false, escape_formulae: true }),
+  s3: S3Config.optional(),
 });
 
 export const MediaConfig = z.strictObject({

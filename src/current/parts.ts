@@ -11,6 +11,7 @@ import { type CsvOptions, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter } from '../load/parquet.ts';
 import { type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
+import { LocalStorage } from '../storage/local.ts';
 import type { CurrentStore } from './store.ts';
 
 export const CURRENT_DIR = 'current';
@@ -114,11 +115,13 @@ export async function createPartWriter<T extends TableName>(
   const dir = await mkdtemp(join(options.scratchDir, 'part-'));
   const writers = await Promise.all(
     options.formats.map(async (format) => {
-      const path = join(dir, partFileName(runId, format));
+      const name = partFileName(runId, format);
+      const path = join(dir, name);
+      const local = new LocalStorage(dir);
       const writer =
         format === 'parquet'
-          ? await createParquetWriter(path, table)
-          : await createTableCsvWriter(path, table, options.csv);
+          ? await createParquetWriter(local, name, table)
+          : await createTableCsvWriter(local, name, table, options.csv);
       return { format, path, writer };
     }),
   );

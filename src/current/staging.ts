@@ -10,9 +10,10 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { FileSink } from '../load/file-sink.ts';
 import type { TableWriters } from '../load/table-writers.ts';
 import type { Row, TableName } from '../load/tables.ts';
+import { openLocalFile } from '../storage/local-file.ts';
+import type { OutputFile } from '../storage/types.ts';
 
 export interface StudyStage {
   write<T extends TableName>(table: T, rows: readonly Row<T>[]): Promise<void>;
@@ -23,7 +24,7 @@ export interface StudyStage {
 
 interface StudyFiles {
   dir: string;
-  sinks: Map<TableName, { sink: Promise<FileSink>; queue: Promise<void> }>;
+  sinks: Map<TableName, { sink: Promise<OutputFile>; queue: Promise<void> }>;
   incomplete: Set<string>;
   closed: Promise<void> | null;
 }
@@ -117,7 +118,7 @@ function pathOf(study: StudyFiles, table: TableName): string {
 function sinkOf(study: StudyFiles, table: TableName) {
   let entry = study.sinks.get(table);
   if (!entry) {
-    const sink = mkdir(study.dir, { recursive: true }).then(() => FileSink.open(pathOf(study, table)));
+    const sink = mkdir(study.dir, { recursive: true }).then(() => openLocalFile(pathOf(study, table)));
     entry = { sink, queue: sink.then(() => undefined) };
     study.sinks.set(table, entry);
   }

@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
-import { FileSink } from '../load/file-sink.ts';
+import { openLocalFile } from '../storage/local-file.ts';
 
 export interface CurrentFile {
   path: string;
@@ -48,7 +48,7 @@ export function localCurrentStore(root: string): CurrentStore {
         dirname(target),
         `.${process.pid}-${Date.now()}-${basenameOf(path)}${WRITING_SUFFIX}`,
       );
-      const sink = await FileSink.open(temp);
+      const sink = await openLocalFile(temp);
       return {
         write: (chunk) => sink.write(chunk),
         async close() {

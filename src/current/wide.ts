@@ -15,10 +15,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { type CsvOptions, createCsvWriter } from '../load/csv.ts';
-import { FileSink } from '../load/file-sink.ts';
 import type { Row } from '../load/tables.ts';
 import { safeFileName, wideRecord } from '../load/wide.ts';
 import { type WideRow, wideFixedColumns } from '../records.ts';
+import { LocalStorage } from '../storage/local.ts';
+import { openLocalFile } from '../storage/local-file.ts';
+import type { OutputFile } from '../storage/types.ts';
 import { questionKey } from '../transform/questions.ts';
 import { wideColumns } from '../transform/wide.ts';
 import { CURRENT_DIR, partitionName, readPart } from './parts.ts';
@@ -56,7 +58,8 @@ export async function writeCurrentWide(input: CurrentWideInput): Promise<string>
     const columns = wideColumns(input.questions);
     const local = join(dir, 'sheet.csv');
     const csv = await createCsvWriter(
-      local,
+      new LocalStorage(dir),
+      'sheet.csv',
       [...wideFixedColumns, ...columns.map((c) => c.header)],
       input.csv,
     );
@@ -165,10 +168,10 @@ async function spill<T>(
   pathOf: (n: number) => string,
   bucketOf: (row: T) => number,
 ): Promise<void> {
-  const sinks = await Promise.all(Array.from({ length: count }, (_, n) => FileSink.open(pathOf(n))));
+  const sinks = await Promise.all(Array.from({ length: count }, (_, n) => openLocalFile(pathOf(n))));
   try {
     for await (const rows of source) {
-      for (const row of rows) await (sinks[bucketOf(row)] as FileSink).write(`${JSON.stringify(row)}\n`);
+      for (const row of rows) await (sinks[bucketOf(row)] as OutputFile).write(`${JSON.stringify(row)}\n`);
     }
     for (const sink of sinks) await sink.close();
   } catch (error) {

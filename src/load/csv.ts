@@ -8,7 +8,7 @@
  * and, being anchored at both ends without the s flag, multi-line values, hence ours.
  */
 import Papa from 'papaparse';
-import { FileSink } from './file-sink.ts';
+import type { Storage } from '../storage/types.ts';
 import { columnNames, type Row, type TableName } from './tables.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
@@ -50,13 +50,14 @@ export interface CsvWriter {
   abort(): Promise<void>;
 }
 
-/** Opens a CSV file and writes its (optional BOM and) header row. */
+/** Opens `path` in `storage` and writes its (optional BOM and) header row. */
 export async function createCsvWriter(
+  storage: Storage,
   path: string,
   header: readonly string[],
   options: CsvOptions,
 ): Promise<CsvWriter> {
-  const sink = await FileSink.open(path);
+  const sink = await storage.create(path);
   await sink.write((options.bom ? byteOrderMark : '') + csvText([header], options));
   return {
     path,
@@ -65,8 +66,7 @@ export async function createCsvWriter(
       if (text) await sink.write(text);
     },
     async close() {
-      await sink.close();
-      return sink.bytes;
+      return (await sink.close()).bytes;
     },
     abort: () => sink.abort(),
   };
@@ -74,6 +74,7 @@ export async function createCsvWriter(
 
 /** A CSV writer for one declared table: rows in, records in declaration order out. */
 export async function createTableCsvWriter<T extends TableName>(
+  storage: Storage,
   path: string,
   table: T,
   options: CsvOptions,
@@ -83,7 +84,7 @@ export async function createTableCsvWriter<T extends TableName>(
   abort(): Promise<void>;
 }> {
   const columns = columnNames(table);
-  const writer = await createCsvWriter(path, columns, options);
+  const writer = await createCsvWriter(storage, path, columns, options);
   return {
     write: (rows) => writer.write(rows.map((row) => csvRecord(columns, row))),
     close: () => writer.close(),

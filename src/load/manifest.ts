@@ -3,21 +3,18 @@
  * its bytes and sha256 so `study-export verify` can re-check it later. Nothing secret goes
  * in: the config carries the name of the key's environment variable, never the key.
  */
-import { readdir, readFile } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
 import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
-import { hashFile, writeFileAtomic } from '../util/fs.ts';
+import type { Storage, StoredFile } from '../storage/types.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 
-export interface ManifestFile {
-  path: string;
-  bytes: number;
-  sha256: string;
-}
+/** A file of the run with its size and sha256, as counted while it was written. */
+export type ManifestFile = StoredFile;
 
 export interface StudyOutcome {
   study_id: string;
@@ -51,21 +48,9 @@ export interface Manifest {
   rejects: { count: number; file: string };
 }
 
-/** Every file under `dir` (but the manifest), hashed, with '/'-separated relative paths. */
-export async function listRunFiles(dir: string): Promise<ManifestFile[]> {
-  const files: ManifestFile[] = [];
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const absolute = join(entry.parentPath, entry.name);
-    const path = relative(dir, absolute).split(sep).join('/');
-    if (path === MANIFEST_FILE) continue;
-    files.push({ path, ...(await hashFile(absolute)) });
-  }
-  return files.sort((a, b) => a.path.localeCompare(b.path));
-}
-
-export async function writeManifest(dir: string, manifest: Manifest): Promise<void> {
-  await writeFileAtomic(join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+/** Written last: on object storage, a run without its manifest is not a run. */
+export async function writeManifest(run: Storage, manifest: Manifest): Promise<void> {
+  await run.put(MANIFEST_FILE, `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
 /** The config as it may be recorded: a base_url never keeps user:password or a query. */

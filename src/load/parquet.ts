@@ -20,7 +20,7 @@ import type { SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { RunError } from '../errors.ts';
-import { FileSink } from './file-sink.ts';
+import type { OutputFile, Storage } from '../storage/types.ts';
 import { type Column, type Row, type TableName, tables } from './tables.ts';
 
 export const defaultRowGroupSize = 50_000;
@@ -95,9 +95,9 @@ const initialBufferBytes = 1 << 20;
 
 /** A ByteWriter that hands its bytes to a file after each row group instead of growing. */
 class FileByteWriter extends ByteWriter {
-  readonly #sink: FileSink;
+  readonly #sink: OutputFile;
 
-  constructor(sink: FileSink) {
+  constructor(sink: OutputFile) {
     super(initialBufferBytes);
     this.#sink = sink;
   }
@@ -147,6 +147,7 @@ export interface ParquetTableWriter<T extends TableName> {
 }
 
 export async function createParquetWriter<T extends TableName>(
+  storage: Storage,
   path: string,
   table: T,
   options: { rowGroupSize?: number; rowGroupBytes?: number } = {},
@@ -155,7 +156,7 @@ export async function createParquetWriter<T extends TableName>(
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
   const columns: readonly Column[] = tables[table].columns;
   const names = columns.map((column) => column.name);
-  const sink = await FileSink.open(path);
+  const sink = await storage.create(path);
   const writer = new FileByteWriter(sink);
   const parquet = new ParquetWriter({
     writer,
@@ -190,7 +191,7 @@ export async function createParquetWriter<T extends TableName>(
 
   /** Appends one row's values to the column buffers; returns their estimated bytes. */
   function bufferRow(row: Record<string, unknown>): number {
-    checkRequired(columns, row, path);
+    checkRequired(columns, row, storage.describe(path));
     let bytes = 0;
     for (let i = 0; i < names.length; i++) {
       const value = row[names[i] as string] ?? null;

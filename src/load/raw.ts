@@ -1,26 +1,27 @@
 /**
- * <rawDir>/<operation>.jsonl.gz (the run's raw/ folder): every payload as received, one JSON line per RawRecord, so a run
- * can be audited and re-transformed without calling the service again.
+ * raw/<operation>.jsonl.gz: every payload as received, one JSON line per RawRecord, so a
+ * run can be audited and re-transformed without calling the service again.
  *
- * RawSink.write is synchronous (extract must not wait on disk); each file is a gzip stream
- * piped into the file, so Node's stream machinery carries the backpressure between them and
- * close() waits until every byte is on disk. Lines are gathered up to 64 KiB and handed to
+ * RawSink.write is synchronous (extract must not wait on storage); each file is a gzip
+ * stream whose output is copied into the stored file chunk by chunk, each copy waiting for
+ * the storage to take the last, and close() waits until every byte is stored. Lines are gathered up to 64 KiB and handed to
  * gzip in one call (one zlib round trip per batch, not per record), at a fast level: raw/
  * is an audit copy, and on a busy machine CPU matters more than the last few percent of size.
  */
-import { createWriteStream, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { createGzip, type Gzip } from 'node:zlib';
 import type { Operation } from '../api/resources.ts';
 import type { RawRecord, RawSink } from '../records.ts';
-import { ByteBatch } from './file-sink.ts';
+import { ByteBatch } from '../storage/byte-batch.ts';
+import { copyInto } from '../storage/copy.ts';
+import type { Storage } from '../storage/types.ts';
 
 export interface RawArchive extends RawSink {
   /** Records written so far, all operations together. */
   readonly count: number;
-  /** Ends every file; resolves with the absolute paths written (one per operation seen). */
+  /** Ends every file; resolves with the paths written in the storage (one per operation seen). */
   close(): Promise<string[]>;
+  /** Stops writing and removes the partial files. */
+  abort(): Promise<void>;
 }
 
 interface OpenFile {
@@ -33,20 +34,24 @@ interface OpenFile {
 
 const gzipLevel = 3;
 
-/** Writes into `rawDir` (created at once); a file appears on the first record of each operation. */
-export function createRawArchive(rawDir: string): RawArchive {
-  mkdirSync(rawDir, { recursive: true });
+/** Writes into `folder` of `storage`; a file appears on the first record of each operation. */
+export function createRawArchive(storage: Storage, folder: string): RawArchive {
   const files = new Map<Operation, OpenFile>();
   let failure: unknown = null;
   let count = 0;
   let closed = false;
 
   const open = (operation: Operation): OpenFile => {
-    const path = join(rawDir, `${operation}.jsonl.gz`);
+    const path = `${folder}/${operation}.jsonl.gz`;
     const gzip = createGzip({ level: gzipLevel });
-    const done = pipeline(gzip, createWriteStream(path)).catch((error: unknown) => {
-      failure ??= error;
-    });
+    // Errors are kept in `failure` and reported by close.
+    gzip.on('error', () => {});
+    const done = copyInto(gzip, storage, path).then(
+      () => {},
+      (error: unknown) => {
+        failure ??= error;
+      },
+    );
     const file: OpenFile = { path, gzip, done, batch: new ByteBatch() };
     files.set(operation, file);
     return file;
@@ -72,6 +77,11 @@ export function createRawArchive(rawDir: string): RawArchive {
       await Promise.all([...files.values()].map((file) => file.done));
       if (failure !== null) throw failure;
       return [...files.values()].map((file) => file.path);
+    },
+    async abort(): Promise<void> {
+      closed = true;
+      for (const file of files.values()) file.gzip.destroy(new Error('aborted'));
+      await Promise.all([...files.values()].map((file) => file.done));
     },
   };
 }

@@ -1,10 +1,10 @@
 /**
- * One writer per table and format for a run directory: <table>.csv and/or <table>.parquet,
+ * One writer per table and format for a run: <table>.csv and/or <table>.parquet,
  * every table present (with its header) even when it has no rows. Writes to one table are
  * chained, so callers may write concurrently.
  */
-import { join } from 'node:path';
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
+import type { Storage } from '../storage/types.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
 import { createParquetWriter, defaultRowGroupSize } from './parquet.ts';
 import { type Row, type TableName, tableNames } from './tables.ts';
@@ -19,7 +19,7 @@ export interface TableWritersOptions {
 export interface TableFiles {
   table: TableName;
   rows: number;
-  /** Absolute or dir-relative paths as built from `dir`, one per format. */
+  /** Paths in the run's storage, one per format. */
   files: string[];
 }
 
@@ -44,7 +44,10 @@ interface TableState {
   queue: Promise<void>;
 }
 
-export async function createTableWriters(dir: string, options: TableWritersOptions): Promise<TableWriters> {
+export async function createTableWriters(
+  storage: Storage,
+  options: TableWritersOptions,
+): Promise<TableWriters> {
   const states = new Map<TableName, TableState>();
   try {
     for (const table of tableNames) {
@@ -52,7 +55,7 @@ export async function createTableWriters(dir: string, options: TableWritersOptio
       states.set(table, { writers, rows: 0, queue: Promise.resolve() });
       // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
       for (const format of new Set(options.formats.filter(isTableFormat)))
-        writers.push(await openWriter(dir, table, format, options));
+        writers.push(await openWriter(storage, table, format, options));
     }
   } catch (error) {
     await abortAll(states);
@@ -92,20 +95,20 @@ export async function createTableWriters(dir: string, options: TableWritersOptio
 }
 
 async function openWriter(
-  dir: string,
+  storage: Storage,
   table: TableName,
   format: TableFormat,
   options: TableWritersOptions,
 ): Promise<FormatWriter> {
-  const path = join(dir, `${table}.${format}`);
+  const path = `${table}.${format}`;
   if (format === 'csv') {
     // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
     // resources, and its JavaScript reference reader takes a BOM for part of the first header.
     // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
-    const writer = await createTableCsvWriter(path, table, { ...options.csv, bom: false });
+    const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
     return { path, ...writer };
   }
-  return await createParquetWriter(path, table, {
+  return await createParquetWriter(storage, path, table, {
     rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize,
   });
 }

@@ -1,17 +1,18 @@
 /**
  * The wide sheet of one study: wide/<link_id>.csv, one row per response, one column per
  * question slot. The question columns are only known once the whole study has streamed,
- * so rows are spilled to a temporary JSONL file beside the sheet and the CSV is written
+ * so rows are spilled to a JSONL file in the run's scratch folder and the CSV is written
  * from it at the end; memory stays flat however many responses the study has.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
+import { openLocalFile } from '../storage/local-file.ts';
+import type { OutputFile, Storage } from '../storage/types.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter } from './csv.ts';
-import { FileSink } from './file-sink.ts';
 
 const maxNameLength = 100;
 const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
@@ -41,26 +42,28 @@ export function safeFileName(s: string): string {
 
 export interface WideWriter {
   add(row: WideRow): Promise<void>;
-  /** Writes wide/<safe link_id>.csv with the given question columns; returns its path. */
+  /** Writes wide/<safe link_id>.csv with the given question columns; returns its path in the storage. */
   finish(columns: readonly WideColumn[]): Promise<string>;
   abort(): Promise<void>;
 }
 
-export function createWideWriter(dir: string, linkId: string, options: CsvOptions): WideWriter {
-  const wideDir = join(dir, 'wide');
+/** The sheet goes to `storage`; its spill to `scratchDir`, a local folder of the run's own. */
+export function createWideWriter(
+  storage: Storage,
+  scratchDir: string,
+  linkId: string,
+  options: CsvOptions,
+): WideWriter {
   const name = safeFileName(linkId);
-  const csvPath = join(wideDir, `${name}.csv`);
-  const spillPath = join(wideDir, `.${name}.spill.jsonl`);
-  let spill: FileSink | null = null;
+  const csvPath = `wide/${name}.csv`;
+  const spillPath = join(scratchDir, `wide-${name}.spill.jsonl`);
+  let spill: OutputFile | null = null;
   let csv: CsvWriter | null = null;
   // Adds are chained so concurrent callers keep whole lines.
   let queue: Promise<void> = Promise.resolve();
 
-  const openSpill = async (): Promise<FileSink> => {
-    if (!spill) {
-      await mkdir(wideDir, { recursive: true });
-      spill = await FileSink.open(spillPath);
-    }
+  const openSpill = async (): Promise<OutputFile> => {
+    spill ??= await openLocalFile(spillPath);
     return spill;
   };
 
@@ -73,7 +76,12 @@ export function createWideWriter(dir: string, linkId: string, options: CsvOption
       await queue;
       const sink = await openSpill();
       await sink.close();
-      csv = await createCsvWriter(csvPath, [...wideFixedColumns, ...columns.map((c) => c.header)], options);
+      csv = await createCsvWriter(
+        storage,
+        csvPath,
+        [...wideFixedColumns, ...columns.map((c) => c.header)],
+        options,
+      );
       await copyRows(spillPath, csv, columns);
       await csv.close();
       await rm(spillPath, { force: true });

@@ -5,13 +5,15 @@
  * sheet's columns are known only at the end, so rows are spilled to JSONL files in the run's
  * scratch folder and the workbook is written from them when the study is done.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { finished } from 'node:stream/promises';
+import { PassThrough } from 'node:stream';
 import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
-import { FileSink } from './file-sink.ts';
+import { copyInto } from '../storage/copy.ts';
+import { openLocalFile } from '../storage/local-file.ts';
+import type { OutputFile, Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables } from './tables.ts';
 import { safeFileName } from './wide.ts';
 import { type CutCell, type SheetColumn, type SheetSource, writeWorkbook } from './xlsx-workbook.ts';
@@ -26,7 +28,7 @@ export interface StudyRows {
 
 export interface XlsxWriter {
   add(rows: StudyRows): Promise<void>;
-  /** Writes the workbook with the wide sheet's question columns; returns its path. */
+  /** Writes the workbook with the wide sheet's question columns; returns its path in the storage. */
   finish(columns: readonly WideColumn[]): Promise<string>;
   abort(): Promise<void>;
 }
@@ -42,26 +44,25 @@ export function cutMessage(cut: CutReport): string {
   return `${cut.file}: sheet ${cut.sheet}, row ${cut.row} (${cut.what}), column "${cut.column}": ${cut.length} characters cut to Excel's cell limit of 32,767; the full text is in the CSV and Parquet tables`;
 }
 
+/** The workbook goes to `storage` as it is written; its spills to `scratchDir` (local). */
 export function createXlsxWriter(
-  dir: string,
+  storage: Storage,
   scratchDir: string,
   linkId: string,
   onCut: (cut: CutReport) => void,
 ): XlsxWriter {
-  const xlsxDir = join(dir, XLSX_DIR);
   const name = safeFileName(linkId);
-  const path = join(xlsxDir, `${name}.xlsx`);
   const file = `${XLSX_DIR}/${name}.xlsx`;
   const spillPath = (sheet: Spilled) => join(scratchDir, `xlsx-${name}.${sheet}.jsonl`);
-  let spills: Map<Spilled, FileSink> | null = null;
+  let spills: Map<Spilled, OutputFile> | null = null;
   // Adds are chained so concurrent callers keep whole lines.
   let queue: Promise<void> = Promise.resolve();
 
-  const open = async (): Promise<Map<Spilled, FileSink>> => {
+  const open = async (): Promise<Map<Spilled, OutputFile>> => {
     if (!spills) {
       await mkdir(scratchDir, { recursive: true });
       spills = new Map();
-      for (const sheet of spilled) spills.set(sheet, await FileSink.open(spillPath(sheet)));
+      for (const sheet of spilled) spills.set(sheet, await openLocalFile(spillPath(sheet)));
     }
     return spills;
   };
@@ -82,18 +83,27 @@ export function createXlsxWriter(
     async finish(columns) {
       await queue;
       for (const sink of (await open()).values()) await sink.close();
-      await mkdir(xlsxDir, { recursive: true });
-      const output = createWriteStream(path);
-      await writeWorkbook(output, sheetsOf(spillPath, columns), (cut) => onCut({ ...cut, file }));
-      await finished(output);
+      // The workbook's bytes are copied into the storage as exceljs writes them.
+      const output = new PassThrough();
+      const copied = copyInto(output, storage, file);
+      copied.catch(() => {}); // awaited below; a failure also ends the workbook's writes
+      try {
+        await writeWorkbook(output, sheetsOf(spillPath, columns), (cut) => onCut({ ...cut, file }));
+        if (!output.writableEnded) output.end();
+      } catch (error) {
+        output.destroy(error as Error);
+        await copied.catch(() => {});
+        throw error;
+      }
+      await copied;
       await removeSpills();
-      return path;
+      return file;
     },
     async abort() {
       await queue.catch(() => {});
       for (const sink of spills?.values() ?? []) await sink.abort();
       await removeSpills();
-      await rm(path, { force: true });
+      await storage.delete(file);
     },
   };
 }

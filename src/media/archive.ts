@@ -6,12 +6,15 @@
  * The writer is a few plain writes per entry (src/media/zip-format.ts) rather than a
  * stream library: a body in memory is its header and one write, its CRC-32 computed in one
  * native call (zlib.crc32); a temporary file is copied through one reused buffer and its
- * CRC-32 follows it in a data descriptor. Any disk error once an entry has begun aborts the
- * archive and removes the partial zip: a truncated media.zip is never left behind.
+ * CRC-32 follows it in a data descriptor. The bytes go to the run's storage as they are
+ * written (a local file, or a multipart upload: the zip never sits whole anywhere). Any
+ * storage error once an entry has begun aborts the archive and removes the partial zip: a
+ * truncated media.zip is never left behind.
  */
-import { type FileHandle, open, rm } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { MediaError } from '../errors.ts';
+import type { Storage } from '../storage/types.ts';
 import type { MediaBody } from './types.ts';
 import {
   centralHeader,
@@ -54,32 +57,13 @@ export const maxEntryBytes = 0xffff_ffff;
 /** Chunk size of temporary-file reads and of central directory writes. */
 const ioChunkBytes = 1024 * 1024;
 
-/** A local file appended to with plain writes. */
-class LocalZipFile implements ZipOutput {
-  constructor(
-    private readonly handle: FileHandle,
-    private readonly path: string,
-  ) {}
-
-  async write(chunk: Uint8Array): Promise<void> {
-    for (let at = 0; at < chunk.length; ) {
-      at += (await this.handle.write(chunk, at, chunk.length - at)).bytesWritten;
-    }
-  }
-
-  close(): Promise<void> {
-    return this.handle.close();
-  }
-
-  async abort(): Promise<void> {
-    await this.handle.close().catch(() => {});
-    await rm(this.path, { force: true });
-  }
-}
-
-export async function openMediaArchive(zipPath: string, options: ArchiveOptions = {}): Promise<MediaArchive> {
-  const handle = await open(zipPath, 'w');
-  return new ZipWriter(zipPath, new LocalZipFile(handle, zipPath), options);
+/** Creates `path` in `storage` (a run's media.zip). */
+export async function openMediaArchive(
+  storage: Storage,
+  path: string,
+  options: ArchiveOptions = {},
+): Promise<MediaArchive> {
+  return new ZipWriter(storage.describe(path), await storage.create(path), options);
 }
 
 export class ZipWriter implements MediaArchive {

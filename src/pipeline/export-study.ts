@@ -16,6 +16,7 @@ import { createWideWriter } from '../load/wide.ts';
 import { createXlsxWriter, cutMessage } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
 import { type ExtractSinks, type Reject, rawRecord } from '../records.ts';
+import type { Storage } from '../storage/types.ts';
 import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -26,9 +27,9 @@ export interface ExportStudyInput {
   previousLinkId: string | undefined;
   client: ApiClient;
   config: PipelineConfig;
-  /** The run's temporary directory. */
-  dir: string;
-  /** The run's scratch folder, for the listing's spill. */
+  /** The run's files (staged until the commit). */
+  files: Storage;
+  /** The run's scratch folder, for the listing's spill and the wide sheets' spills. */
   scratchDir: string;
   sinks: ExtractSinks;
   writers: TableWriters;
@@ -64,9 +65,9 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
   }
   const studySinks = trackLoss(sinks, outcome);
-  const wide = createWideWriter(input.dir, study.link_id, config.output.csv);
+  const wide = createWideWriter(input.files, input.scratchDir, study.link_id, config.output.csv);
   const workbook = config.output.formats.includes('xlsx')
-    ? createXlsxWriter(input.dir, input.scratchDir, study.link_id, (cut) =>
+    ? createXlsxWriter(input.files, input.scratchDir, study.link_id, (cut) =>
         sinks.warn({
           code: 'xlsx_cell_cut',
           message: cutMessage(cut),

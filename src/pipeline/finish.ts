@@ -1,25 +1,23 @@
 /**
- * The last files of a run: datapackage.json, which describes the tables with their sizes
- * and hashes, and the list of every file for the manifest.
+ * The last files of a run before its manifest: datapackage.json, which describes the tables
+ * with their sizes and hashes, and the list of every file for the manifest. Sizes and hashes
+ * are the ones counted while the files were written; nothing is read back.
  */
-import { join, relative, sep } from 'node:path';
 import type { PipelineConfig, TableFormat } from '../config/schema.ts';
 import { dataPackage } from '../load/datapackage.ts';
-import { listRunFiles, type ManifestFile } from '../load/manifest.ts';
+import { MANIFEST_FILE, type ManifestFile } from '../load/manifest.ts';
 import type { TableFiles } from '../load/table-writers.ts';
-import { hashFile, writeFileAtomic } from '../util/fs.ts';
+import type { RecordedStorage } from '../storage/recorded.ts';
 
 /** Writes datapackage.json; returns every file of the run with bytes and sha256. */
 export async function finishRunDirectory(
-  dir: string,
+  run: RecordedStorage,
   config: PipelineConfig,
   tables: TableFiles[],
 ): Promise<ManifestFile[]> {
-  const files = await listRunFiles(dir);
-  const byPath = new Map(files.map((file) => [file.path, file]));
+  const byPath = new Map(run.written().map((file) => [file.path, file]));
   const resources = tables.flatMap((table) =>
-    table.files.map((file) => {
-      const path = relative(dir, file).split(sep).join('/');
+    table.files.map((path) => {
       const listed = byPath.get(path);
       return {
         table: table.table,
@@ -30,8 +28,7 @@ export async function finishRunDirectory(
       };
     }),
   );
-  const dataPackagePath = join(dir, 'datapackage.json');
   const described = dataPackage({ name: config.name, formats: config.output.formats, resources });
-  await writeFileAtomic(dataPackagePath, `${JSON.stringify(described, null, 2)}\n`);
-  return [...files, { path: 'datapackage.json', ...(await hashFile(dataPackagePath)) }];
+  await run.put('datapackage.json', `${JSON.stringify(described, null, 2)}\n`);
+  return run.written().filter((file) => file.path !== MANIFEST_FILE);
 }

@@ -17,8 +17,8 @@ import type { ApiClient, Fetched, ListResponsesQuery } from '../api/client.ts';
 import { ApiCounters } from '../api/counters.ts';
 import type { Operation } from '../api/resources.ts';
 import { HttpError, RunError } from '../errors.ts';
-import { FileSink } from '../load/file-sink.ts';
 import type { RawRecord } from '../records.ts';
+import { openLocalFile } from '../storage/local-file.ts';
 
 export interface RecordedSource {
   client: ApiClient;
@@ -79,7 +79,7 @@ async function unpack(rawDir: string, operation: Operation, path: string): Promi
     input.once('open', () => resolve(false));
     input.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ENOENT'));
   });
-  const sink = await FileSink.open(path);
+  const sink = await openLocalFile(path);
   let offset = 0;
   try {
     if (missing) return unpacked;

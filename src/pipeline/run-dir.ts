@@ -1,7 +1,9 @@
 /**
- * The run directory's life: a run is written under runs/.tmp-<run id>, renamed to
- * runs/<run id> only when complete, and `latest` is rewritten after that. A lock file keeps
- * two runs of one pipeline from writing the same state at once.
+ * The run's life in the pipeline's storage (out/<name>/ or s3://bucket/prefix/<name>/): a
+ * lease keeps two runs of one pipeline from writing the same state at once; a run is staged
+ * (runs/.tmp-<run id> renamed to runs/<run id> on a file system; written in place on object
+ * storage, where its manifest, written last, makes it a run), and `latest` is rewritten only
+ * after that.
  *
  * Shard K of N owns its own objects: run ids end in -shard-K-of-N, its lock is
  * .lock-shard-K-of-N and its pointer latest-shard-K-of-N, and it clears only its own
@@ -9,17 +11,16 @@
  * writes an object another one writes.
  *
  * A process that exits before it is done (Ctrl-C, a CI cancel, an uncaught error) removes
- * its uncommitted run folder and its lock on the way out. Only SIGKILL leaves them, and
- * the next run clears those.
+ * its uncommitted local run folder and its lock on the way out. Only SIGKILL leaves them (and
+ * on object storage, anything a run did not discard), and the next run clears those.
  */
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { ConfigError } from '../errors.ts';
-import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
-import { makeDirectory, writeFileAtomic } from '../util/fs.ts';
+import { MANIFEST_FILE } from '../load/manifest.ts';
+import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
+import type { Storage } from '../storage/types.ts';
 import { type Shard, shardLabel } from './shard.ts';
 
-const TEMP_PREFIX = '.tmp-';
+/** What a killed run left on object storage is removed once it is this old (see README). */
+export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
 
 /** Run ids are UTC times, e.g. 20261121T235500Z. */
 export function runIdAt(time: number): string {
@@ -31,18 +32,17 @@ export function runIdAt(time: number): string {
 
 export interface RunDirectory {
   id: string;
-  /** Where files are written while the run is in progress. */
-  tempPath: string;
-  /** Where the run lands when committed. */
-  finalPath: string;
+  /** Where files are written while the run is in progress; it remembers their hashes. */
+  files: RecordedStorage;
+  /** Where the run is once committed: a folder or an s3:// location. */
+  location: string;
   commit(): Promise<void>;
   discard(): Promise<void>;
 }
 
 export interface PipelineDirectory {
-  root: string;
-  runsDir: string;
-  /** Start a run: a fresh, hidden temp directory with a unique run id. */
+  storage: Storage;
+  /** Start a run: a fresh, staged folder with a unique run id. */
   createRun(startedAt: number): Promise<RunDirectory>;
   release(): Promise<void>;
 }
@@ -61,59 +61,29 @@ export function shardNames(shard: Shard | undefined): ShardNames {
   return { lock: `.lock-${label}`, latest: `latest-${label}`, runSuffix: `-${label}` };
 }
 
-/** Take the pipeline's (or the shard's) lock and clear what its killed runs left behind. */
-export async function openPipelineDirectory(root: string, shard?: Shard): Promise<PipelineDirectory> {
-  const names = shardNames(shard);
-  const runsDir = join(root, 'runs');
-  await makeDirectory(runsDir);
-  const lockPath = join(root, names.lock);
-  await acquireLock(lockPath);
-  const forgetLock = removeIfExitingFirst(lockPath);
-  await removeStaleTempRuns(runsDir, names.runSuffix);
+/** Take the pipeline's (or the shard's) lease and clear what its killed runs left behind. */
+export async function openPipelineDirectory(
+  storage: Storage,
+  options: { shard?: Shard | undefined; leftoverGraceMs?: number | undefined } = {},
+): Promise<PipelineDirectory> {
+  const names = shardNames(options.shard);
+  const lease = await storage.lease(names.lock);
+  try {
+    // Other shards' runs may be in progress: they are theirs to clear.
+    await storage.removeLeftovers('runs', {
+      graceMs: options.leftoverGraceMs ?? LEFTOVER_GRACE_MS,
+      manifest: MANIFEST_FILE,
+      owns: (runId) => ownRun(runId, names.runSuffix),
+    });
+  } catch (error) {
+    await lease.release();
+    throw error;
+  }
   return {
-    root,
-    runsDir,
-    createRun: (startedAt) => createRun(root, runsDir, startedAt, names),
-    async release() {
-      forgetLock();
-      await rm(lockPath, { force: true });
-    },
+    storage,
+    createRun: (startedAt) => createRun(storage, startedAt, names),
+    release: () => lease.release(),
   };
-}
-
-async function acquireLock(lockPath: string): Promise<void> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(lockPath, 'wx');
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && isProcessAlive(holder)) {
-        throw new ConfigError(
-          `another run of this pipeline is in progress (process ${holder} holds ${lockPath}); wait for it or stop it`,
-          { context: { file: lockPath } },
-        );
-      }
-      // The holder died (killed mid-run): its lock is stale.
-      await rm(lockPath, { force: true });
-    }
-  }
-  throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
-}
-
-/**
- * Runs that were killed leave a temp directory; under its lock nobody else owns one of this
- * shard's. Other shards' temp runs may be in progress: they are theirs to clear.
- */
-async function removeStaleTempRuns(runsDir: string, runSuffix: string): Promise<void> {
-  for (const name of await readdir(runsDir)) {
-    if (name.startsWith(TEMP_PREFIX) && ownRun(name, runSuffix)) {
-      await rm(join(runsDir, name), { recursive: true, force: true });
-    }
-  }
 }
 
 /** Run ids: <time>[-n][-shard-K-of-N]. */
@@ -122,39 +92,21 @@ function ownRun(name: string, runSuffix: string): boolean {
   return runSuffix === '' ? !sharded : name.endsWith(runSuffix);
 }
 
-async function createRun(
-  root: string,
-  runsDir: string,
-  startedAt: number,
-  names: ShardNames,
-): Promise<RunDirectory> {
+async function createRun(storage: Storage, startedAt: number, names: ShardNames): Promise<RunDirectory> {
+  const taken = new Set(await storage.listFolders('runs'));
   const time = runIdAt(startedAt);
   let id = `${time}${names.runSuffix}`;
   // Two runs within one second get distinct ids.
-  for (let n = 2; await exists(join(runsDir, id)); n++) id = `${time}-${n}${names.runSuffix}`;
-  const tempPath = join(runsDir, `${TEMP_PREFIX}${id}`);
-  const finalPath = join(runsDir, id);
-  const forgetTemp = removeIfExitingFirst(tempPath);
-  await mkdir(tempPath, { recursive: true });
+  for (let n = 2; taken.has(id); n++) id = `${time}-${n}${names.runSuffix}`;
+  const staged = await storage.stage(`runs/${id}`);
   return {
     id,
-    tempPath,
-    finalPath,
+    files: recordWrites(staged.files),
+    location: staged.finalLocation,
     async commit() {
-      await rename(tempPath, finalPath);
-      forgetTemp();
-      await writeFileAtomic(join(root, names.latest), `${id}\n`);
+      await staged.commit();
+      await storage.put(names.latest, `${id}\n`);
     },
-    async discard() {
-      forgetTemp();
-      await rm(tempPath, { recursive: true, force: true });
-    },
+    discard: () => staged.discard(),
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }

@@ -20,6 +20,8 @@ import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
+import { isObjectStorage, locationOf, openStorage } from '../storage/index.ts';
+import type { Storage } from '../storage/types.ts';
 import { studyRow } from '../transform/index.ts';
 import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
@@ -29,7 +31,14 @@ import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, 
 import type { ProgressReporter } from './progress.ts';
 import { openPipelineDirectory, type RunDirectory } from './run-dir.ts';
 import { openSource } from './source.ts';
-import { advanceState, emptyState, readState, type State, writeState } from './state.ts';
+import {
+  advanceState,
+  emptyState,
+  type State,
+  type StateStore,
+  stateFileStore,
+  studyStateStore,
+} from './state.ts';
 import type { RunOptions, RunOverrides, RunResult } from './types.ts';
 
 export type { DryRunPlan, RunOptions, RunOverrides, RunResult, TableSummary } from './types.ts';
@@ -49,14 +58,16 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   if (options.since !== undefined && Number.isNaN(Date.parse(options.since))) {
     throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
   }
-  const pipelineRoot = join(config.output.dir, config.name);
-  const statePath = options.stateFile ?? join(pipelineRoot, 'state.json');
+  const pipelineRoot = locationOf(config.output.dir, config.name);
+  const storage = await openStorage(pipelineRoot, config.output.s3);
+  const stateStore = await openStateStore(storage, options);
+  // A replay (answers an earlier run recorded) neither reads nor moves the state.
   const state = options.recorded
     ? emptyState()
-    : await readState(statePath).catch((error: unknown) => {
-        // The default state file lives in the output folder: a bad --out shows here first.
+    : await stateStore.read().catch((error: unknown) => {
+        // The state lives in the output folder: a bad --out shows here first.
         const what = options.stateFile === undefined ? 'output folder' : 'state file';
-        throw describeSystemError(error, { what, path: statePath, configured: true });
+        throw describeSystemError(error, { what, path: stateStore.location, configured: true });
       });
   const log: WarningLog = {
     warnings: [],
@@ -70,12 +81,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
     const scratch = await openScratch();
-    const pipelineDir = await openPipelineDirectory(pipelineRoot, options.shard).catch(
-      async (error: unknown) => {
-        await scratch.remove();
-        throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
-      },
-    );
+    const pipelineDir = await openPipelineDirectory(storage, {
+      shard: options.shard,
+      leftoverGraceMs: options.leftoverGraceMs,
+    }).catch(async (error: unknown) => {
+      await scratch.remove();
+      throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
+    });
     try {
       const run = await pipelineDir.createRun(startedAt);
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
@@ -96,7 +108,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         // The current dataset follows the committed run, and state follows the current
         // dataset: a run killed in between is exported again, and completes it.
         await updateCurrent({
-          store: localCurrentStore(pipelineRoot),
+          store: isObjectStorage(pipelineRoot) ? storage : localCurrentStore(pipelineRoot),
           name: config.name,
           runId: run.id,
           staging,
@@ -108,15 +120,18 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
         if (!options.recorded) {
-          await saveState(statePath, run.id, async () => {
-            const latestState = options.shard ? await readState(statePath) : state;
-            await writeState(statePath, advanceState(latestState, outcomes, { id: run.id, startedAt }));
+          await saveState(stateStore.location, run.id, async () => {
+            const latestState = options.shard ? await stateStore.read() : state;
+            await stateStore.write(
+              latestState,
+              advanceState(latestState, outcomes, { id: run.id, startedAt }),
+            );
           });
         }
         return result;
       } catch (error) {
         await run.discard();
-        throw describeSystemError(error, { path: run.tempPath });
+        throw describeSystemError(error, { path: run.location });
       } finally {
         await staging.remove();
       }
@@ -130,12 +145,12 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
 }
 
 /** Writes the state after the commit; a failure says the run itself is safe. */
-async function saveState(statePath: string, runId: string, write: () => Promise<void>): Promise<void> {
+async function saveState(stateLocation: string, runId: string, write: () => Promise<void>): Promise<void> {
   try {
     await write();
   } catch (error) {
     const what = `run ${runId} is committed, but the state file was not updated (the next run exports it again)`;
-    throw describeSystemError(error, { what, path: statePath, configured: true });
+    throw describeSystemError(error, { what, path: stateLocation, configured: true });
   }
 }
 
@@ -155,6 +170,12 @@ async function openClient(
       await source.close();
     },
   };
+}
+
+/** --state FILE names one state file; otherwise the state lives beside the runs, one object per study. */
+async function openStateStore(storage: Storage, options: RunOptions): Promise<StateStore> {
+  if (options.stateFile !== undefined) return stateFileStore(options.stateFile);
+  return studyStateStore(storage);
 }
 
 /** The pipeline file with the command line's overrides applied. */
@@ -227,11 +248,11 @@ async function exportRun(
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
   const { studies } = listing;
-  const dir = run.tempPath;
-  const raw = createRawArchive(join(dir, 'raw'));
-  const rejects = createRejectsFile(join(dir, 'rejects.jsonl'));
-  const writers = await createTableWriters(dir, { formats: config.output.formats, csv: config.output.csv });
-  const archive = config.media.enabled ? await openMediaArchive(join(dir, 'media.zip')) : null;
+  const files = run.files;
+  const raw = createRawArchive(files, 'raw');
+  const rejects = createRejectsFile(files, 'rejects.jsonl');
+  const writers = await createTableWriters(files, { formats: config.output.formats, csv: config.output.csv });
+  const archive = config.media.enabled ? await openMediaArchive(files, 'media.zip') : null;
   const media: MediaStage | null = archive
     ? createMediaStage({
         archive,
@@ -284,7 +305,7 @@ async function exportRun(
             previousLinkId: state.studies[study.id]?.link_id,
             client,
             config,
-            dir,
+            files,
             scratchDir,
             sinks,
             writers: stagingWriters(writers, stage),
@@ -311,7 +332,7 @@ async function exportRun(
 
     const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
-    const files = await finishRunDirectory(dir, config, tables);
+    const listed = await finishRunDirectory(files, config, tables);
     const finishedAt = Date.now();
     timings.total = finishedAt - startedAt;
     const manifest: Manifest = {
@@ -326,20 +347,20 @@ async function exportRun(
       config: publicConfig(config),
       studies: outcomes,
       tables: Object.fromEntries(tables.map((t) => [t.table, t.rows])),
-      files,
+      files: listed,
       requests: client.counters.snapshot(),
       media: media ? { ...media.counters(), zip: archived } : null,
       warnings: log.warnings,
       rejects: { count: rejects.count, file: 'rejects.jsonl' },
     };
-    await writeManifest(dir, manifest);
+    await writeManifest(files, manifest);
     return {
       outcomes,
       result: {
         status: manifest.status,
-        runDir: run.finalPath,
+        runDir: run.location,
         tables: tables.map((t) => ({ table: t.table, rows: t.rows })),
-        files: files.map((f) => ({ path: f.path, bytes: f.bytes })),
+        files: listed.map((f) => ({ path: f.path, bytes: f.bytes })),
         warnings: log.warnings.length,
         rejects: rejects.count,
         mediaFailed,
@@ -349,6 +370,8 @@ async function exportRun(
   } catch (error) {
     await writers.abort();
     await archive?.abort();
+    await raw.abort();
+    await rejects.abort();
     throw error;
   }
 }

@@ -1,5 +1,11 @@
 /**
- * Incremental state: state.json, keyed by permanent study id (link_ids can change).
+ * Incremental state, keyed by permanent study id (link_ids can change): one small object per
+ * study, state/<permanent study id>.json, beside the runs (in the folder or the bucket), so
+ * an ephemeral machine needs nothing but the output, and runs that export different studies
+ * never write the same object. A state.json from before is migrated on first use: its
+ * studies are read as if they were objects, written as objects after the next committed
+ * run, and the file is then kept as state.json.migrated. `--state FILE` keeps the whole
+ * state in that one JSON file instead (the format of state.json), wherever it is.
  *
  * The watermark rule. A study's watermark is the run's start time minus WATERMARK_LAG_MS,
  * recorded only after the run is committed and only for studies that finished without
@@ -13,10 +19,12 @@
  * The price is that responses updated in the lag window before a run are exported again
  * by the next run; rows are keyed by response_id, so the later run's copy supersedes.
  */
-import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import { writeFileAtomic } from '../util/fs.ts';
+import { safeFileName } from '../load/wide.ts';
+import { isObjectStorage, openStorage } from '../storage/index.ts';
+import { LocalStorage } from '../storage/local.ts';
+import type { Storage } from '../storage/types.ts';
 
 export const WATERMARK_LAG_MS = 15 * 60 * 1000;
 
@@ -35,43 +43,134 @@ const StateFile = z.object({
 });
 export type State = z.infer<typeof StateFile>;
 
+/** One study's object: state/<permanent study id>.json. */
+const StudyStateObject = StudyState.extend({ version: z.literal(1), study_id: z.string() });
+
 export const emptyState = (): State => ({ version: 1, studies: {} });
 
-export async function readState(path: string): Promise<State> {
-  let text: string;
+/** The state file of before (and of --state). */
+export const LEGACY_STATE_FILE = 'state.json';
+export const STATE_FOLDER = 'state';
+
+export interface StateStore {
+  /** Where the state is, for messages. */
+  readonly location: string;
+  read(): Promise<State>;
+  /** Stores `next`; `previous` is what read() returned, so only changed studies are written. */
+  write(previous: State, next: State): Promise<void>;
+}
+
+/** state/<study id>.json in the pipeline's storage, migrating a state.json found there. */
+export function studyStateStore(pipeline: Storage): StateStore {
+  let migrating: Buffer | null = null;
+  return {
+    location: pipeline.describe(STATE_FOLDER),
+    async read() {
+      const state = emptyState();
+      for await (const file of pipeline.list(STATE_FOLDER)) {
+        if (!file.path.endsWith('.json')) continue;
+        const path = `${STATE_FOLDER}/${file.path}`;
+        const study = parseStudyObject(pipeline.describe(path), await pipeline.read(path));
+        if (!study) continue;
+        const { version: _v, study_id, ...entry } = study;
+        state.studies[study_id] = entry;
+      }
+      migrating = await pipeline.read(LEGACY_STATE_FILE);
+      if (migrating) {
+        const legacy = parseStateFile(pipeline.describe(LEGACY_STATE_FILE), migrating);
+        // An object already written wins: it is newer than the file it replaced.
+        for (const [id, entry] of Object.entries(legacy.studies)) state.studies[id] ??= entry;
+      }
+      return state;
+    },
+    async write(previous, next) {
+      for (const [id, entry] of Object.entries(next.studies)) {
+        const before = previous.studies[id];
+        if (!migrating && before && JSON.stringify(before) === JSON.stringify(entry)) continue;
+        const object = { version: 1, study_id: id, ...entry };
+        await pipeline.put(studyObjectPath(id), `${JSON.stringify(object, null, 2)}\n`);
+      }
+      if (migrating) {
+        // Every study of the old file is an object now; the file is kept, renamed, not lost.
+        await pipeline.put(`${LEGACY_STATE_FILE}.migrated`, migrating);
+        await pipeline.delete(LEGACY_STATE_FILE);
+        migrating = null;
+      }
+    },
+  };
+}
+
+/** The object of one study; a name made safe whatever the id contains. */
+export function studyObjectPath(studyId: string): string {
+  return `${STATE_FOLDER}/${safeFileName(studyId)}.json`;
+}
+
+/** `--state FILE`: the whole state in one JSON file (the format of state.json), local or s3://. */
+export async function stateFileStore(file: string): Promise<StateStore> {
+  const cut = file.lastIndexOf('/');
+  const folder = cut < 0 ? '.' : file.slice(0, cut) || '/';
+  const name = file.slice(cut + 1);
+  const storage = isObjectStorage(file) ? await openStorage(folder) : new LocalStorage(folder);
+  return singleFileStateStore(storage, name);
+}
+
+/** The whole state in one JSON file `name` of `storage`. */
+export function singleFileStateStore(storage: Storage, name: string): StateStore {
+  const location = storage.describe(name);
+  return {
+    location,
+    async read() {
+      const text = await storage.read(name);
+      return text === null ? emptyState() : parseStateFile(location, text);
+    },
+    async write(_previous, next) {
+      await storage.put(name, `${JSON.stringify(next, null, 2)}\n`);
+    },
+  };
+}
+
+/** The state in a single state file (state.json's format). */
+export async function readState(file: string): Promise<State> {
+  return (await stateFileStore(file)).read();
+}
+
+/** The state kept in a local pipeline folder (out/<name>/state/, and a state.json not yet migrated). */
+export function readPipelineState(pipelineDir: string): Promise<State> {
+  return studyStateStore(new LocalStorage(pipelineDir)).read();
+}
+
+function parseJson(path: string, text: Buffer): unknown {
   try {
-    // A device or a folder is not a state file (reading /dev/zero would never end).
-    if (!(await stat(path)).isFile()) {
-      throw new ConfigError(`${path}: the state file is not a regular file`, { context: { file: path } });
-    }
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return emptyState();
-    throw error;
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
+    return JSON.parse(text.toString('utf8'));
   } catch (cause) {
     throw new ConfigError(`${path}: state file is not valid JSON; fix it, or move it away to start over`, {
       context: { file: path },
       cause,
     });
   }
-  const result = StateFile.safeParse(parsed);
+}
+
+function parseStateFile(path: string, text: Buffer): State {
+  const result = StateFile.safeParse(parseJson(path, text));
   if (!result.success) {
     throw new ConfigError(
       `${path}: state file has an unexpected shape (${result.error.issues[0]?.message})`,
-      {
-        context: { file: path },
-      },
+      { context: { file: path } },
     );
   }
   return result.data;
 }
 
-export async function writeState(path: string, state: State): Promise<void> {
-  await writeFileAtomic(path, `${JSON.stringify(state, null, 2)}\n`);
+function parseStudyObject(path: string, text: Buffer | null): z.infer<typeof StudyStateObject> | null {
+  if (text === null) return null;
+  const result = StudyStateObject.safeParse(parseJson(path, text));
+  if (!result.success) {
+    throw new ConfigError(
+      `${path}: state file has an unexpected shape (${result.error.issues[0]?.message})`,
+      { context: { file: path } },
+    );
+  }
+  return result.data;
 }
 
 /** Where an incremental study starts: --since wins, --full or incremental:false mean none. */

@@ -25,7 +25,7 @@ export interface RunOverrides {
   concurrency?: number;
   /** Print the plan; write nothing. */
   dryRun?: boolean;
-  /** Instead of out/<name>/state.json. */
+  /** One state file (state.json's format) instead of the state kept beside the runs. */
   stateFile?: string;
 }
 
@@ -40,6 +40,8 @@ export interface RunOptions extends RunOverrides {
    * nor moves state.json: it has not seen the service, so no watermark may advance.
    */
   recorded?: { client: ApiClient };
+  /** How old what a killed run left on object storage must be before it is removed. */
+  leftoverGraceMs?: number;
   reporter: ProgressReporter;
   env: NodeJS.ProcessEnv;
 }

@@ -1,6 +1,7 @@
 /**
- * `study-export verify RUN_DIR`: re-checks a finished run against its manifest. Every
- * problem is named; nothing stops at the first one.
+ * `study-export verify RUN_DIR`: re-checks a finished run against its manifest, wherever it
+ * is stored (a folder or s3://bucket/prefix/<pipeline>/runs/<run id>): every byte is read
+ * back through the storage seam. Every problem is named; nothing stops at the first one.
  *
  * - every file listed in the manifest exists with the listed bytes and sha256, and no file
  *   is there that the manifest does not list;
@@ -11,15 +12,17 @@
  *   an entry with its bytes and sha256.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { PassThrough, type Readable } from 'node:stream';
+import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
 import yauzl from 'yauzl';
-import { listRunFiles, type Manifest, readManifest } from '../load/manifest.ts';
+import { RunError } from '../errors.ts';
+import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
 import { type TableName, tableNames, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
 import { XLSX_DIR } from '../load/xlsx.ts';
+import { openStorage, type S3Settings } from '../storage/index.ts';
+import type { Storage, StoredFile } from '../storage/types.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -29,12 +32,14 @@ export interface VerifyResult {
 
 type Values = Record<string, string | null>;
 
-export async function verifyRun(runDir: string): Promise<VerifyResult> {
-  const manifest = await readManifest(runDir);
+/** `runDir` is a run's folder or its s3:// location (with the server's settings, if not AWS's). */
+export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<VerifyResult> {
+  const run = await openStorage(runDir, s3);
+  const manifest = await readManifest(run, runDir);
   const problems: string[] = [];
   const checked = { files: 0, tables: 0, rows: 0, zipEntries: 0 };
 
-  await checkFiles(runDir, manifest, problems);
+  const sizes = await checkFiles(run, manifest, problems);
   checked.files = manifest.files.length;
 
   // Per format: a CSV cell may carry a formula escape that the Parquet value does not.
@@ -46,7 +51,7 @@ export async function verifyRun(runDir: string): Promise<VerifyResult> {
     for (const format of ['csv', 'parquet'] as const) {
       const file = `${table}.${format}`;
       if (!manifest.files.some((f) => f.path === file)) continue;
-      const rows = await checkTable(runDir, file, table, format, manifest, problems, (row) => {
+      const rows = await checkTable(run, file, sizes, table, format, manifest, problems, (row) => {
         const ids = responseIds[format];
         if (table === 'responses' && row.response_id) ids.add(row.response_id);
         else if (tables[table].foreignKeys.some((fk) => fk.reference.resource === 'responses')) {
@@ -61,9 +66,9 @@ export async function verifyRun(runDir: string): Promise<VerifyResult> {
     }
   }
   if (manifest.files.some((f) => f.path === 'media.zip')) {
-    checked.zipEntries = await checkZip(join(runDir, 'media.zip'), mediaRows, problems);
+    checked.zipEntries = await checkZip(run, sizes.get('media.zip') ?? 0, mediaRows, problems);
   }
-  await checkWorkbooks(runDir, manifest, problems);
+  await checkWorkbooks(run, sizes, manifest, problems);
   return { ok: problems.length === 0, problems, checked };
 }
 
@@ -74,7 +79,12 @@ const workbookParts = ['xl/workbook.xml', ...[1, 2, 3].map((n) => `xl/worksheets
  * With xlsx, every study exported without error has its workbook, and every workbook opens:
  * each part of its zip reads to its end, and its three sheets are there.
  */
-async function checkWorkbooks(runDir: string, manifest: Manifest, problems: string[]): Promise<void> {
+async function checkWorkbooks(
+  run: Storage,
+  sizes: Map<string, number>,
+  manifest: Manifest,
+  problems: string[],
+): Promise<void> {
   const listed = new Set(
     manifest.files.map((f) => f.path).filter((path) => /^xlsx\/[^/]+\.xlsx$/.test(path)),
   );
@@ -87,7 +97,7 @@ async function checkWorkbooks(runDir: string, manifest: Manifest, problems: stri
   }
   for (const path of listed) {
     try {
-      const names = await zipEntryNames(join(runDir, path));
+      const names = await zipEntryNames(run, path, sizes.get(path) ?? 0);
       const missing = workbookParts.filter((part) => !names.includes(part));
       if (missing.length > 0) problems.push(`${path}: not a study workbook (no ${missing.join(', ')})`);
     } catch (error) {
@@ -97,12 +107,8 @@ async function checkWorkbooks(runDir: string, manifest: Manifest, problems: stri
 }
 
 /** The names of a zip's entries, each read to its end (yauzl checks their sizes). */
-async function zipEntryNames(zipPath: string): Promise<string[]> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(zipPath, { lazyEntries: true, validateEntrySizes: true }, (error, opened) =>
-      error ? reject(error) : resolve(opened),
-    ),
-  );
+async function zipEntryNames(run: Storage, path: string, bytes: number): Promise<string[]> {
+  const zip = await openStoredZip(run, path, bytes);
   const names: string[] = [];
   try {
     await new Promise<void>((resolve, reject) => {
@@ -125,8 +131,35 @@ async function zipEntryNames(zipPath: string): Promise<string[]> {
   return names;
 }
 
-async function checkFiles(runDir: string, manifest: Manifest, problems: string[]): Promise<void> {
-  const present = new Map((await listRunFiles(runDir)).map((f) => [f.path, f]));
+async function readManifest(run: Storage, runDir: string): Promise<Manifest> {
+  const path = run.describe(MANIFEST_FILE);
+  try {
+    const text = await run.read(MANIFEST_FILE);
+    if (text === null) throw new Error('there is no manifest.json');
+    return JSON.parse(text.toString('utf8')) as Manifest;
+  } catch (cause) {
+    throw new RunError(
+      `${path}: cannot read the manifest; is ${runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
+      {
+        context: { file: path },
+        cause,
+      },
+    );
+  }
+}
+
+/** Every file of the run hashed as read back; returns their sizes by path. */
+async function checkFiles(
+  run: Storage,
+  manifest: Manifest,
+  problems: string[],
+): Promise<Map<string, number>> {
+  const present = new Map<string, StoredFile>();
+  for await (const file of run.list('')) {
+    if (file.path === MANIFEST_FILE) continue;
+    present.set(file.path, { path: file.path, ...(await hashStored(run, file.path)) });
+  }
+  const sizes = new Map([...present.values()].map((file) => [file.path, file.bytes]));
   for (const listed of manifest.files) {
     const actual = present.get(listed.path);
     if (!actual) problems.push(`${listed.path}: listed in the manifest but missing`);
@@ -137,6 +170,17 @@ async function checkFiles(runDir: string, manifest: Manifest, problems: string[]
     present.delete(listed.path);
   }
   for (const extra of present.keys()) problems.push(`${extra}: present but not listed in the manifest`);
+  return sizes;
+}
+
+async function hashStored(run: Storage, path: string): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of await run.readStream(path)) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { bytes, sha256: hash.digest('hex') };
 }
 
 /** Parquet holds media paths as written; CSV may carry formula escapes, so prefer Parquet. */
@@ -146,15 +190,15 @@ function mediaRowsFormat(manifest: Manifest): 'csv' | 'parquet' {
 
 /** Reads one table file row by row: counts rows, checks the primary key, hands rows on. */
 async function checkTable(
-  runDir: string,
+  run: Storage,
   file: string,
+  sizes: Map<string, number>,
   table: TableName,
   format: 'csv' | 'parquet',
   manifest: Manifest,
   problems: string[],
   onRow: (row: Values) => void,
 ): Promise<number> {
-  const path = join(runDir, file);
   const keys = new Set<string>();
   const primaryKey = tables[table].primaryKey;
   let rows = 0;
@@ -166,8 +210,8 @@ async function checkTable(
     onRow(row);
   };
   try {
-    if (format === 'csv') await readCsvRows(path, table, file, problems, visit);
-    else await readParquetRows(path, table, visit);
+    if (format === 'csv') await readCsvRows(await run.readStream(file), table, file, problems, visit);
+    else await readParquetRows(storedBuffer(run, file, sizes.get(file) ?? 0), table, visit);
   } catch (error) {
     problems.push(`${file}: cannot be read (${(error as Error).message})`);
     return rows;
@@ -180,7 +224,7 @@ async function checkTable(
 }
 
 async function readCsvRows(
-  path: string,
+  input: Readable,
   table: TableName,
   file: string,
   problems: string[],
@@ -205,12 +249,29 @@ async function readCsvRows(
     });
     parser.on('end', () => resolve());
     parser.on('error', reject);
-    createReadStream(path).on('error', reject).pipe(parser);
+    input.on('error', reject).pipe(parser);
   });
 }
 
-async function readParquetRows(path: string, table: TableName, visit: (row: Values) => void): Promise<void> {
-  const file = await asyncBufferFromFile(path);
+/** A stored file as hyparquet reads it: ranges fetched on demand (the footer, then row groups). */
+function storedBuffer(run: Storage, path: string, byteLength: number): AsyncBuffer {
+  return {
+    byteLength,
+    async slice(start: number, end?: number): Promise<ArrayBuffer> {
+      const chunks: Buffer[] = [];
+      for await (const chunk of await run.readStream(path, { start, end: end ?? byteLength }))
+        chunks.push(chunk as Buffer);
+      const bytes = Buffer.concat(chunks);
+      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    },
+  };
+}
+
+async function readParquetRows(
+  file: AsyncBuffer,
+  table: TableName,
+  visit: (row: Values) => void,
+): Promise<void> {
   const metadata = await parquetMetadataAsync(file);
   // Only the columns the checks need: the key columns (and what the zip check reads).
   const needed = table === 'media' ? tables.media.columns.map((c) => c.name) : [...tables[table].primaryKey];
@@ -229,16 +290,17 @@ async function readParquetRows(path: string, table: TableName, visit: (row: Valu
 }
 
 /** Reads every entry to its end (yauzl checks sizes); archived media rows must match. */
-async function checkZip(zipPath: string, mediaRows: Values[], problems: string[]): Promise<number> {
+async function checkZip(
+  run: Storage,
+  zipBytes: number,
+  mediaRows: Values[],
+  problems: string[],
+): Promise<number> {
   const expected = new Map<string, Values>();
   for (const row of mediaRows) if (row.status === 'archived' && row.file) expected.set(row.file, row);
   let entries = 0;
   try {
-    const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-      yauzl.open(zipPath, { lazyEntries: true, validateEntrySizes: true }, (error, opened) =>
-        error ? reject(error) : resolve(opened),
-      ),
-    );
+    const zip = await openStoredZip(run, 'media.zip', zipBytes);
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
       zip.on('end', () => resolve());
@@ -275,4 +337,35 @@ async function checkZip(zipPath: string, mediaRows: Values[], problems: string[]
   for (const missing of expected.keys())
     problems.push(`media.zip: ${missing} is archived in media but not in the zip`);
   return entries;
+}
+
+/** A zip in the storage, read by ranges as yauzl asks for them (sizes checked). */
+function openStoredZip(run: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
+  return new Promise<yauzl.ZipFile>((resolve, reject) =>
+    yauzl.fromRandomAccessReader(
+      new StoredFileReader(run, path),
+      bytes,
+      { lazyEntries: true, validateEntrySizes: true },
+      (error, opened) => (error ? reject(error) : resolve(opened)),
+    ),
+  );
+}
+
+/** A stored file read by ranges through the storage, as yauzl asks for them. */
+class StoredFileReader extends yauzl.RandomAccessReader {
+  constructor(
+    private readonly run: Storage,
+    private readonly path: string,
+  ) {
+    super();
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    const output = new PassThrough();
+    this.run.readStream(this.path, { start, end }).then(
+      (input) => input.on('error', (error) => output.destroy(error)).pipe(output),
+      (error: Error) => output.destroy(error),
+    );
+    return output;
+  }
 }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CsvOptions, createTableCsvWriter, formulaPattern } from '../../src/load/csv.ts';
 import { columnNames, type Row } from '../../src/load/tables.ts';
+import { localFile } from '../storage/helpers.ts';
 import { readCsv, withTempDir } from './readers.ts';
 import { awkwardAnswers } from './samples.ts';
 
@@ -25,7 +26,7 @@ function expectedRecords(rows: readonly Row<'answers'>[], escaping: boolean): st
 
 async function writeAnswers(dir: string, options: CsvOptions, batches: Row<'answers'>[][]): Promise<string> {
   const path = join(dir, 'answers.csv');
-  const writer = await createTableCsvWriter(path, 'answers', options);
+  const writer = await createTableCsvWriter(...localFile(path), 'answers', options);
   for (const batch of batches) await writer.write(batch);
   await writer.close();
   return path;

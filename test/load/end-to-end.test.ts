@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createTableWriters } from '../../src/load/table-writers.ts';
 import { columnNames, type Row, type TableName } from '../../src/load/tables.ts';
 import { QuestionRegistry, responseRows, studyRow } from '../../src/transform/index.ts';
+import { localFolder } from '../storage/helpers.ts';
 import { detail, listed, outcome, signed, study, turn } from '../transform/fixtures.ts';
 import { duckdb, readCsv, readHyparquet, withTempDir } from './readers.ts';
 
@@ -35,7 +36,7 @@ describe('transform into tables', () => {
     };
 
     await withTempDir(async (dir) => {
-      const writers = await createTableWriters(dir, {
+      const writers = await createTableWriters(localFolder(dir), {
         formats: ['csv', 'parquet'],
         csv: { bom: false, escape_formulae: true },
       });
@@ -46,7 +47,7 @@ describe('transform into tables', () => {
       await duckdb(async (query) => {
         for (const { table, rows: count, files } of summary) {
           expect(count).toBe(expected[table].length);
-          const parquet = files.find((f) => f.endsWith('.parquet'))!;
+          const parquet = join(dir, files.find((f) => f.endsWith('.parquet'))!);
           const fromDuck = await query(`select * from read_parquet('${parquet}')`);
           expect(fromDuck.map(normalise)).toEqual(expected[table]);
           expect((await readHyparquet(parquet)).map(normalise)).toEqual(expected[table]);
@@ -54,7 +55,8 @@ describe('transform into tables', () => {
           const { records } = await readCsv(join(dir, `${table}.csv`));
           expect(records[0]).toEqual(columnNames(table));
           expect(records).toHaveLength(expected[table].length + 1);
-          for (const file of files) expect((await readFile(file)).includes('X-Signature')).toBe(false);
+          for (const file of files)
+            expect((await readFile(join(dir, file))).includes('X-Signature')).toBe(false);
         }
       });
       const [transcriptHeader, intro, answered] = (await readCsv(join(dir, 'transcript.csv'))).records;

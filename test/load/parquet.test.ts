@@ -7,6 +7,7 @@ import {
   parquetSchema,
 } from '../../src/load/parquet.ts';
 import { columnNames, type Row, type TableName, tableNames } from '../../src/load/tables.ts';
+import { localFile } from '../storage/helpers.ts';
 import {
   duckdb,
   duckdbTypes,
@@ -39,7 +40,7 @@ describe('Parquet tables', () => {
   it('round-trips awkward values through DuckDB, hyparquet, parquetjs-lite and parquet-wasm, value by value', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = await createParquetWriter(path, 'answers');
+      const writer = await createParquetWriter(...localFile(path), 'answers');
       await writer.write(awkwardAnswers);
       await writer.close();
 
@@ -55,7 +56,7 @@ describe('Parquet tables', () => {
   it('is a format version 1 file with PLAIN columns, which parquetjs-lite (a 1.0 reader) opens with the declared types', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'responses.parquet');
-      const writer = await createParquetWriter(path, 'responses', { rowGroupSize: 2 });
+      const writer = await createParquetWriter(...localFile(path), 'responses', { rowGroupSize: 2 });
       await writer.write(responses);
       await writer.close();
       await duckdb(async (query) => {
@@ -90,7 +91,7 @@ describe('Parquet tables', () => {
   it('types timestamps as UTC timestamps, integers as BIGINT, and marks only nullable columns optional', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'responses.parquet');
-      const writer = await createParquetWriter(path, 'responses', { rowGroupSize: 2 });
+      const writer = await createParquetWriter(...localFile(path), 'responses', { rowGroupSize: 2 });
       await writer.write(responses);
       expect(await writer.close()).toBe(2);
 
@@ -136,7 +137,7 @@ describe('Parquet tables', () => {
   it('cuts a row group by buffered bytes when rows are large, so memory stays bounded', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = await createParquetWriter(path, 'answers');
+      const writer = await createParquetWriter(...localFile(path), 'answers');
       // 300 answers of 50 KB: 15 MB of values, far fewer rows than a row group holds.
       const long = (i: number) => `${i}:`.padEnd(50_000, 'x');
       for (let i = 0; i < 300; i++) await writer.write([answerRow(i, long(i))]);
@@ -154,7 +155,9 @@ describe('Parquet tables', () => {
   it('streams a 120,000-row answers table in row groups of 50,000 rows when the byte cut allows', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = await createParquetWriter(path, 'answers', { rowGroupBytes: 64 * 2 ** 20 });
+      const writer = await createParquetWriter(...localFile(path), 'answers', {
+        rowGroupBytes: 64 * 2 ** 20,
+      });
       for (let start = 0; start < 120_000; start += 1000) {
         await writer.write(
           Array.from({ length: 1000 }, (_, k) => answerRow(start + k, `answer ${start + k}`)),
@@ -184,7 +187,7 @@ describe('Parquet tables', () => {
     async (table: TableName) => {
       await withTempDir(async (dir) => {
         const path = join(dir, `${table}.parquet`);
-        expect(await (await createParquetWriter(path, table)).close()).toBe(0);
+        expect(await (await createParquetWriter(...localFile(path), table)).close()).toBe(0);
         await duckdb(async (query) => {
           const described = await query(`describe select * from read_parquet('${path}')`);
           expect(described.map((c) => c.column_name)).toEqual(columnNames(table));
@@ -199,7 +202,7 @@ describe('Parquet tables', () => {
   it('refuses a null in a required column instead of writing a corrupt file', async () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'answers.parquet');
-      const writer = await createParquetWriter(path, 'answers', { rowGroupSize: 1 });
+      const writer = await createParquetWriter(...localFile(path), 'answers', { rowGroupSize: 1 });
       const broken = { ...answerRow(1, 'x'), question: null } as unknown as Row<'answers'>;
       await expect(writer.write([broken])).rejects.toMatchObject({
         code: 'E_RUN',

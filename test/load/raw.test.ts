@@ -6,6 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRawArchive } from '../../src/load/raw.ts';
 import type { RawRecord } from '../../src/records.ts';
+import { localFile } from '../storage/helpers.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -27,7 +28,7 @@ function record(operation: RawRecord['operation'], n: number): RawRecord {
 
 describe('raw archive', () => {
   it('writes one gzipped JSON-lines file per operation, every record as given', async () => {
-    const archive = createRawArchive(join(dir, 'raw'));
+    const archive = createRawArchive(...localFile(join(dir, 'raw')));
     const written: RawRecord[] = [];
     for (let n = 0; n < 500; n++) {
       const r = record(n % 3 === 0 ? 'get_response' : 'list_responses', n);
@@ -35,10 +36,7 @@ describe('raw archive', () => {
       written.push(r);
     }
     const paths = await archive.close();
-    expect(paths.map((p) => p.slice(dir.length)).sort()).toEqual([
-      '/raw/get_response.jsonl.gz',
-      '/raw/list_responses.jsonl.gz',
-    ]);
+    expect(paths.sort()).toEqual(['raw/get_response.jsonl.gz', 'raw/list_responses.jsonl.gz']);
     const readBack = async (name: string) =>
       gunzipSync(await readFile(join(dir, 'raw', name)))
         .toString('utf8')

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRejectsFile } from '../../src/load/rejects.ts';
 import type { Reject } from '../../src/records.ts';
+import { localFile } from '../storage/helpers.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -17,12 +18,12 @@ afterEach(async () => {
 describe('rejects file', () => {
   it('is created even when empty, and holds one JSON line per reject', async () => {
     const emptyPath = join(dir, 'empty.jsonl');
-    const empty = createRejectsFile(emptyPath);
+    const empty = createRejectsFile(...localFile(emptyPath));
     await empty.close();
     expect(await readFile(emptyPath, 'utf8')).toBe('');
 
     const path = join(dir, 'rejects.jsonl');
-    const rejects = createRejectsFile(path);
+    const rejects = createRejectsFile(...localFile(path));
     const items: Reject[] = [1, 2].map((n) => ({
       stage: 'extract',
       operation: 'get_response',

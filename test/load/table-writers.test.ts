@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createTableWriters } from '../../src/load/table-writers.ts';
 import { columnNames, tableNames } from '../../src/load/tables.ts';
+import { localFolder } from '../storage/helpers.ts';
 import { duckdb, readCsv, rowGroupCount, withTempDir } from './readers.ts';
 import { answerRow, responseRow } from './samples.ts';
 
@@ -11,7 +12,7 @@ const csv = { bom: false, escape_formulae: true };
 describe('createTableWriters', () => {
   it('creates every table in every format, with headers, even when empty', async () => {
     await withTempDir(async (dir) => {
-      const writers = await createTableWriters(dir, { formats: ['csv', 'parquet'], csv });
+      const writers = await createTableWriters(localFolder(dir), { formats: ['csv', 'parquet'], csv });
       await writers.write('responses', [responseRow('r1'), responseRow('r2')]);
       const summary = await writers.close();
 
@@ -19,7 +20,7 @@ describe('createTableWriters', () => {
       expect(summary.find((s) => s.table === 'responses')).toEqual({
         table: 'responses',
         rows: 2,
-        files: [join(dir, 'responses.csv'), join(dir, 'responses.parquet')],
+        files: ['responses.csv', 'responses.parquet'],
       });
       expect((await readdir(dir)).sort()).toEqual(
         tableNames.flatMap((t) => [`${t}.csv`, `${t}.parquet`]).sort(),
@@ -38,7 +39,11 @@ describe('createTableWriters', () => {
 
   it('serializes concurrent writes to one table and keeps their order', async () => {
     await withTempDir(async (dir) => {
-      const writers = await createTableWriters(dir, { formats: ['csv', 'parquet'], csv, rowGroupSize: 700 });
+      const writers = await createTableWriters(localFolder(dir), {
+        formats: ['csv', 'parquet'],
+        csv,
+        rowGroupSize: 700,
+      });
       const batches = Array.from({ length: 30 }, (_, b) =>
         Array.from({ length: 100 }, (_, k) => answerRow(b * 100 + k, `batch ${b} row ${k}`)),
       );
@@ -59,7 +64,7 @@ describe('createTableWriters', () => {
 
   it('writes only the formats asked for', async () => {
     await withTempDir(async (dir) => {
-      const writers = await createTableWriters(dir, { formats: ['parquet'], csv });
+      const writers = await createTableWriters(localFolder(dir), { formats: ['parquet'], csv });
       const summary = await writers.close();
       expect(summary.every((s) => s.files.length === 1 && s.files[0]!.endsWith('.parquet'))).toBe(true);
       expect((await readdir(dir)).every((f) => f.endsWith('.parquet'))).toBe(true);
@@ -68,7 +73,7 @@ describe('createTableWriters', () => {
 
   it('removes its files on abort', async () => {
     await withTempDir(async (dir) => {
-      const writers = await createTableWriters(dir, { formats: ['csv', 'parquet'], csv });
+      const writers = await createTableWriters(localFolder(dir), { formats: ['csv', 'parquet'], csv });
       await writers.write('answers', [answerRow(1, 'x')]);
       await writers.abort();
       expect(await readdir(dir)).toEqual([]);
@@ -78,7 +83,9 @@ describe('createTableWriters', () => {
   it('fails with a RunError naming the file when the folder cannot be written, leaving nothing behind', async () => {
     await withTempDir(async (dir) => {
       const missing = join(dir, 'does-not-exist');
-      await expect(createTableWriters(missing, { formats: ['csv', 'parquet'], csv })).rejects.toMatchObject({
+      await expect(
+        createTableWriters(localFolder(missing), { formats: ['csv', 'parquet'], csv }),
+      ).rejects.toMatchObject({
         code: 'E_RUN',
         context: { file: join(missing, 'studies.csv') },
       });

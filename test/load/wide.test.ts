@@ -1,9 +1,10 @@
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createWideWriter, safeFileName } from '../../src/load/wide.ts';
 import type { WideRow } from '../../src/records.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
+import { localFolder } from '../storage/helpers.ts';
 import { readCsv, withTempDir } from './readers.ts';
 
 const csv = { bom: false, escape_formulae: true };
@@ -23,10 +24,19 @@ const wideRow = (n: number, cells: Record<string, string>): WideRow => ({
   cells,
 });
 
+/** An output folder and a scratch folder, both empty. */
+async function withFolders(use: (out: string, scratch: string) => Promise<void>): Promise<void> {
+  await withTempDir(async (dir) => {
+    await mkdir(join(dir, 'out'));
+    await mkdir(join(dir, 'scratch'));
+    await use(join(dir, 'out'), join(dir, 'scratch'));
+  });
+}
+
 describe('createWideWriter', () => {
   it('writes one row per response and one column per question slot, with distinct headers', async () => {
-    await withTempDir(async (dir) => {
-      const writer = createWideWriter(dir, 'coffee-habits', csv);
+    await withFolders(async (out, scratch) => {
+      const writer = createWideWriter(localFolder(out), scratch, 'coffee-habits', csv);
       await Promise.all([
         writer.add(
           wideRow(1, { [questionKey('d1', 'A')]: 'Nice, "really"\nnice', [questionKey('d2', null)]: '42' }),
@@ -34,10 +44,12 @@ describe('createWideWriter', () => {
         writer.add(wideRow(2, { [questionKey('d1', 'B')]: 'line\u2028separator 日本' })),
       ]);
       const path = await writer.finish(wideColumns(questions));
-      expect(path).toBe(join(dir, 'wide', 'coffee-habits.csv'));
-      expect(await readdir(join(dir, 'wide'))).toEqual(['coffee-habits.csv']);
+      expect(path).toBe('wide/coffee-habits.csv');
+      expect(await readdir(join(out, 'wide'))).toEqual(['coffee-habits.csv']);
+      // The spill was the scratch folder's, and is gone.
+      expect(await readdir(scratch)).toEqual([]);
 
-      const { records } = await readCsv(path);
+      const { records } = await readCsv(join(out, path));
       expect(records).toEqual([
         [
           'response_id',
@@ -65,24 +77,25 @@ describe('createWideWriter', () => {
   });
 
   it('writes the header alone for a study without responses', async () => {
-    await withTempDir(async (dir) => {
-      const path = await createWideWriter(dir, 'empty', csv).finish([]);
-      expect((await readCsv(path)).records).toEqual([
+    await withFolders(async (out, scratch) => {
+      const path = await createWideWriter(localFolder(out), scratch, 'empty', csv).finish([]);
+      expect((await readCsv(join(out, path))).records).toEqual([
         ['response_id', 'response_number', 'created_at', 'updated_at', 'summary'],
       ]);
     });
   });
 
   it('keeps the link id out of the path and removes everything on abort', async () => {
-    await withTempDir(async (dir) => {
-      const writer = createWideWriter(dir, '../../etc/passwd', csv);
+    await withFolders(async (out, scratch) => {
+      const writer = createWideWriter(localFolder(out), scratch, '../../etc/passwd', csv);
       await writer.add(wideRow(1, {}));
       await writer.abort();
-      expect(await readdir(join(dir, 'wide'))).toEqual([]);
-      expect(await readdir(dir)).toEqual(['wide']);
+      expect(await readdir(out)).toEqual([]);
+      expect(await readdir(scratch)).toEqual([]);
 
-      const path = await createWideWriter(dir, '../../etc/passwd', csv).finish([]);
-      expect(path.startsWith(join(dir, 'wide'))).toBe(true);
+      const path = await createWideWriter(localFolder(out), scratch, '../../etc/passwd', csv).finish([]);
+      expect(path).toMatch(/^wide\/[^/]+\.csv$/);
+      expect(path.split('/').filter((part) => part === '..' || part === '.')).toEqual([]);
     });
   });
 });

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import yauzl from 'yauzl';
 import { openMediaArchive } from '../../src/media/archive.ts';
 import type { MediaBody } from '../../src/media/types.ts';
+import { localFile } from '../storage/helpers.ts';
 import { readZip } from './zip.ts';
 
 let dir: string;
@@ -67,7 +68,7 @@ async function entryCrcs(zipPath: string): Promise<Map<string, number>> {
 describe('openMediaArchive', () => {
   it('writes stored entries, from files and from memory, that read back byte for byte', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     const first = Buffer.alloc(300_000, 7);
     const second = Buffer.from('not really audio');
     await Promise.all([
@@ -85,7 +86,7 @@ describe('openMediaArchive', () => {
 
   it('states the reference CRC-32 of every entry, from memory and from files of several read chunks', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     const bodies: [string, Buffer, 'memory' | 'file'][] = [
       ['a.mp3', randomBytes(300_000), 'memory'],
       ['b.mp4', randomBytes(5), 'memory'],
@@ -107,7 +108,7 @@ describe('openMediaArchive', () => {
 
   it('writes zip64 end records and offsets that yauzl and unzip read', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath, { forceZip64: true });
+    const archive = await openMediaArchive(...localFile(zipPath), { forceZip64: true });
     const first = randomBytes(70_000);
     const second = randomBytes(1_200_000);
     await archive.add('r/1-audio.mp3', { kind: 'memory', data: first });
@@ -124,7 +125,7 @@ describe('openMediaArchive', () => {
 
   it('keeps names outside ASCII as UTF-8', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     await archive.add('étude/回答/1-audio.mp3', { kind: 'memory', data: Buffer.from('x') });
     await archive.finish();
     expect((await readZip(zipPath)).map((e) => e.name)).toEqual(['étude/回答/1-audio.mp3']);
@@ -133,14 +134,14 @@ describe('openMediaArchive', () => {
 
   it('writes a valid empty zip when there is no media', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     expect((await archive.finish()).entries).toBe(0);
     expect(await readZip(zipPath)).toEqual([]);
   });
 
   it('rejects an add whose file is missing and keeps going', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     await expect(
       archive.add('s/r/1-audio.mp3', { kind: 'file', path: join(dir, 'missing.part') }),
     ).rejects.toThrow();
@@ -151,7 +152,7 @@ describe('openMediaArchive', () => {
 
   it('abort removes the partial zip and refuses further entries', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     await archive.add('s/r/1-audio.mp3', await tempFile('d.part', Buffer.alloc(100_000, 1)));
     expect(existsSync(zipPath)).toBe(true);
     await archive.abort();
@@ -164,7 +165,7 @@ describe('openMediaArchive', () => {
 
   it('abort during an entry rejects that add and removes the zip', async () => {
     const zipPath = join(dir, 'media.zip');
-    const archive = await openMediaArchive(zipPath);
+    const archive = await openMediaArchive(...localFile(zipPath));
     const adding = archive.add('s/r/1-video.mp4', await tempFile('f.part', Buffer.alloc(20_000_000, 3)));
     await new Promise((resolve) => setImmediate(resolve));
     await archive.abort();
@@ -173,6 +174,6 @@ describe('openMediaArchive', () => {
   });
 
   it('fails to open where the zip cannot be written', async () => {
-    await expect(openMediaArchive(join(dir, 'no', 'such', 'media.zip'))).rejects.toThrow();
+    await expect(openMediaArchive(...localFile(join(dir, 'no', 'such', 'media.zip')))).rejects.toThrow();
   });
 });

@@ -19,6 +19,7 @@ import { createMediaStage, type MediaStageOptions } from '../../src/media/stage.
 import type { MediaOutcome } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { expectMediaRequestsKeyless } from '../shared.ts';
+import { localFile } from '../storage/helpers.ts';
 import { readZip, type ZipEntryInfo } from './zip.ts';
 
 let sandbox: Sandbox;
@@ -40,7 +41,7 @@ afterAll(async () => {
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'media-stage-'));
   zipPath = join(dir, 'media.zip');
-  archive = await openMediaArchive(zipPath);
+  archive = await openMediaArchive(...localFile(zipPath));
   sandbox.setFaults(null);
   sandbox.requests.length = 0;
 });

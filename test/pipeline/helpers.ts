@@ -1,16 +1,19 @@
 /** Running the pipeline in-process against a sandbox on loopback. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { parsePipelineConfig } from '../../src/config/load.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import type { Manifest } from '../../src/load/manifest.ts';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { isObjectStorage, openStorage } from '../../src/storage/index.ts';
 import { repoRoot } from '../cli/helpers.ts';
 
-export { withTempDir } from '../shared.ts';
+import { withTempDir } from '../shared.ts';
+
+export { withTempDir };
 
 import { validateDataPackage } from '../load/frictionless.ts';
 
@@ -47,11 +50,27 @@ export async function runAgainst(
     ...options,
   });
   if (result.runDir) {
-    const { errors } = await validateDataPackage(result.runDir);
+    const runDir = result.runDir;
+    const { errors } = isObjectStorage(runDir)
+      ? await withTempDir(async (dir) => {
+          await downloadRun(runDir, config, dir);
+          return validateDataPackage(dir);
+        })
+      : await validateDataPackage(runDir);
     if (errors.length > 0)
       throw new Error(`datapackage.json of ${result.runDir} is rejected:\n${errors.join('\n')}`);
   }
   return result;
+}
+
+/** A run in a bucket copied into `dir`, for readers that read local files. */
+async function downloadRun(runDir: string, config: PipelineConfig, dir: string): Promise<void> {
+  const run = await openStorage(runDir, config.output.s3);
+  for await (const file of run.list('')) {
+    const path = join(dir, ...file.path.split('/'));
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, (await run.read(file.path)) ?? Buffer.alloc(0));
+  }
 }
 
 export async function readManifest(runDir: string): Promise<Manifest> {
@@ -101,7 +120,11 @@ export async function spawnRun(
   sandbox: Sandbox,
   dir: string,
   out: string,
-  options: { media?: string; args?: string[] } = {},
+  options: {
+    media?: string;
+    args?: string[] /** The pipeline file's output, instead of { dir: out }. */;
+    output?: string;
+  } = {},
 ): Promise<{ child: ChildProcess; exited: Promise<NodeJS.Signals | null> }> {
   const pipelineFile = join(dir, 'killable.yaml');
   await writeFile(
@@ -109,7 +132,7 @@ export async function spawnRun(
     [
       'name: test',
       `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 2 }`,
-      `output: { dir: "${out}" }`,
+      `output: ${options.output ?? `{ dir: "${out}" }`}`,
       `media: ${options.media ?? '{ enabled: true }'}`,
     ].join('\n'),
   );

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
+import { readPipelineState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
 import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
@@ -19,7 +19,7 @@ afterEach(async () => {
   await sandbox.close();
 });
 
-const statePath = (out: string) => join(out, 'test', 'state.json');
+const pipelineDir = (out: string) => join(out, 'test');
 
 describe('incremental runs', () => {
   it('rerun with no changes: one list call plus one page call per study, nothing downloaded', async () => {
@@ -58,7 +58,7 @@ describe('incremental runs', () => {
     await withTempDir(async (out) => {
       const startedAt = Date.now();
       const result = await runAgainst(sandbox, sandboxConfig(sandbox, out));
-      const state = await readState(statePath(out));
+      const state = await readPipelineState(pipelineDir(out));
       const manifest = await readManifest(result.runDir!);
       expect(Object.keys(state.studies).sort()).toEqual(
         sandbox
@@ -88,7 +88,7 @@ describe('incremental runs', () => {
       expect(manifest.studies).toMatchObject([{ study_id: study!.id, link_id: 'renamed-study' }]);
       const ids = (await readHyparquet(join(second.runDir!, 'responses.parquet'))).map((r) => r.response_id);
       expect(ids).toEqual([added]);
-      const state = await readState(statePath(out));
+      const state = await readPipelineState(pipelineDir(out));
       expect(state.studies[study!.id]?.link_id).toBe('renamed-study');
     });
   });
@@ -110,7 +110,7 @@ describe('incremental runs', () => {
       });
       expect(JSON.parse(rejects[0]!).reason).toContain('transcript');
 
-      const state = await readState(statePath(out));
+      const state = await readPipelineState(pipelineDir(out));
       expect(state.studies[broken!.id]).toBeUndefined();
       expect(state.studies[intact!.id]?.watermark).toBeTruthy();
 

@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
-import { readState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import {
@@ -61,7 +61,7 @@ describe('across runs', () => {
         sandboxResponseIds(sandbox, [newLinkId]).sort(),
       );
       expect(await readdir(join(second.runDir!, 'wide'))).toEqual([`${newLinkId}.csv`]);
-      const state = await readState(join(out, 'test', 'state.json'));
+      const state = await readPipelineState(join(out, 'test'));
       expect(Object.keys(state.studies)).toEqual([study.id]);
       expect(state.studies[study.id]?.link_id).toBe(newLinkId);
       await expectNoSecretIn(out, sandbox.api_key);
@@ -109,14 +109,14 @@ describe('across runs', () => {
 });
 
 describe('a run killed during the media downloads', () => {
-  it('leaves the previous run, latest and state.json untouched; the rerun loses nothing', async () => {
+  it('leaves the previous run, latest and the state untouched; the rerun loses nothing', async () => {
     await withTempDir(async (dir) => {
       const out = join(dir, 'out');
       const settings = { media: { enabled: true, concurrency: 1 }, source: { concurrency: 2 } };
       const first = await runAgainst(sandbox, sandboxConfig(sandbox, out, settings));
       expect(first.status).toBe('complete');
       const root = join(out, 'test');
-      const stateBefore = await readFile(join(root, 'state.json'), 'utf8');
+      const stateBefore = await readPipelineState(root);
       const latestBefore = await readFile(join(root, 'latest'), 'utf8');
       const runsBefore = await readdir(join(root, 'runs'));
 
@@ -136,7 +136,7 @@ describe('a run killed during the media downloads', () => {
       } finally {
         sandbox.setFaults(null);
       }
-      expect(await readFile(join(root, 'state.json'), 'utf8')).toBe(stateBefore);
+      expect(await readPipelineState(root)).toEqual(stateBefore);
       expect(await readFile(join(root, 'latest'), 'utf8')).toBe(latestBefore);
       const runsAfterKill = await readdir(join(root, 'runs'));
       expect(runsAfterKill.filter((name) => !name.startsWith('.tmp-'))).toEqual(runsBefore);

@@ -8,7 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { readState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import type { Reject } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -121,8 +121,8 @@ it('every malformed payload is a reject naming the field or a reported failure; 
     const settings = { source: { retries: RETRIES } };
     const first = await runAgainst(sandbox, sandboxConfig(sandbox, out, settings));
     expect(first.status).toBe('complete');
-    const statePath = join(out, 'test', 'state.json');
-    const stateBefore = await readState(statePath);
+    const pipelineDir = join(out, 'test');
+    const stateBefore = await readPipelineState(pipelineDir);
 
     // One victim per study; touched so that the incremental run lists it again.
     const victims = studies.map((study) => ({ study, id: sandbox.responses(study.link_id)[1]!.id }));
@@ -185,7 +185,7 @@ it('every malformed payload is a reject naming the field or a reported failure; 
     expect((await verifyRun(absoluteRunDir)).problems).toEqual([]);
 
     // Watermarks: held for every damaged study, advanced for the intact one.
-    const stateAfter = await readState(statePath);
+    const stateAfter = await readPipelineState(pipelineDir);
     cases.forEach((c, i) => {
       const studyId = victims[i]!.study.id;
       expect(stateAfter.studies[studyId], c.name).toEqual(stateBefore.studies[studyId]);

@@ -2,6 +2,7 @@
  * examples/: the GitHub Actions matrix workflow and the Kubernetes Indexed Job parse as
  * YAML, and the command line each one runs, with the environment it sets, is accepted by
  * the CLI: run as a dry run against the sandbox, the N shards take every study exactly once.
+ * Their buckets are served by s3rver on loopback (a dry run reads the state kept there).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,13 +10,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { repoRoot, runCli } from '../cli/helpers.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
 
 let sandbox: Sandbox;
+let s3: S3Server;
 beforeAll(async () => {
   sandbox = await startSandbox({ seed: 5, studies: 9, responses: 1 });
+  s3 = await startS3(['test-bucket', 'your-bucket']);
 });
 afterAll(async () => {
   await sandbox.close();
+  await s3.close();
 });
 
 interface Step {
@@ -72,7 +77,12 @@ function plannedStudies(stdout: string): string[] {
     .filter((word) => ids.has(word));
 }
 
-const sandboxEnv = () => ({ STUDY_API_BASE_URL: sandbox.base_url, STUDY_API_KEY: sandbox.api_key });
+const sandboxEnv = () => ({
+  STUDY_API_BASE_URL: sandbox.base_url,
+  STUDY_API_KEY: sandbox.api_key,
+  AWS_ENDPOINT_URL: s3.endpoint,
+  ...S3_CREDENTIALS,
+});
 
 function expectEveryStudyOnce(taken: string[][]): void {
   expect(taken.flat().sort()).toEqual(

@@ -5,6 +5,7 @@ import { verifyExitCode } from '../report.ts';
 
 interface VerifyArgs {
   run_dir: string;
+  endpoint?: string;
 }
 
 export function verifyCommand(context: CliContext): CommandModule<object, VerifyArgs> {
@@ -15,12 +16,19 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
       yargs
         .positional('run_dir', {
           type: 'string',
-          describe: 'the run directory, e.g. out/demo/runs/20261121T235500Z',
+          describe:
+            'the run directory, e.g. out/demo/runs/20261121T235500Z, or s3://bucket/prefix/demo/runs/<run id>',
+        })
+        .option('endpoint', {
+          type: 'string',
+          requiresArg: true,
+          describe:
+            'for an s3:// run on an S3-compatible server: its URL (as output.s3.endpoint; AWS_ENDPOINT_URL also works)',
         })
         .demandOption('run_dir') as never,
     handler: async (args) => {
       const { verifyRun } = await import('../../pipeline/verify.ts');
-      const result = await verifyRun(args.run_dir);
+      const result = await verifyRun(args.run_dir, args.endpoint ? { endpoint: args.endpoint } : {});
       const { files, tables, rows, zipEntries } = result.checked;
       const checked = `${files} files, ${tables} tables, ${rows} rows, ${zipEntries} zip entries`;
       if (result.ok) {

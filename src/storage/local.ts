@@ -1,0 +1,202 @@
+/**
+ * The local file system behind the storage seam: today's layout, byte for byte. A run is
+ * written under runs/.tmp-<run id> and committed by one atomic rename; small files
+ * (latest, state) are replaced atomically (temp file, then rename).
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, relative, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import { ConfigError } from '../errors.ts';
+import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
+import { makeDirectory } from '../util/fs.ts';
+import { openLocalFile } from './local-file.ts';
+import type {
+  Lease,
+  LeftoverOptions,
+  ListedFile,
+  OutputFile,
+  StagedFolder,
+  Storage,
+  StoredFile,
+} from './types.ts';
+
+/** Runs in progress on a file system: hidden by this prefix until renamed into place. */
+export const TEMP_RUN_PREFIX = '.tmp-';
+
+export class LocalStorage implements Storage {
+  constructor(readonly location: string) {}
+
+  describe(path: string): string {
+    return path === '' ? this.location : join(this.location, ...path.split('/'));
+  }
+
+  at(prefix: string): Storage {
+    return new LocalStorage(this.describe(prefix));
+  }
+
+  /** Folders inside the storage are made as needed; a missing root fails (a wrong output path). */
+  async create(path: string): Promise<OutputFile> {
+    const absolute = this.describe(path);
+    if (path.includes('/')) await makeDirectory(dirname(absolute));
+    return openLocalFile(absolute, path);
+  }
+
+  async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
+    const absolute = this.describe(path);
+    await makeDirectory(dirname(absolute));
+    // Readers see the old content or the new, never a torn one.
+    const temp = `${absolute}.${process.pid}.tmp`;
+    await writeFile(temp, content);
+    await rename(temp, absolute);
+    const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
+    return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
+  }
+
+  async putIfAbsent(path: string, content: string): Promise<boolean> {
+    const absolute = this.describe(path);
+    await makeDirectory(dirname(absolute));
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(absolute, 'wx');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+    try {
+      await handle.writeFile(content);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  }
+
+  async read(path: string): Promise<Buffer | null> {
+    const absolute = this.describe(path);
+    try {
+      // A device or a folder is not a file (reading /dev/zero would never end).
+      if (!(await stat(absolute)).isFile()) {
+        throw new ConfigError(`${absolute}: not a regular file`, { context: { file: absolute } });
+      }
+      return await readFile(absolute);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  async readStream(path: string, range?: { start: number; end: number }): Promise<Readable> {
+    const absolute = this.describe(path);
+    if (range && range.end <= range.start) return Readable.from([]);
+    const stream = createReadStream(absolute, range ? { start: range.start, end: range.end - 1 } : {});
+    // Surfaces a missing file here rather than on the first read.
+    await new Promise<void>((resolve, reject) => {
+      stream.once('open', () => resolve());
+      stream.once('error', reject);
+    });
+    return stream;
+  }
+
+  async *list(prefix: string): AsyncIterable<ListedFile> {
+    const folder = this.describe(prefix);
+    const entries = await readdir(folder, { recursive: true, withFileTypes: true }).catch(ifMissing([]));
+    const files: ListedFile[] = [];
+    for (const entry of entries) {
+      if (!entry.isFile()) continue;
+      const absolute = join(entry.parentPath, entry.name);
+      const stats = await stat(absolute);
+      files.push({
+        path: relative(folder, absolute).split(sep).join('/'),
+        bytes: stats.size,
+        modifiedAt: stats.mtimeMs,
+      });
+    }
+    yield* files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  async listFolders(prefix: string): Promise<string[]> {
+    const entries = await readdir(this.describe(prefix), { withFileTypes: true }).catch(ifMissing([]));
+    return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  }
+
+  async delete(path: string): Promise<void> {
+    await rm(this.describe(path), { force: true });
+  }
+
+  async deleteAll(prefix: string): Promise<void> {
+    await rm(this.describe(prefix), { recursive: true, force: true });
+  }
+
+  async stage(prefix: string): Promise<StagedFolder> {
+    const finalPath = this.describe(prefix);
+    const tempPath = join(dirname(finalPath), `${TEMP_RUN_PREFIX}${basename(finalPath)}`);
+    const forgetTemp = removeIfExitingFirst(tempPath);
+    await makeDirectory(tempPath);
+    return {
+      files: new LocalStorage(tempPath),
+      finalLocation: finalPath,
+      async commit() {
+        await rename(tempPath, finalPath);
+        forgetTemp();
+      },
+      async discard() {
+        forgetTemp();
+        await rm(tempPath, { recursive: true, force: true });
+      },
+    };
+  }
+
+  /** A lock file holding our pid; one whose process is gone is stale and taken over. */
+  async lease(path: string): Promise<Lease> {
+    const lockPath = this.describe(path);
+    await makeDirectory(dirname(lockPath));
+    await acquireLock(lockPath);
+    const forgetLock = removeIfExitingFirst(lockPath);
+    return {
+      async release() {
+        forgetLock();
+        await rm(lockPath, { force: true });
+      },
+    };
+  }
+
+  /** Under the lock nobody else owns a temporary run folder: each was left by a killed run. */
+  async removeLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<void> {
+    for (const name of await this.listFolders(runsPrefix)) {
+      if (name.startsWith(TEMP_RUN_PREFIX) && options.owns(name.slice(TEMP_RUN_PREFIX.length))) {
+        await this.deleteAll(`${runsPrefix}/${name}`);
+      }
+    }
+  }
+}
+
+function ifMissing<T>(fallback: T): (error: unknown) => T {
+  return (error) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return fallback;
+    throw error;
+  };
+}
+
+async function acquireLock(lockPath: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(lockPath, 'wx');
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
+      if (Number.isInteger(holder) && holder !== process.pid && isProcessAlive(holder)) {
+        throw new ConfigError(
+          `another run of this pipeline is in progress (process ${holder} holds ${lockPath}); wait for it or stop it`,
+          { context: { file: lockPath } },
+        );
+      }
+      // The holder died (killed mid-run): its lock is stale.
+      await rm(lockPath, { force: true });
+    }
+  }
+  throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
+}

@@ -1,0 +1,85 @@
+/**
+ * What every output file does whatever it is written to: gathers small writes into larger
+ * chunks, counts the bytes and computes the sha256 as they pass (the manifest never reads a
+ * file back), keeps the first failure and names the file in it.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { RunError } from '../errors.ts';
+import { ByteBatch } from './byte-batch.ts';
+import type { OutputFile, StoredFile } from './types.ts';
+
+/** Where the bytes go: a file stream or a multipart upload. */
+export interface ByteSink {
+  /** Resolves when the sink can take more (it may keep `bytes` until then). */
+  write(bytes: Uint8Array): Promise<void>;
+  /** Every byte is stored and the file is complete under its name. */
+  end(): Promise<void>;
+  /** Stops and removes what was written. */
+  destroy(): Promise<void>;
+}
+
+export class HashedOutputFile implements OutputFile {
+  readonly path: string;
+  #where: string;
+  #sink: ByteSink;
+  #hash: Hash = createHash('sha256');
+  #bytes = 0;
+  #batch = new ByteBatch();
+  #failure: RunError | null = null;
+  #state: 'open' | 'closed' | 'aborted' = 'open';
+
+  /** `where` names the file in errors: a path or an s3:// URL. */
+  constructor(path: string, where: string, sink: ByteSink) {
+    this.path = path;
+    this.#where = where;
+    this.#sink = sink;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  async write(chunk: string | Uint8Array): Promise<void> {
+    this.#check();
+    this.#hash.update(chunk);
+    this.#bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    for (const bytes of this.#batch.add(chunk)) await this.#pass(() => this.#sink.write(bytes));
+  }
+
+  async close(): Promise<StoredFile> {
+    this.#check();
+    const rest = this.#batch.take();
+    if (rest) await this.#pass(() => this.#sink.write(rest));
+    await this.#pass(() => this.#sink.end());
+    this.#state = 'closed';
+    return { path: this.path, bytes: this.#bytes, sha256: this.#hash.digest('hex') };
+  }
+
+  async abort(): Promise<void> {
+    if (this.#state !== 'open') return;
+    this.#state = 'aborted';
+    this.#batch.take();
+    await this.#sink.destroy();
+  }
+
+  #check(): void {
+    if (this.#failure) throw this.#failure;
+    if (this.#state !== 'open') throw new RunError(`${this.#where} is already ${this.#state}`);
+  }
+
+  async #pass(step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (cause) {
+      this.#failure ??= new RunError(`could not write ${this.#where}: ${reason(cause)}`, {
+        context: { file: this.#where },
+        cause,
+      });
+      throw this.#failure;
+    }
+  }
+}
+
+function reason(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,99 @@
+/**
+ * The storage seam: every byte of a run's output is written, read back, listed and removed
+ * through a `Storage`, whether it lives in a local folder (local.ts) or in an S3-compatible
+ * bucket (s3.ts). Paths are relative and '/'-separated, whatever the platform; a storage
+ * rooted elsewhere is `at(prefix)`.
+ */
+import type { Readable } from 'node:stream';
+
+/** A file as written: its size and sha256 are counted while the bytes pass, not read back. */
+export interface StoredFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface ListedFile {
+  /** Relative to the prefix that was listed. */
+  path: string;
+  bytes: number;
+  /** Milliseconds since the epoch. */
+  modifiedAt: number;
+}
+
+/** One file being written as a stream (on object storage nothing is visible before close). */
+export interface OutputFile {
+  readonly path: string;
+  /** Bytes written so far. */
+  readonly bytes: number;
+  /** Resolves when the bytes may be reused and the writer is ready for more (backpressure). */
+  write(chunk: string | Uint8Array): Promise<void>;
+  close(): Promise<StoredFile>;
+  /** Stops writing and removes whatever was written. */
+  abort(): Promise<void>;
+}
+
+/** A run's folder until it is committed, and the step that makes it a run. */
+export interface StagedFolder {
+  /** Where the run's files are written. */
+  files: Storage;
+  /** Where the run is once committed (for messages and results). */
+  finalLocation: string;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+/** A run's hold on its pipeline: no other run of it may start until it is released. */
+export interface Lease {
+  release(): Promise<void>;
+}
+
+export interface LeftoverOptions {
+  /** On object storage, what a run left is removed only once it is this old. */
+  graceMs: number;
+  /** The file whose presence makes a run folder a committed run. */
+  manifest: string;
+  /** Only the runs this run may clear (a shard clears its own). */
+  owns: (runId: string) => boolean;
+}
+
+export interface Storage {
+  /** Where this storage is rooted: an absolute folder or s3://bucket/prefix. */
+  readonly location: string;
+  /** `path` as a user finds it: a file path or an s3:// URL. */
+  describe(path: string): string;
+  /** The same storage rooted at `prefix`. */
+  at(prefix: string): Storage;
+  create(path: string): Promise<OutputFile>;
+  /** A small file in one call; replaces it as a whole (readers see the old or the new). */
+  put(path: string, content: string | Uint8Array): Promise<StoredFile>;
+  /**
+   * Creates `path` only if it does not exist; false when it does. Where the server ignores
+   * conditional writes this is only as good as a read before the write (README).
+   */
+  putIfAbsent(path: string, content: string): Promise<boolean>;
+  /** The whole file, or null when there is none. */
+  read(path: string): Promise<Buffer | null>;
+  /** The file's bytes as a stream; `end` is exclusive. */
+  readStream(path: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** Every file under `prefix` (recursively), paths relative to it. */
+  list(prefix: string): AsyncIterable<ListedFile>;
+  /** The names of the folders directly under `prefix`. */
+  listFolders(prefix: string): Promise<string[]>;
+  delete(path: string): Promise<void>;
+  /** Removes every file under `prefix`. */
+  deleteAll(prefix: string): Promise<void>;
+  /**
+   * Opens a run's folder, `prefix`: written under a temporary name and renamed into place
+   * on a file system; written in place on object storage, where the manifest, written last,
+   * is what makes it a run.
+   */
+  stage(prefix: string): Promise<StagedFolder>;
+  /**
+   * Takes the lease `path` (the pipeline's lock), or fails with a ConfigError naming who
+   * holds it. One left by a run that died is taken over (see each implementation).
+   */
+  lease(path: string): Promise<Lease>;
+  /** Removes what runs that were killed left behind under `runsPrefix` (see each implementation). */
+  removeLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<void>;
+}

@@ -1,0 +1,205 @@
+/**
+ * What goes wrong with object storage, against real servers on loopback: refused
+ * credentials, a missing bucket, an endpoint nobody listens on, a server that answers 503,
+ * a failure while the run commits, and a run killed in the middle of a multipart upload.
+ * Each gives a clear error with its exit code and leaves nothing that looks like a run.
+ */
+import { readdir, writeFile } from 'node:fs/promises';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, RunError } from '../../src/errors.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { readHyparquet } from '../load/readers.ts';
+import { runAgainst, sandboxConfig, spawnRun, withTempDir } from '../pipeline/helpers.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+
+let sandbox: Sandbox;
+let s3: S3Server;
+const saved: Record<string, string | undefined> = {};
+
+function setEnv(values: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(values)) {
+    if (!(name in saved)) saved[name] = process.env[name];
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+}
+
+beforeAll(async () => {
+  // Media large enough that media.zip is uploaded in several 5 MiB parts.
+  sandbox = await startSandbox({ seed: 31, studies: 3, responses: 10, mediaScale: 2000 });
+  s3 = await startS3(['exports']);
+  setEnv(S3_CREDENTIALS);
+});
+afterAll(async () => {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  await s3?.close();
+  await sandbox?.close();
+});
+
+const configFor = (dir: string, endpoint: string, media = false) =>
+  sandboxConfig(sandbox, dir, { output: { s3: { endpoint } }, media: { enabled: media } });
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe('storage that cannot be used', () => {
+  it('refused credentials: exit 2, names the problem, never the secret, writes nothing', async () => {
+    setEnv({ AWS_ACCESS_KEY_ID: 'WRONGKEYID', AWS_SECRET_ACCESS_KEY: 'wrong-secret-value-123' });
+    try {
+      const error = await runAgainst(sandbox, configFor('s3://exports/creds', s3.endpoint)).catch((e) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.exitCode).toBe(2);
+      expect(error.message).toMatch(
+        /^s3:\/\/exports\/creds\/test\/.*: the storage refused the credentials \(InvalidAccessKeyId\)/,
+      );
+      expect(JSON.stringify({ message: error.message, context: error.context })).not.toContain(
+        'wrong-secret-value-123',
+      );
+    } finally {
+      setEnv(S3_CREDENTIALS);
+    }
+    expect(await s3.keys('exports', 'creds/')).toEqual([]);
+  });
+
+  it('a missing bucket: exit 2, naming the bucket', async () => {
+    const error = await runAgainst(sandbox, configFor('s3://no-such-bucket/x', s3.endpoint)).catch((e) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toBe(
+      's3://no-such-bucket: the bucket does not exist (check output.dir and the endpoint)',
+    );
+  });
+
+  it('an endpoint nobody listens on: exit 1, saying the storage cannot be reached', async () => {
+    const closed = createServer();
+    const endpoint = await listen(closed);
+    await new Promise((resolve) => closed.close(resolve));
+    const error = await runAgainst(sandbox, configFor('s3://exports/down', endpoint)).catch((e) => e);
+    expect(error).toBeInstanceOf(RunError);
+    expect(error.exitCode).toBe(1);
+    expect(error.message).toMatch(/cannot reach the storage \(ECONNREFUSED\); check output\.s3\.endpoint/);
+  });
+
+  it('a server that answers 503: exit 1 after retries, naming the status', async () => {
+    let requests = 0;
+    const unavailable = createServer((_req, res) => {
+      requests++;
+      res.writeHead(503, { 'content-type': 'application/xml' });
+      res.end('<Error><Code>ServiceUnavailable</Code><Message>busy</Message></Error>');
+    });
+    const endpoint = await listen(unavailable);
+    try {
+      const error = await runAgainst(sandbox, configFor('s3://exports/busy', endpoint)).catch((e) => e);
+      expect(error).toBeInstanceOf(RunError);
+      expect(error.exitCode).toBe(1);
+      expect(error.message).toMatch(
+        /the storage answered 503 \(ServiceUnavailable\) to a read, after retries/,
+      );
+      expect(requests).toBe(3);
+    } finally {
+      await new Promise((resolve) => unavailable.close(resolve));
+    }
+  });
+});
+
+/** Passes every request to s3rver but answers 503 to writes of `failing` keys. */
+async function failingProxy(failing: RegExp): Promise<{ endpoint: string; close(): Promise<void> }> {
+  const target = new URL(s3.endpoint);
+  const proxy = createServer((req, res) => {
+    if (req.method === 'PUT' && failing.test(req.url ?? '')) {
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/xml' });
+      res.end('<Error><Code>ServiceUnavailable</Code><Message>busy</Message></Error>');
+      return;
+    }
+    const upstream = request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  const endpoint = await listen(proxy);
+  return { endpoint, close: () => new Promise((resolve) => proxy.close(() => resolve())) };
+}
+
+describe('a run that fails or is killed on object storage', () => {
+  it('a manifest that cannot be written: exit 1, the run removed, latest and state untouched', async () => {
+    const first = await runAgainst(sandbox, configFor('s3://exports/commit', s3.endpoint));
+    const before = await s3.keys('exports', 'commit/');
+    const latest = await s3.get('exports', 'commit/test/latest');
+    const proxy = await failingProxy(/manifest\.json/);
+    try {
+      sandbox.addResponse(sandbox.studies()[0]!.link_id);
+      const error = await runAgainst(sandbox, configFor('s3://exports/commit', proxy.endpoint)).catch(
+        (e) => e,
+      );
+      expect(error).toBeInstanceOf(RunError);
+      expect(error.message).toMatch(/manifest\.json: the storage answered 503/);
+    } finally {
+      await proxy.close();
+    }
+    // Nothing of the failed run is left: the bucket is as the first run left it.
+    expect(await s3.keys('exports', 'commit/')).toEqual(before);
+    expect(await s3.get('exports', 'commit/test/latest')).toEqual(latest);
+    expect(first.status).toBe('complete');
+  });
+
+  it('a run killed in the middle of a multipart upload leaves no visible run; the rerun loses nothing', async () => {
+    await withTempDir(async (dir) => {
+      const out = 's3://exports/killed';
+      const uploads = join(s3.directory, 'exports', '._S3rver_uploads');
+      const partsUploaded = async () => {
+        const ids = await readdir(uploads).catch(() => [] as string[]);
+        for (const id of ids) {
+          const parts = await readdir(join(uploads, id)).catch(() => [] as string[]);
+          if (parts.some((name) => /^\d+$/.test(name))) return true;
+        }
+        return false;
+      };
+      const { child, exited } = await spawnRun(sandbox, dir, out, {
+        media: '{ enabled: true, concurrency: 2 }',
+        output: `{ dir: "${out}", s3: { endpoint: "${s3.endpoint}" } }`,
+      });
+      for (let waited = 0; !(await partsUploaded()); waited += 50) {
+        if (waited > 60_000) throw new Error('no part of a multipart upload within a minute');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      child.kill('SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+
+      // Nothing that looks like a run: no manifest, no latest, no state.
+      const left = await s3.keys('exports', 'killed/');
+      expect(left.filter((key) => key.endsWith('/manifest.json'))).toEqual([]);
+      expect(left).not.toContain('killed/test/latest');
+      expect(left.filter((key) => key.includes('/state'))).toEqual([]);
+      expect(left.some((key) => key.startsWith('killed/test/.staged/runs/'))).toBe(true);
+
+      // The rerun (what a killed run left is removed at once here: no grace period).
+      const rerun = await runAgainst(sandbox, configFor(out, s3.endpoint, true), { leftoverGraceMs: 0 });
+      expect(rerun.status).toBe('complete');
+      const runKey = rerun.runDir!.replace('s3://exports/', '');
+      const after = await s3.keys('exports', 'killed/');
+      expect(after.filter((key) => key.includes('/runs/') && !key.startsWith(`${runKey}/`))).toEqual([]);
+      expect(after.filter((key) => key.includes('.staged'))).toEqual([]);
+
+      const responses = join(dir, 'responses.parquet');
+      await writeFile(responses, await s3.get('exports', `${runKey}/responses.parquet`));
+      const ids = (await readHyparquet(responses)).map((row) => row.response_id as string);
+      const expected = sandbox.studies().flatMap((s) => sandbox.responses(s.link_id).map((r) => r.id));
+      expect(ids.sort()).toEqual([...expected].sort());
+    });
+  });
+});

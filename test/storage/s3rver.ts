@@ -1,0 +1,73 @@
+/**
+ * An S3-protocol server on loopback (s3rver, port 0, a temporary folder), and a plain SDK
+ * client to read back what the tool wrote: nothing here is the tool's own storage code.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import S3rver from 's3rver';
+
+/** s3rver's fixed credentials; it checks every request's signature against them. */
+export const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+
+export interface S3Server {
+  endpoint: string;
+  /** Where s3rver keeps buckets (and the parts of unfinished multipart uploads, under <bucket>/._S3rver_uploads). */
+  directory: string;
+  client: S3Client;
+  /** Keys under `prefix`, sorted. */
+  keys(bucket: string, prefix?: string): Promise<string[]>;
+  get(bucket: string, key: string): Promise<Buffer>;
+  put(bucket: string, key: string, body: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startS3(buckets: string[]): Promise<S3Server> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const directory = await mkdtemp(join(tmpdir(), 'study-export-s3-'));
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory,
+    configureBuckets: buckets.map((name) => ({ name })),
+  });
+  const { port } = await server.run();
+  const endpoint = `http://127.0.0.1:${port}`;
+  const client = new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
+  return {
+    endpoint,
+    directory,
+    client,
+    async keys(bucket, prefix = '') {
+      const keys: string[] = [];
+      let token: string | undefined;
+      do {
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+        );
+        for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key);
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
+      return keys.sort();
+    },
+    async get(bucket, key) {
+      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return Buffer.from(await object.Body!.transformToByteArray());
+    },
+    async put(bucket, key, body) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    },
+    async close() {
+      client.destroy();
+      await server.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
