@@ -1,12 +1,11 @@
 /** A full run of the pipeline against a sandbox, as `study-export run` would do it. */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { CountersSnapshot } from '../src/api/counters.ts';
 import { parsePipelineConfig } from '../src/config/load.ts';
 import type { Format } from '../src/config/schema.ts';
 import type { Manifest } from '../src/load/manifest.ts';
 import { silentReporter } from '../src/pipeline/progress.ts';
 import { runPipeline } from '../src/pipeline/run.ts';
+import { openStorage } from '../src/storage/index.ts';
 import type { SandboxInfo } from './processes.ts';
 
 export interface ExportInput {
@@ -15,6 +14,8 @@ export interface ExportInput {
   concurrency: number;
   perPage: number;
   formats: Format[];
+  /** For an s3:// `out`: the S3-compatible server's URL. */
+  s3Endpoint?: string;
 }
 
 export interface ExportResult {
@@ -40,7 +41,11 @@ export async function exportOnce(input: ExportInput): Promise<ExportResult> {
         per_page: input.perPage,
         concurrency: input.concurrency,
       },
-      output: { dir: input.out, formats: input.formats },
+      output: {
+        dir: input.out,
+        formats: input.formats,
+        ...(input.s3Endpoint ? { s3: { endpoint: input.s3Endpoint } } : {}),
+      },
       media: { enabled: false },
     },
     'bench pipeline',
@@ -55,7 +60,8 @@ export async function exportOnce(input: ExportInput): Promise<ExportResult> {
   });
   const ms = performance.now() - started;
   const runDir = result.runDir as string;
-  const manifest = JSON.parse(await readFile(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
+  const run = await openStorage(runDir, input.s3Endpoint ? { endpoint: input.s3Endpoint } : {});
+  const manifest = JSON.parse(String(await run.read('manifest.json'))) as Manifest;
   const counters = manifest.requests as CountersSnapshot;
   const requests = Object.values(counters.requests)
     .flatMap((byOutcome) => Object.values(byOutcome))

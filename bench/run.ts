@@ -16,6 +16,7 @@ import type { FloorResult } from './floor.ts';
 import type { MediaResult } from './media.ts';
 import { runStep, startSandboxProcess, videoStudy } from './processes.ts';
 import { machine, round, writeResults } from './report.ts';
+import { type BenchS3, benchBucket, startBenchS3 } from './s3.ts';
 
 type Measured<T> = T & { maxrss_mb: number };
 
@@ -53,11 +54,15 @@ interface SizeFigures {
   noop_expected: number;
   requests: number;
   floor_requests: number;
+  /** The same run with its output in a bucket (s3rver on loopback): smallest and largest size only. */
+  s3_e2e_s?: number;
+  s3_rss_mb?: number;
 }
 
 async function measureSize(
   work: string,
   perStudy: number,
+  s3?: BenchS3,
 ): Promise<{ figures: SizeFigures; runDir: string }> {
   const sandbox = await startSandboxProcess({ studies: sandboxStudies, responses: perStudy, latencyMs });
   try {
@@ -81,6 +86,16 @@ async function measureSize(
       requests: e2e.requests,
       floor_requests: floor.requests,
     };
+    if (s3) {
+      log('  the same run to s3:// (s3rver on loopback)');
+      const toBucket = await runStep<Measured<ExportResult>>('export', {
+        ...exportInput,
+        out: `s3://${benchBucket}/${perStudy}`,
+        s3Endpoint: s3.endpoint,
+      });
+      figures.s3_e2e_s = seconds(toBucket.ms);
+      figures.s3_rss_mb = toBucket.maxrss_mb;
+    }
     log(`  ${JSON.stringify(figures)}`);
     return { figures, runDir: e2e.runDir };
   } finally {
@@ -167,20 +182,34 @@ function argValue(flag: string): string | undefined {
 
 /**
  * `--only e2e [--sizes 10000,50000]`: only the floor, the full run and the no-op rerun at
- * the given total response counts (default: the plan's). For quick comparisons while
- * tuning; nothing is written to bench/results/.
+ * the given total response counts (default: the plan's). `--only s3`: the same, plus the run
+ * to s3:// (s3rver on loopback), at the plan's smallest and largest size by default. For
+ * quick comparisons while tuning; nothing is written to bench/results/.
  */
-async function focusedE2e(plan: Plan): Promise<void> {
+async function focusedE2e(plan: Plan, withS3: boolean): Promise<void> {
   const sizes = argValue('--sizes');
   const perStudy = sizes
     ? sizes.split(',').map((n) => Math.max(1, Math.round(Number(n) / (sandboxStudies - 1))))
-    : plan.perStudy;
+    : withS3
+      ? [plan.perStudy[0] as number, plan.perStudy[plan.perStudy.length - 1] as number]
+      : plan.perStudy;
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-'));
+  const s3 = withS3 ? await startBenchS3() : undefined;
   try {
     const figures: SizeFigures[] = [];
-    for (const n of perStudy) figures.push((await measureSize(work, n)).figures);
-    process.stdout.write(`${JSON.stringify({ mode: 'focused', sizes: figures, machine: machine() })}\n`);
+    for (const n of perStudy) figures.push((await measureSize(work, n, s3)).figures);
+    const first = figures[0] as SizeFigures;
+    const last = figures[figures.length - 1] as SizeFigures;
+    const result = {
+      mode: withS3 ? 'focused-s3' : 'focused',
+      sizes: figures,
+      ...(withS3 ? { s3_rss_mb: s3Rss(figures), s3_rss_ratio: s3RssRatio(first, last) } : {}),
+      rss_ratio: round(last.rss_mb / first.rss_mb, 3),
+      machine: machine(),
+    };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
+    await s3?.close();
     await rm(work, { recursive: true, force: true });
   }
 }
@@ -189,16 +218,18 @@ async function main(): Promise<void> {
   const plan = plans[process.argv.includes('--quick') ? 'quick' : 'full'];
   const only = argValue('--only');
   if (only !== undefined) {
-    if (only !== 'e2e') throw new Error(`--only: expected "e2e", found "${only}"`);
-    return focusedE2e(plan);
+    if (only !== 'e2e' && only !== 's3') throw new Error(`--only: expected "e2e" or "s3", found "${only}"`);
+    return focusedE2e(plan, only === 's3');
   }
   const started = Date.now();
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-'));
+  const s3 = await startBenchS3();
   try {
     const sizes: SizeFigures[] = [];
     let largestRun = '';
-    for (const perStudy of plan.perStudy) {
-      const { figures, runDir } = await measureSize(work, perStudy);
+    for (const [i, perStudy] of plan.perStudy.entries()) {
+      const ends = i === 0 || i === plan.perStudy.length - 1;
+      const { figures, runDir } = await measureSize(work, perStudy, ends ? s3 : undefined);
       sizes.push(figures);
       largestRun = runDir;
     }
@@ -215,6 +246,8 @@ async function main(): Promise<void> {
       media_vs_same_work: media.media_vs_same_work,
       rss_mb: Object.fromEntries(sizes.map((s) => [String(s.responses), s.rss_mb])),
       rss_ratio: round(largest.rss_mb / smallest.rss_mb, 3),
+      s3_rss_mb: s3Rss(sizes),
+      s3_rss_ratio: s3RssRatio(smallest, largest),
       noop_requests: largest.noop_requests,
       noop_expected: largest.noop_expected,
       targets: {
@@ -224,6 +257,7 @@ async function main(): Promise<void> {
         media_vs_same_work: '>= 1.0',
         rss_mb: '<= 250 at 50k',
         rss_ratio: '<= 1.3',
+        s3_rss_ratio: '<= 1.3',
         noop_requests: '== noop_expected',
       },
       mode: plan.mode,
@@ -245,8 +279,20 @@ async function main(): Promise<void> {
     log(`results written to ${files.join(', ')}`);
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
+    await s3.close();
     await rm(work, { recursive: true, force: true });
   }
+}
+
+function s3Rss(sizes: SizeFigures[]): Record<string, number> {
+  return Object.fromEntries(
+    sizes.filter((s) => s.s3_rss_mb !== undefined).map((s) => [String(s.responses), s.s3_rss_mb as number]),
+  );
+}
+
+function s3RssRatio(smallest: SizeFigures, largest: SizeFigures): number | null {
+  if (smallest.s3_rss_mb === undefined || largest.s3_rss_mb === undefined) return null;
+  return round(largest.s3_rss_mb / smallest.s3_rss_mb, 3);
 }
 
 await main();

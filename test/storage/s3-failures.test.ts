@@ -102,7 +102,7 @@ describe('storage that cannot be used', () => {
       expect(error).toBeInstanceOf(RunError);
       expect(error.exitCode).toBe(1);
       expect(error.message).toMatch(
-        /the storage answered 503 \(ServiceUnavailable\) to a read, after retries/,
+        /the storage answered 503 \(ServiceUnavailable\) to a (read|list), after retries/,
       );
       expect(requests).toBe(3);
     } finally {

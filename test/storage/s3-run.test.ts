@@ -71,11 +71,18 @@ describe('a run to s3://', () => {
       // Committed: latest names the run; no marker, lease or temporary object is left.
       expect((await s3.get('exports', 'team/test/latest')).toString()).toBe(`${runId}\n`);
       const all = await s3.keys('exports', 'team/test/');
+      const others = all.filter(
+        (key) =>
+          !/^team\/test\/(runs\/[^/]+\/|state\/|current\/)/.test(key) || key.startsWith('team/test/runs/.'),
+      );
+      expect(others).toEqual(['team/test/latest']);
       expect(
-        all.filter(
-          (key) => !key.startsWith(`team/test/runs/${runId}/`) && !key.startsWith('team/test/state'),
-        ),
-      ).toEqual(['team/test/latest']);
+        all
+          .filter((key) => key.startsWith('team/test/runs/'))
+          .every((key) => key.startsWith(`team/test/runs/${runId}/`)),
+      ).toBe(true);
+      // The current dataset is in the bucket too.
+      expect(all).toContain('team/test/current/datapackage.json');
 
       const objects = await download(`team/test/runs/${runId}/`, dir);
       const manifest = JSON.parse(objects.get('manifest.json')!.toString('utf8')) as Manifest;
