@@ -119,7 +119,10 @@ async function* wideRows(
     for await (const rows of readPart(store, input.answers.path, input.answers.bytes, 'answers')) {
       for (const answer of rows) {
         let own = cells.get(answer.response_id);
-        if (!own) cells.set(answer.response_id, (own = {}));
+        if (!own) {
+          own = {};
+          cells.set(answer.response_id, own);
+        }
         addCell(own, answer);
       }
     }
@@ -147,7 +150,10 @@ async function* wideRows(
     const cells = new Map<string, Record<string, string>>();
     for await (const answer of lines<Row<'answers'>>(answersAt(n))) {
       let own = cells.get(answer.response_id);
-      if (!own) cells.set(answer.response_id, (own = {}));
+      if (!own) {
+        own = {};
+        cells.set(answer.response_id, own);
+      }
       addCell(own, answer);
     }
     let batch: WideRow[] = [];
