@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
-import { readState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { cleanEnv, repoRoot } from '../cli/helpers.ts';
 import { KEY_ENV, readRejects, responseIdsOf, sandboxResponseIds } from './helpers.ts';
@@ -125,7 +125,7 @@ async function expectOneRecordLost(run: MeasuredRun, reason: RegExp): Promise<vo
   const visible = manifest.studies.map((s) => s.link_id);
   expect(visible.length).toBeGreaterThan(1);
   expect((await responseIdsOf(runDir)).sort()).toEqual(sandboxResponseIds(sandbox, visible).sort());
-  const state = await readState(join(run.out, 't', 'state.json'));
+  const state = await readPipelineState(join(run.out, 't'));
   expect(state.studies[study.id]?.watermark ?? null, "the lost study's watermark moved").toBeNull();
   for (const other of manifest.studies.filter((s) => s.study_id !== study.id)) {
     expect(state.studies[other.study_id]?.watermark, `study ${other.link_id} was not committed`).toEqual(
@@ -245,7 +245,7 @@ describe.concurrent('a misbehaving service', () => {
       const withTranscript = (await responseIdsOf(runDir)).filter((id) => transcript.includes(id));
       expect(withTranscript).toHaveLength(3);
       expect(manifest.studies.every((s) => s.lossless)).toBe(false);
-      const state = await readState(join(run.out, 't', 'state.json'));
+      const state = await readPipelineState(join(run.out, 't'));
       for (const study of manifest.studies) {
         if (!study.lossless) expect(state.studies[study.study_id]?.watermark ?? null).toBeNull();
       }

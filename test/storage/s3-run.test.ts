@@ -94,8 +94,11 @@ describe('a run to s3://', () => {
         expect(objects.get(file.path)!.length, file.path).toBe(file.bytes);
         expect(sha256(objects.get(file.path)!), file.path).toBe(file.sha256);
       }
-      // No credential went into any object.
-      for (const [path, bytes] of objects) expect(bytes.includes('S3RVER'), path).toBe(false);
+      // No credential went into any object: neither the storage's nor the service's key.
+      for (const [path, bytes] of objects) {
+        expect(bytes.includes('S3RVER'), path).toBe(false);
+        expect(bytes.includes(sandbox.api_key), path).toBe(false);
+      }
 
       // Parquet through DuckDB and hyparquet: every response the sandbox has.
       const expected = sandbox.studies().flatMap((s) => sandbox.responses(s.link_id).map((r) => r.id));
