@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listingBound } from '../../src/extract/responses.ts';
+import { readPipelineState } from '../../src/pipeline/state.ts';
 import { runCli } from '../cli/helpers.ts';
 import { type EndlessService, startEndlessService } from './endless-service.ts';
 import { KEY_ENV, readManifest, responseIdsOf } from './helpers.ts';
@@ -60,8 +61,8 @@ describe.concurrent('a listing that never ends', () => {
     expect(ids.length).toBeGreaterThan(2 * 20);
     expect(ids.length).toBeLessThanOrEqual(listingBound(20, 5) + 5);
     // The watermark holds: the study has no state entry.
-    const state = await readFile(join(root, 'state.json'), 'utf8').catch(() => '{"studies":{}}');
-    expect(JSON.parse(state).studies['study-endless']).toBeUndefined();
+    const state = await readPipelineState(root);
+    expect(state.studies['study-endless']).toBeUndefined();
   });
 
   it('with no declared count, stops at source.max_pages, exit 3, warning', async () => {

@@ -170,7 +170,7 @@ describe.concurrent('a misbehaving service', () => {
       const others = manifest.studies.filter((s) => s.study_id !== study.id).map((s) => s.link_id);
       expect(others.length).toBeGreaterThan(0);
       expect((await responseIdsOf(runDir)).sort()).toEqual(sandboxResponseIds(sandbox, others).sort());
-      const state = await readState(join(run.out, 't', 'state.json'));
+      const state = await readPipelineState(join(run.out, 't'));
       expect(state.studies[study.id]?.watermark ?? null).toBeNull();
       for (const other of manifest.studies.filter((s) => s.study_id !== study.id)) {
         expect(state.studies[other.study_id]?.watermark).toEqual(expect.any(String));
