@@ -1,0 +1,97 @@
+/**
+ * Three shards at once into one bucket (s3rver on loopback): the union of the current dataset
+ * they leave in the bucket, downloaded with the plain SDK and read with DuckDB over its hive
+ * partitions, equals one unsharded local run's, row for row; each rerun with no changes makes
+ * 1 + its studies requests.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tableNames } from '../../src/load/tables.ts';
+import { inShard } from '../../src/pipeline/shard.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { repoRoot } from '../cli/helpers.ts';
+import { currentTables } from '../current/helpers.ts';
+import { KEY_ENV, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
+
+let sandbox: Sandbox;
+let s3: S3Server;
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 45, studies: 10, responses: 3 });
+  s3 = await startS3(['exports']);
+});
+afterAll(async () => {
+  await s3?.close();
+  await sandbox?.close();
+});
+
+function runShard(config: string, shard: string): Promise<{ code: number | null; stderr: string }> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['bin/study-export.js', 'run', '--config', config, '--shard', shard],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...S3_CREDENTIALS, [KEY_ENV]: sandbox.api_key, CI: 'true' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+}
+
+/** The bucket's current/ downloaded into `dir`. */
+async function downloadCurrent(prefix: string, dir: string): Promise<void> {
+  for (const key of await s3.keys('exports', prefix)) {
+    const path = join(dir, key.slice(prefix.length));
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, await s3.get('exports', key));
+  }
+}
+
+describe('three shards at once into one bucket', () => {
+  it('together hold every row once, exactly as one unsharded run; each rerun makes 1 + its studies requests', async () => {
+    expect(sandbox.studies().length).toBeGreaterThanOrEqual(9);
+    await withTempDir(async (dir) => {
+      const config = join(dir, 'sharded.yaml');
+      await writeFile(
+        config,
+        [
+          'name: sharded',
+          `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 4 }`,
+          `output: { dir: "s3://exports/team", formats: [parquet], s3: { endpoint: "${s3.endpoint}" } }`,
+          'media: { enabled: false }',
+        ].join('\n'),
+      );
+      const results = await Promise.all(['1/3', '2/3', '3/3'].map((shard) => runShard(config, shard)));
+      for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
+
+      const local = join(dir, 'single');
+      await runAgainst(
+        sandbox,
+        sandboxConfig(sandbox, local, { name: 'sharded', output: { formats: ['parquet'] } }),
+      );
+      const single = await currentTables(join(local, 'sharded', 'current'));
+      const downloaded = join(dir, 'downloaded');
+      await downloadCurrent('team/sharded/current/', downloaded);
+      const union = await currentTables(downloaded);
+      expect(union).toEqual(single);
+      for (const table of tableNames) expect(new Set(union[table]).size, table).toBe(union[table].length);
+      expect(union.responses.length).toBe(
+        sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0),
+      );
+
+      for (const index of [1, 2, 3]) {
+        const before = sandbox.requests.length;
+        const rerun = await runShard(config, `${index}/3`);
+        expect(rerun, rerun.stderr).toMatchObject({ code: 0 });
+        const own = sandbox.studies().filter((s) => inShard(s.id, { index, count: 3 })).length;
+        expect(sandbox.requests.length - before).toBe(1 + own);
+      }
+    });
+  });
+});
