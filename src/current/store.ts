@@ -4,13 +4,11 @@
  * `CurrentStore`. Paths are relative and '/'-separated.
  *
  * One promise matters here: a file created with `create` is not visible under its name until
- * `close` resolves, so a reader (DuckDB, the next run) never sees half a part.
+ * `close` resolves, so a reader (DuckDB, the next run) never sees half a part. Both storages
+ * keep it: an object appears when its upload completes, and a local file is written under a
+ * hidden name (ending in WRITING_SUFFIX) and renamed into place.
  */
-import { createReadStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
-import { openLocalFile } from '../storage/local-file.ts';
 
 export interface CurrentFile {
   path: string;
@@ -34,63 +32,5 @@ export interface CurrentStore {
   delete(path: string): Promise<void>;
 }
 
-/** Temporary names of parts being written on a file system; never read, removed when found. */
-export const WRITING_SUFFIX = '.writing';
-
-/** The current dataset in a local folder: parts are written under a hidden name and renamed. */
-export function localCurrentStore(root: string): CurrentStore {
-  const absolute = (path: string) => join(root, ...path.split('/'));
-  return {
-    async create(path) {
-      const target = absolute(path);
-      await mkdir(dirname(target), { recursive: true });
-      const temp = join(
-        dirname(target),
-        `.${process.pid}-${Date.now()}-${basenameOf(path)}${WRITING_SUFFIX}`,
-      );
-      const sink = await openLocalFile(temp);
-      return {
-        write: (chunk) => sink.write(chunk),
-        async close() {
-          await sink.close();
-          await rename(temp, target);
-        },
-        abort: () => sink.abort(),
-      };
-    },
-    async read(path) {
-      try {
-        return await readFile(absolute(path));
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-        throw error;
-      }
-    },
-    async readStream(path, range) {
-      return createReadStream(absolute(path), range ? { start: range.start, end: range.end - 1 } : {});
-    },
-    list: (prefix) => listLocal(absolute(prefix)),
-    delete: (path) => rm(absolute(path), { force: true }),
-  };
-}
-
-function basenameOf(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
-}
-
-async function* listLocal(dir: string, base = dir): AsyncIterable<CurrentFile> {
-  let entries: import('node:fs').Dirent[];
-  try {
-    entries = await readdir(dir, { withFileTypes: true });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  for (const entry of entries) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* listLocal(path, base);
-    else if (entry.isFile()) {
-      yield { path: relative(base, path).split(sep).join('/'), bytes: (await stat(path)).size };
-    }
-  }
-}
+/** Temporary names of parts being written on a file system (the local storage's). */
+export { WRITING_SUFFIX } from '../storage/local-file.ts';

@@ -10,7 +10,6 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
-import { localCurrentStore } from '../current/store.ts';
 import { updateCurrent } from '../current/update.ts';
 import { ConfigError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
@@ -20,7 +19,7 @@ import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
-import { isObjectStorage, locationOf, openStorage } from '../storage/index.ts';
+import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { studyRow } from '../transform/index.ts';
 import { openScratch } from '../util/scratch.ts';
@@ -108,7 +107,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         // The current dataset follows the committed run, and state follows the current
         // dataset: a run killed in between is exported again, and completes it.
         await updateCurrent({
-          store: isObjectStorage(pipelineRoot) ? storage : localCurrentStore(pipelineRoot),
+          store: storage,
           name: config.name,
           runId: run.id,
           staging,

@@ -4,7 +4,8 @@
  */
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { RunError } from '../errors.ts';
 import { type ByteSink, HashedOutputFile } from './output-file.ts';
@@ -13,8 +14,11 @@ class LocalByteSink implements ByteSink {
   #failure: unknown = null;
 
   constructor(
+    /** Where the bytes are written. */
     private readonly absolutePath: string,
     private readonly stream: WriteStream,
+    /** Where they are renamed to once complete; null when written in place. */
+    private readonly finalPath: string | null,
   ) {
     // Keep the first error; it is reported by the next write or by end.
     stream.on('error', (error) => {
@@ -31,6 +35,7 @@ class LocalByteSink implements ByteSink {
     if (this.#failure !== null) throw this.#failure;
     this.stream.end();
     await finished(this.stream);
+    if (this.finalPath !== null) await rename(this.absolutePath, this.finalPath);
   }
 
   async destroy(): Promise<void> {
@@ -39,12 +44,23 @@ class LocalByteSink implements ByteSink {
   }
 }
 
+/** Temporary names of files being written; never read, removed when found (src/current). */
+export const WRITING_SUFFIX = '.writing';
+
 /**
  * Creates (or truncates) `absolutePath`, named `path` in the stored file; a missing folder or
- * a permission problem fails here.
+ * a permission problem fails here. With `hidden`, the bytes go to a hidden name beside it,
+ * renamed into place on close: nothing is visible under the name before it is complete.
  */
-export async function openLocalFile(absolutePath: string, path = absolutePath): Promise<HashedOutputFile> {
-  const stream = createWriteStream(absolutePath, { flags: 'w' });
+export async function openLocalFile(
+  absolutePath: string,
+  path = absolutePath,
+  options: { hidden?: boolean } = {},
+): Promise<HashedOutputFile> {
+  const target = options.hidden
+    ? join(dirname(absolutePath), `.${process.pid}-${Date.now()}-${basename(absolutePath)}${WRITING_SUFFIX}`)
+    : absolutePath;
+  const stream = createWriteStream(target, { flags: 'w' });
   try {
     await once(stream, 'open');
   } catch (cause) {
@@ -53,5 +69,6 @@ export async function openLocalFile(absolutePath: string, path = absolutePath): 
       cause,
     });
   }
-  return new HashedOutputFile(path, absolutePath, new LocalByteSink(absolutePath, stream));
+  const sink = new LocalByteSink(target, stream, options.hidden ? absolutePath : null);
+  return new HashedOutputFile(path, absolutePath, sink);
 }

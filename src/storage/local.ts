@@ -36,11 +36,15 @@ export class LocalStorage implements Storage {
     return new LocalStorage(this.describe(prefix));
   }
 
-  /** Folders inside the storage are made as needed; a missing root fails (a wrong output path). */
+  /**
+   * Folders inside the storage are made as needed; a missing root fails (a wrong output path).
+   * The file is written under a hidden name and renamed into place when closed, as an object
+   * appears on object storage: a reader (DuckDB on current/, the next run) never sees half.
+   */
   async create(path: string): Promise<OutputFile> {
     const absolute = this.describe(path);
     if (path.includes('/')) await makeDirectory(dirname(absolute));
-    return openLocalFile(absolute, path);
+    return openLocalFile(absolute, path, { hidden: true });
   }
 
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {

@@ -1,15 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-
-/** Write a file so that readers see the old content or the new, never a torn one. */
-export async function writeFileAtomic(path: string, content: string): Promise<void> {
-  await makeDirectory(dirname(path));
-  const temp = `${path}.${process.pid}.tmp`;
-  await writeFile(temp, content);
-  await rename(temp, path);
-}
 
 /** sha256 (hex) and size of a file, streamed. */
 export async function hashFile(path: string): Promise<{ sha256: string; bytes: number }> {

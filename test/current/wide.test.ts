@@ -3,10 +3,10 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { partitionPath, readPart } from '../../src/current/parts.ts';
-import { localCurrentStore } from '../../src/current/store.ts';
 import { writeCurrentWide } from '../../src/current/wide.ts';
 import type { Row } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { LocalStorage } from '../../src/storage/local.ts';
 import { readCsv } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 
@@ -22,7 +22,7 @@ describe('the current wide sheet', () => {
   it('is the same, row for row, when built through hash buckets', async () => {
     await withTempDir(async (out) => {
       await runAgainst(sandbox, sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } }));
-      const store = localCurrentStore(join(out, 'test'));
+      const store = new LocalStorage(join(out, 'test'));
       const [study] = sandbox.studies();
       const part = async (table: 'questions' | 'responses' | 'answers') => {
         const folder = partitionPath(table, study!.id);
