@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,9 +154,12 @@ describe('openMediaArchive', () => {
     const zipPath = join(dir, 'media.zip');
     const archive = await openMediaArchive(...localFile(zipPath));
     await archive.add('s/r/1-audio.mp3', await tempFile('d.part', Buffer.alloc(100_000, 1)));
-    expect(existsSync(zipPath)).toBe(true);
-    await archive.abort();
+    // Until finished, the zip is written under a hidden name (renamed into place on close).
+    const zips = () => readdirSync(dir).filter((name) => name.includes('media.zip'));
+    expect(zips()).toEqual([expect.stringMatching(/^\..*media\.zip\.writing$/)]);
     expect(existsSync(zipPath)).toBe(false);
+    await archive.abort();
+    expect(zips()).toEqual([]);
     await expect(archive.add('s/r/2-audio.mp3', await tempFile('e.part', Buffer.from('x')))).rejects.toThrow(
       /aborted/,
     );
