@@ -49,7 +49,11 @@ export function sinceFor(
   options: RunOptions,
   config: PipelineConfig,
 ): string | null {
-  return effectiveSince(state.studies[study.id], { ...options, incremental: config.incremental });
+  return effectiveSince(state.studies[study.id], {
+    ...options,
+    incremental: config.incremental,
+    media: config.media.enabled,
+  });
 }
 
 export function dryRunPlan(

@@ -123,7 +123,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
             const latestState = options.shard ? await stateStore.read() : state;
             await stateStore.write(
               latestState,
-              advanceState(latestState, outcomes, { id: run.id, startedAt }),
+              advanceState(latestState, outcomes, { id: run.id, startedAt, media: config.media.enabled }),
             );
           });
         }

@@ -32,6 +32,12 @@ const StudyState = z.object({
   link_id: z.string(),
   /** ISO timestamp passed as updated_since on the next incremental run. */
   watermark: z.string().nullable(),
+  /**
+   * Up to where this study's recordings are archived: behind `watermark` after runs without
+   * media, whose recordings are owed. Absent in state written before it existed (read as
+   * `watermark`); null: owed from the beginning.
+   */
+  media_watermark: z.string().nullable().optional(),
   last_run: z.string(),
   last_run_at: z.string(),
 });
@@ -173,14 +179,28 @@ function parseStudyObject(path: string, text: Buffer | null): z.infer<typeof Stu
   return result.data;
 }
 
-/** Where an incremental study starts: --since wins, --full or incremental:false mean none. */
+/** Where the study's archived recordings end (see StudyState.media_watermark). */
+function mediaWatermark(previous: StudyState | undefined): string | null {
+  if (previous === undefined) return null;
+  return previous.media_watermark === undefined ? previous.watermark : previous.media_watermark;
+}
+
+/**
+ * Where an incremental study starts: --since wins, --full or incremental:false mean none.
+ * With media on, it starts where its archived recordings end when that is earlier: the
+ * responses whose recordings a run without media skipped are listed again, and their
+ * recordings fetched through fresh detail calls (fresh signed links).
+ */
 export function effectiveSince(
   previous: StudyState | undefined,
-  options: { since?: string; full?: boolean; incremental: boolean },
+  options: { since?: string; full?: boolean; incremental: boolean; media: boolean },
 ): string | null {
   if (options.since) return new Date(options.since).toISOString();
   if (options.full || !options.incremental) return null;
-  return previous?.watermark ?? null;
+  const watermark = previous?.watermark ?? null;
+  if (!options.media || watermark === null) return watermark;
+  const media = mediaWatermark(previous);
+  return media === null || media < watermark ? media : watermark;
 }
 
 /**
@@ -191,21 +211,28 @@ export function effectiveSince(
 export function advanceState(
   state: State,
   finished: { study_id: string; link_id: string; since: string | null; lossless: boolean }[],
-  run: { id: string; startedAt: number },
+  run: { id: string; startedAt: number; media: boolean },
 ): State {
   const next: State = { version: 1, studies: { ...state.studies } };
   const watermark = new Date(run.startedAt - WATERMARK_LAG_MS).toISOString();
   for (const study of finished) {
     const previous = state.studies[study.study_id];
-    const coversGap =
-      study.since === null || (previous?.watermark != null && study.since <= previous.watermark);
-    if (!study.lossless || !coversGap) continue;
+    if (!study.lossless || !coversGap(study.since, previous?.watermark ?? null)) continue;
+    // Recordings are archived up to the new watermark only by a run with media that covered
+    // everything since they were last archived; otherwise they stay owed.
+    const archived = run.media && coversGap(study.since, mediaWatermark(previous));
     next.studies[study.study_id] = {
       link_id: study.link_id,
       watermark,
+      media_watermark: archived ? watermark : mediaWatermark(previous),
       last_run: run.id,
       last_run_at: new Date(run.startedAt).toISOString(),
     };
   }
   return next;
+}
+
+/** A listing from `since` covers everything after `mark` (null: from the beginning). */
+function coversGap(since: string | null, mark: string | null): boolean {
+  return since === null || (mark !== null && since <= mark);
 }
