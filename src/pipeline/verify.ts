@@ -249,6 +249,9 @@ async function readCsvRows(
     });
     parser.on('end', () => resolve());
     parser.on('error', reject);
+    // Decoded before papaparse sees it: it decodes each chunk alone, which breaks a
+    // character that straddles two chunks.
+    input.setEncoding('utf8');
     input.on('error', reject).pipe(parser);
   });
 }

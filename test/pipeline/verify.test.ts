@@ -1,5 +1,5 @@
 /** `verify` re-checks a finished run; each kind of damage is found and named. */
-import { appendFile, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Papa from 'papaparse';
@@ -88,6 +88,25 @@ describe('verify', () => {
     // responses.parquet still holds the id; only the CSV side is broken, and it is named.
     expect(problems).toContain(`answers.csv: response_id "${dropped}" is not in responses`);
     expect(problems.some((p) => p.startsWith('answers.parquet:'))).toBe(false);
+  });
+
+  it('reads a CSV cell whose character straddles two read chunks', async () => {
+    const problems = await damaged(async (dir) => {
+      const responses = (await readFile(join(dir, 'responses.csv'), 'utf8')).split('\r\n');
+      const oldId = responses[1]!.split(',')[0]!;
+      // The id's 3-byte character starts one byte before 64 KiB, where a file stream cuts.
+      const before = Buffer.byteLength(`${responses[0]}\r\n`);
+      const newId = `${'x'.repeat(65_535 - before)}研究`;
+      for (const file of (await readdir(dir)).filter((name) => name.endsWith('.csv'))) {
+        const text = await readFile(join(dir, file), 'utf8');
+        await writeFile(join(dir, file), text.replaceAll(`\r\n${oldId},`, `\r\n${newId},`));
+        await rehash(dir, file);
+      }
+      expect(Buffer.from(await readFile(join(dir, 'responses.csv'))).subarray(65_535, 65_538).toString()).toBe(
+        '研',
+      );
+    });
+    expect(problems).toEqual([]);
   });
 
   it('finds a damaged zip', async () => {
