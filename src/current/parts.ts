@@ -2,16 +2,12 @@
  * The current dataset's files: current/<table>/study_id=<permanent id>/part-<run id>.parquet
  * (and .csv), how a part is read back row group by row group, and how a new one is written.
  */
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
 import { type CsvOptions, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter } from '../load/parquet.ts';
 import { type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
-import { LocalStorage } from '../storage/local.ts';
 import type { CurrentStore } from './store.ts';
 
 export const CURRENT_DIR = 'current';
@@ -101,8 +97,8 @@ export interface PartWriter<T extends TableName> {
 }
 
 /**
- * Writes the part into a local temporary folder first (the table writers write files), then
- * copies each file into the store, where it appears complete or not at all.
+ * Writes each format of the part straight into the store: a file created there is not visible
+ * under its name until it is closed (store.ts), so a reader never sees half a part.
  */
 export async function createPartWriter<T extends TableName>(
   store: CurrentStore,
@@ -110,21 +106,22 @@ export async function createPartWriter<T extends TableName>(
   studyId: string,
   runId: string,
   /** Formats of the part: Parquet first (package.ts: currentFormats). */
-  options: { formats: readonly Format[]; csv: CsvOptions; scratchDir: string },
+  options: { formats: readonly Format[]; csv: CsvOptions },
 ): Promise<PartWriter<T>> {
-  const dir = await mkdtemp(join(options.scratchDir, 'part-'));
-  const writers = await Promise.all(
-    options.formats.map(async (format) => {
-      const name = partFileName(runId, format);
-      const path = join(dir, name);
-      const local = new LocalStorage(dir);
+  const writers: { path: string; writer: TableFileWriter<T> }[] = [];
+  try {
+    for (const format of options.formats) {
+      const path = `${partitionPath(table, studyId)}/${partFileName(runId, format)}`;
       const writer =
         format === 'parquet'
-          ? await createParquetWriter(local, name, table)
-          : await createTableCsvWriter(local, name, table, options.csv);
-      return { format, path, writer };
-    }),
-  );
+          ? await createParquetWriter(store, path, table)
+          : await createTableCsvWriter(store, path, table, options.csv);
+      writers.push({ path, writer });
+    }
+  } catch (error) {
+    for (const { writer } of writers) await writer.abort().catch(() => {});
+    throw error;
+  }
   return {
     async write(rows) {
       if (rows.length === 0) return;
@@ -132,28 +129,21 @@ export async function createPartWriter<T extends TableName>(
     },
     async finish() {
       const written: string[] = [];
-      try {
-        for (const { writer } of writers) await writer.close();
-        for (const { format, path } of writers) {
-          const target = `${partitionPath(table, studyId)}/${partFileName(runId, format)}`;
-          const output = await store.create(target);
-          try {
-            for await (const chunk of createReadStream(path)) await output.write(chunk as Buffer);
-            await output.close();
-          } catch (error) {
-            await output.abort();
-            throw error;
-          }
-          written.push(target);
-        }
-        return written;
-      } finally {
-        await rm(dir, { recursive: true, force: true });
+      for (const { path, writer } of writers) {
+        await writer.close();
+        written.push(path);
       }
+      return written;
     },
     async abort() {
       for (const { writer } of writers) await writer.abort().catch(() => {});
-      await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** What a part writer needs of a table file writer (Parquet or CSV). */
+interface TableFileWriter<T extends TableName> {
+  write(rows: readonly Row<T>[]): Promise<void>;
+  close(): Promise<unknown>;
+  abort(): Promise<void>;
 }

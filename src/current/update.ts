@@ -11,6 +11,7 @@
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
+import { forEachBounded, fromArray } from '../util/concurrency.ts';
 import {
   isResponseTable,
   keepNewRow,
@@ -47,8 +48,14 @@ export interface CurrentUpdate {
   scratchDir: string;
 }
 
+/**
+ * Studies touch disjoint partitions, so a few are updated at once: one study's file waits
+ * overlap another's encoding.
+ */
+const STUDIES_AT_ONCE = 3;
+
 export async function updateCurrent(update: CurrentUpdate): Promise<void> {
-  for (const study of update.studies) await updateStudy(update, study);
+  await forEachBounded(fromArray(update.studies), STUDIES_AT_ONCE, (study) => updateStudy(update, study));
   await writePackageIfChanged(update);
 }
 
@@ -104,7 +111,6 @@ async function updateStudy(
     createPartWriter(store, table, id, update.runId, {
       formats: currentFormats(update.formats),
       csv: update.csv,
-      scratchDir: update.scratchDir,
     });
   const publish = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
     try {

@@ -52,7 +52,7 @@ export interface CsvWriter {
 
 /** Opens `path` in `storage` and writes its (optional BOM and) header row. */
 export async function createCsvWriter(
-  storage: Storage,
+  storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   header: readonly string[],
   options: CsvOptions,
@@ -74,7 +74,7 @@ export async function createCsvWriter(
 
 /** A CSV writer for one declared table: rows in, records in declaration order out. */
 export async function createTableCsvWriter<T extends TableName>(
-  storage: Storage,
+  storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
   options: CsvOptions,

@@ -147,7 +147,7 @@ export interface ParquetTableWriter<T extends TableName> {
 }
 
 export async function createParquetWriter<T extends TableName>(
-  storage: Storage,
+  storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
   options: { rowGroupSize?: number; rowGroupBytes?: number } = {},
