@@ -2,12 +2,15 @@
  * The current dataset's files: current/<table>/study_id=<permanent id>/part-<run id>.parquet
  * (and .csv), how a part is read back row group by row group, and how a new one is written.
  */
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
 import { type CsvOptions, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter } from '../load/parquet.ts';
 import { type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
+import { LocalStorage } from '../storage/local.ts';
 import type { CurrentStore } from './store.ts';
 
 export const CURRENT_DIR = 'current';
@@ -88,35 +91,42 @@ export function rowOf<T extends TableName>(table: T, record: Record<string, unkn
   return row as Row<T>;
 }
 
-/** A new part being written: rows in, then the part appears in the store in every format at once. */
+/** A part written in the run's scratch space, waiting to be copied into the store. */
+export interface PreparedPart {
+  /** Local files and the store paths they are copied to. */
+  files: { local: string; target: string }[];
+}
+
+/** A new part being written: rows in, then closed in scratch, published after the run commits. */
 export interface PartWriter<T extends TableName> {
   write(rows: readonly Row<T>[]): Promise<void>;
-  /** Publishes the part; returns the store paths written. */
-  finish(): Promise<string[]>;
+  /** Closes the part's local files. */
+  finish(): Promise<PreparedPart>;
   abort(): Promise<void>;
 }
 
 /**
- * Writes each format of the part straight into the store: a file created there is not visible
- * under its name until it is closed (store.ts), so a reader never sees half a part.
+ * Writes the part into `dir` (the run's scratch space): a part is prepared while the run is
+ * still exporting other studies, and only copied into the store once the run is committed.
  */
 export async function createPartWriter<T extends TableName>(
-  store: CurrentStore,
   table: T,
   studyId: string,
   runId: string,
   /** Formats of the part: Parquet first (package.ts: currentFormats). */
-  options: { formats: readonly Format[]; csv: CsvOptions },
+  options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
 ): Promise<PartWriter<T>> {
-  const writers: { path: string; writer: TableFileWriter<T> }[] = [];
+  const local = new LocalStorage(options.dir);
+  const writers: { name: string; target: string; writer: TableFileWriter<T> }[] = [];
   try {
     for (const format of options.formats) {
-      const path = `${partitionPath(table, studyId)}/${partFileName(runId, format)}`;
+      const name = `${table}.${format}`;
+      const target = `${partitionPath(table, studyId)}/${partFileName(runId, format)}`;
       const writer =
         format === 'parquet'
-          ? await createParquetWriter(store, path, table)
-          : await createTableCsvWriter(store, path, table, options.csv);
-      writers.push({ path, writer });
+          ? await createParquetWriter(local, name, table)
+          : await createTableCsvWriter(local, name, table, options.csv);
+      writers.push({ name, target, writer });
     }
   } catch (error) {
     for (const { writer } of writers) await writer.abort().catch(() => {});
@@ -128,17 +138,28 @@ export async function createPartWriter<T extends TableName>(
       for (const { writer } of writers) await writer.write(rows);
     },
     async finish() {
-      const written: string[] = [];
-      for (const { path, writer } of writers) {
-        await writer.close();
-        written.push(path);
-      }
-      return written;
+      for (const { writer } of writers) await writer.close();
+      return { files: writers.map(({ name, target }) => ({ local: join(options.dir, name), target })) };
     },
     async abort() {
       for (const { writer } of writers) await writer.abort().catch(() => {});
     },
   };
+}
+
+/** Copies a prepared part into the store, where each file appears complete or not at all. */
+export async function publishPart(store: CurrentStore, part: PreparedPart): Promise<string[]> {
+  for (const { local, target } of part.files) {
+    const output = await store.create(target);
+    try {
+      for await (const chunk of createReadStream(local)) await output.write(chunk as Buffer);
+      await output.close();
+    } catch (error) {
+      await output.abort();
+      throw error;
+    }
+  }
+  return part.files.map((file) => file.target);
 }
 
 /** What a part writer needs of a table file writer (Parquet or CSV). */

@@ -1,13 +1,17 @@
 /**
- * The current dataset, updated after a run is committed: for each study of the run, each of
- * its tables gets one new part holding the merge (merge.ts) of the previous part with the
- * run's rows; the previous part is removed only once every new part of the study is in
- * place. A run killed half way leaves each partition with its previous part, or with the new
+ * The current dataset, updated in two steps. While the run still exports other studies, each
+ * finished study is prepared: each of its tables gets one new part, in the run's scratch
+ * space, holding the merge (merge.ts) of the previous part with the run's rows. Once the run
+ * is committed, the prepared parts are published (copied into the store) and the previous
+ * part is removed only once every new part of the study is in place. A run killed half way leaves each partition with its previous part, or with the new
  * one beside it (a superset of the previous: the newest part is always the one read), and
  * its rerun, which exports the same responses again because state did not move, completes it.
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
@@ -27,36 +31,78 @@ import {
   createPartWriter,
   newestPart,
   type PartWriter,
+  type PreparedPart,
   partitionPath,
+  publishPart,
   readPart,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import type { CurrentStore } from './store.ts';
 import { type PartRef, wideFolder, writeCurrentWide } from './wide.ts';
 
-export interface CurrentUpdate {
+/** What preparing and publishing a study's parts need. */
+export interface CurrentContext {
   store: CurrentStore;
-  /** The pipeline's name, for current/datapackage.json. */
-  name: string;
   runId: string;
   staging: CurrentStaging;
-  /** The studies of the run: a full (since null) lossless export replaces the study's rows. */
-  studies: readonly { study_id: string; since: string | null; lossless: boolean }[];
   formats: readonly Format[];
   csv: CsvOptions;
-  /** Where new parts are written before they are copied into the store; removed by the caller. */
+  /** Where new parts are prepared before they are copied into the store; removed by the caller. */
   scratchDir: string;
 }
 
+/** A study of the run: a full (since null) lossless export replaces the study's rows. */
+export interface CurrentStudy {
+  study_id: string;
+  since: string | null;
+  lossless: boolean;
+}
+
+/** A study's new parts, ready in scratch, and what publishing them replaces. */
+export interface PreparedStudy {
+  studyId: string;
+  parts: PreparedPart[];
+  rewrite: ReadonlySet<TableName>;
+  partitions: ReadonlyMap<TableName, Partition>;
+  questions: Row<'questions'>[];
+  linkId: string | undefined;
+}
+
 /**
- * Studies touch disjoint partitions, so a few are updated at once: one study's file waits
- * overlap another's encoding.
+ * Publishes every prepared study, then current/datapackage.json. Studies touch disjoint
+ * partitions, so a few are published at once: one study's file waits overlap another's work.
  */
+export async function publishCurrent(
+  context: CurrentContext & { name: string },
+  prepared: readonly PreparedStudy[],
+): Promise<void> {
+  await forEachBounded(fromArray(prepared), STUDIES_AT_ONCE, (study) => publishStudy(context, study));
+  await writePackageIfChanged(context);
+}
+
 const STUDIES_AT_ONCE = 3;
 
-export async function updateCurrent(update: CurrentUpdate): Promise<void> {
-  await forEachBounded(fromArray(update.studies), STUDIES_AT_ONCE, (study) => updateStudy(update, study));
-  await writePackageIfChanged(update);
+/**
+ * Prepares each study as soon as its export is done, one study at a time, while the run
+ * still exports others: the encoding fills the time the export waits on the service.
+ */
+export class CurrentPreparation {
+  readonly #queue = pLimit(1);
+  readonly #prepared: Promise<PreparedStudy>[] = [];
+
+  constructor(private readonly context: CurrentContext) {}
+
+  add(study: CurrentStudy): void {
+    const prepared = this.#queue(() => prepareStudy(this.context, study));
+    // Reported by done(); the run fails there, before it is committed.
+    prepared.catch(() => {});
+    this.#prepared.push(prepared);
+  }
+
+  /** Every study added, prepared; rejects with the first failure. */
+  done(): Promise<PreparedStudy[]> {
+    return Promise.all(this.#prepared);
+  }
 }
 
 interface Partition {
@@ -79,10 +125,8 @@ async function partitionOf(store: CurrentStore, table: TableName, studyId: strin
   return { path, files, previous };
 }
 
-async function updateStudy(
-  update: CurrentUpdate,
-  study: { study_id: string; since: string | null; lossless: boolean },
-): Promise<void> {
+/** Writes the study's new parts into scratch; nothing in the store changes yet. */
+export async function prepareStudy(update: CurrentContext, study: CurrentStudy): Promise<PreparedStudy> {
   const { store, staging } = update;
   const id = study.study_id;
   const replace = study.since === null && study.lossless;
@@ -106,20 +150,22 @@ async function updateStudy(
     if (changed) rewrite.add(table);
   }
 
-  const written = new Set<string>();
-  const open = <T extends TableName>(table: T) =>
-    createPartWriter(store, table, id, update.runId, {
+  const parts: PreparedPart[] = [];
+  const studyDir = await mkdtemp(join(update.scratchDir, 'current-'));
+  const open = async <T extends TableName>(table: T) =>
+    createPartWriter(table, id, update.runId, {
       formats: currentFormats(update.formats),
       csv: update.csv,
+      dir: await mkdtemp(join(studyDir, `${table}-`)),
     });
-  const publish = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
+  const fillPart = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
     try {
       await fill();
     } catch (error) {
       await writer.abort();
       throw error;
     }
-    for (const path of await writer.finish()) written.add(path);
+    parts.push(await writer.finish());
   };
 
   let plan: MergePlan | null = null;
@@ -127,7 +173,7 @@ async function updateStudy(
     const planner = new MergePlanner({ replace, incomplete: staging.incompleteOf(id) });
     for await (const row of staging.rows(id, 'responses')) planner.addIncoming(row);
     const writer = await open('responses');
-    await publish(writer, async () => {
+    await fillPart(writer, async () => {
       const previous = partition('responses').previous;
       if (previous) {
         for await (const rows of readPart(store, previous.path, previous.bytes, 'responses')) {
@@ -140,7 +186,7 @@ async function updateStudy(
     });
   }
   for (const table of ['answers', 'transcript', 'attributes', 'media'] as const) {
-    if (plan !== null) await rewriteChildren(update, table, id, partition(table), plan, open, publish);
+    if (plan !== null) await rewriteChildren(update, table, id, partition(table), plan, open, fillPart);
   }
   let questions: Row<'questions'>[] = await readAll(store, partition('questions'), 'questions');
   if (rewrite.has('questions')) {
@@ -148,23 +194,32 @@ async function updateStudy(
     for await (const row of staging.rows(id, 'questions')) staged.push(row);
     questions = mergeQuestions(questions, staged, replace);
     const writer = await open('questions');
-    await publish(writer, () => writer.write(questions));
+    await fillPart(writer, () => writer.write(questions));
   }
   const staged: Row<'studies'>[] = [];
   for await (const row of staging.rows(id, 'studies')) staged.push(row);
   const studyRows = staged.length > 0 ? staged : await readAll(store, partition('studies'), 'studies');
   const writer = await open('studies');
-  await publish(writer, () => writer.write(studyRows));
+  await fillPart(writer, () => writer.write(studyRows));
 
+  return { studyId: id, parts, rewrite, partitions, questions, linkId: studyRows[0]?.link_id };
+}
+
+/** Copies a study's prepared parts into the store; then the parts they replace go. */
+async function publishStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
+  const { store } = update;
+  const id = prepared.studyId;
+  const written = new Set<string>();
+  for (const part of prepared.parts) for (const path of await publishPart(store, part)) written.add(path);
   // Every new part of the study is in place: only now do the previous ones go.
-  for (const table of rewrite) {
-    const { path, files } = partition(table);
+  for (const table of prepared.rewrite) {
+    const { path, files } = prepared.partitions.get(table) as Partition;
     for (const file of files) {
       const filePath = `${path}/${file.name}`;
       if (!written.has(filePath)) await store.delete(filePath);
     }
   }
-  const linkId = studyRows[0]?.link_id;
+  const { linkId, rewrite, questions } = prepared;
   if (
     linkId !== undefined &&
     (rewrite.has('responses') || rewrite.has('questions') || !(await hasWide(store, id)))
@@ -195,17 +250,17 @@ async function newestOf(store: CurrentStore, table: TableName, studyId: string):
 }
 
 async function rewriteChildren<T extends Exclude<ResponseTable, 'responses'>>(
-  update: CurrentUpdate,
+  update: CurrentContext,
   table: T,
   studyId: string,
   partition: Partition,
   plan: MergePlan,
   open: (table: T) => Promise<PartWriter<T>>,
-  publish: (writer: PartWriter<T>, fill: () => Promise<void>) => Promise<void>,
+  fillPart: (writer: PartWriter<T>, fill: () => Promise<void>) => Promise<void>,
 ): Promise<void> {
   const ofResponse = (row: Row<T>) => row as Row<T> & { response_id: string };
   const writer = await open(table);
-  await publish(writer, async () => {
+  await fillPart(writer, async () => {
     const previous = partition.previous;
     if (previous) {
       for await (const rows of readPart(update.store, previous.path, previous.bytes, table)) {
@@ -253,7 +308,7 @@ async function readAll<T extends TableName>(
  * current/datapackage.json depends only on the pipeline's name and formats, so every shard
  * would write the same bytes: it is written only when missing or different.
  */
-async function writePackageIfChanged(update: CurrentUpdate): Promise<void> {
+async function writePackageIfChanged(update: CurrentContext & { name: string }): Promise<void> {
   const text = `${JSON.stringify(currentPackage(update.name, update.formats), null, 2)}\n`;
   const path = `${CURRENT_DIR}/datapackage.json`;
   const existing = await update.store.read(path);

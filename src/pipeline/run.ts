@@ -10,7 +10,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
-import { updateCurrent } from '../current/update.ts';
+import { CurrentPreparation, publishCurrent } from '../current/update.ts';
 import { ConfigError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
@@ -90,6 +90,16 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     try {
       const run = await pipelineDir.createRun(startedAt);
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
+      const currentContext = {
+        store: storage,
+        name: config.name,
+        runId: run.id,
+        staging,
+        formats: config.output.formats,
+        csv: config.output.csv,
+        scratchDir: scratch.dir,
+      };
+      const current = new CurrentPreparation(currentContext);
       try {
         const { result, outcomes } = await exportRun(
           run,
@@ -102,20 +112,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           log,
           scratch.dir,
           staging,
+          current,
         );
+        const prepared = await current.done();
         await run.commit();
         // The current dataset follows the committed run, and state follows the current
         // dataset: a run killed in between is exported again, and completes it.
-        await updateCurrent({
-          store: storage,
-          name: config.name,
-          runId: run.id,
-          staging,
-          studies: outcomes,
-          formats: config.output.formats,
-          csv: config.output.csv,
-          scratchDir: scratch.dir,
-        });
+        await publishCurrent(currentContext, prepared);
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
         if (!options.recorded) {
@@ -244,6 +247,8 @@ async function exportRun(
   /** The run's scratch folder (listing spills, media bodies), outside the output. */
   scratchDir: string,
   staging: CurrentStaging,
+  /** Each study's current parts, prepared as soon as its export is done. */
+  current: CurrentPreparation,
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
   const { studies } = listing;
@@ -314,6 +319,7 @@ async function exportRun(
             pageGate,
           });
           await stage.close();
+          current.add(outcome);
           reporter.tick('studies');
           reporter.studyDone(outcome);
           return outcome;
