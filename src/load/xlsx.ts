@@ -16,7 +16,7 @@ import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables } from './tables.ts';
 import { safeFileName } from './wide.ts';
-import { type CutCell, type SheetColumn, type SheetSource, writeWorkbook } from './xlsx-workbook.ts';
+import type { CutCell, SheetColumn, SheetSource } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
 
@@ -88,6 +88,8 @@ export function createXlsxWriter(
       const copied = copyInto(output, storage, file);
       copied.catch(() => {}); // awaited below; a failure also ends the workbook's writes
       try {
+        // exceljs is loaded only by runs that write workbooks: it is most of start-up otherwise.
+        const { writeWorkbook } = await import('./xlsx-workbook.ts');
         await writeWorkbook(output, sheetsOf(spillPath, columns), (cut) => onCut({ ...cut, file }));
         if (!output.writableEnded) output.end();
       } catch (error) {
