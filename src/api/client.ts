@@ -1,21 +1,24 @@
 /**
- * The client for the service's three operations (spec section 4), on got 14.
+ * The client for the service's three operations (spec section 4), on node:http (src/http/get.ts).
  *
  * - Every attempt of every operation runs inside ONE p-limit (source.concurrency), shared by
  *   all studies; backoff waits happen outside it, so a sleeping retry does not hold a slot.
  * - The key goes only to base_url's host: requests are built from base_url, and a redirect to
  *   another host is neither followed nor given the key.
- * - Retries: the shared policy and loop of src/http/retry.ts (got's are off). outcome.ts says
+ * - Retries: the shared policy and loop of src/http/retry.ts. outcome.ts says
  *   what is retried (network errors, 408, 429, 5xx, non-JSON and truncated bodies) and what
  *   is final (400/401/403/404).
- * - Bodies are read as bytes and parsed here, so truncation and non-JSON are seen and retried.
+ * - Bodies are read as bytes (decompressed, capped as they arrive) and parsed here, so
+ *   truncation and non-JSON are seen and retried.
  */
 import http from 'node:http';
 import https from 'node:https';
-import got, { type Got, type Response } from 'got';
+import type { Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { apiDeadlineMs, type PipelineConfig } from '../config/schema.ts';
 import { HttpError } from '../errors.ts';
+import { type Agents, type GetResponse, httpGet } from '../http/get.ts';
 import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
 import { redact, registerSecret } from '../redact.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
@@ -25,6 +28,7 @@ import {
   type ClientIdentity,
   giveUp,
   networkFailure,
+  type RawAnswer,
   type RequestSpec,
   readAnswer,
 } from './outcome.ts';
@@ -52,9 +56,9 @@ export interface ApiClientOptions {
   apiKeyEnv: string;
   /** API requests in flight across all studies. */
   concurrency: number;
-  /** Per-phase timeouts (connect, idle socket, time to first byte, ...); no overall request timeout. */
+  /** Longest wait for a connection, the first byte or the next chunk (`deadlineMs` bounds the whole). */
   timeoutMs: number;
-  /** The whole request, first byte sent to last received (got's `timeout.request`). Default 4 × timeoutMs. */
+  /** The whole request, first byte sent to last received. Default 4 × timeoutMs. */
   deadlineMs?: number;
   /** Largest body read; a longer one is cut off while it arrives. Default 64 MiB. */
   maxBodyBytes?: number;
@@ -130,16 +134,16 @@ export function clientSettings(
 const MiB = 1024 * 1024;
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  return new GotApiClient(options);
+  return new HttpApiClient(options);
 }
 
-class GotApiClient implements ApiClient {
+class HttpApiClient implements ApiClient {
   readonly baseUrl: string;
   readonly counters: ApiCounters;
   readonly limit: LimitFunction;
   private readonly base: URL;
-  private readonly http: Got;
-  private readonly agents: { http: http.Agent; https: https.Agent };
+  private readonly agents: Agents;
+  private readonly headers: Record<string, string>;
   private readonly adaptive: AdaptiveConcurrency;
   private readonly identity: ClientIdentity;
   private readonly policy: RetryPolicy;
@@ -169,32 +173,12 @@ class GotApiClient implements ApiClient {
       http: new http.Agent({ keepAlive: true }),
       https: new https.Agent({ keepAlive: true }),
     };
-    this.http = this.createGot();
-  }
-
-  private createGot(): Got {
-    const t = this.options.timeoutMs;
-    const request = this.deadlineMs;
-    const apiHost = this.base.host;
-    const sameHost = (url: URL) => url.host === apiHost && url.protocol === this.base.protocol;
-    return got.extend({
-      headers: { 'x-api-key': this.options.apiKey, accept: 'application/json' },
-      timeout: { lookup: t, connect: t, secureConnect: t, socket: t, send: t, response: t, request },
-      retry: { limit: 0 },
-      throwHttpErrors: false,
-      responseType: 'buffer',
-      agent: this.agents,
-      // Follow only redirects that stay on the API host; others come back as 3xx and fail.
-      followRedirect: (response) => {
-        const location = response.headers.location;
-        if (typeof location !== 'string') return false;
-        try {
-          return sameHost(new URL(location, response.url));
-        } catch {
-          return false;
-        }
-      },
-    });
+    this.headers = {
+      'x-api-key': options.apiKey,
+      accept: 'application/json',
+      'accept-encoding': 'gzip, deflate, br',
+      'user-agent': 'study-export',
+    };
   }
 
   listStudies(): Promise<Fetched> {
@@ -278,20 +262,11 @@ class GotApiClient implements ApiClient {
   /** One HTTP exchange: its payload, or TryAgain / a final error; counted whatever happens. */
   private async attempt(spec: RequestSpec): Promise<{ payload: unknown; status: number; bytes: number }> {
     const started = performance.now();
-    let response: Response<Buffer>;
-    const request = this.http.get(spec.url, { responseType: 'buffer' });
-    // The cap is enforced as the bytes arrive (decompressed), not after the body is whole.
-    let tooLarge = false;
-    request.on('downloadProgress', ({ transferred, total }) => {
-      if (transferred > this.maxBodyBytes || (total ?? 0) > this.maxBodyBytes) {
-        tooLarge = true;
-        request.cancel();
-      }
-    });
+    let answer: RawAnswer;
     try {
-      response = await request;
+      answer = await this.receive(spec.url);
     } catch (error) {
-      if (tooLarge) {
+      if (error instanceof BodyTooLarge) {
         this.counters.recordAttempt(spec.operation, 'too_large', performance.now() - started, 0);
         throw bodyTooLarge(spec, this.maxBodyBytes);
       }
@@ -300,18 +275,65 @@ class GotApiClient implements ApiClient {
       throw failure;
     }
     this.serviceDown = false;
-    const body = response.body;
     this.counters.recordAttempt(
       spec.operation,
-      response.statusCode,
+      answer.status,
       performance.now() - started,
-      body.length,
+      answer.body.length,
     );
-    const payload = readAnswer(
-      spec,
-      { status: response.statusCode, headers: response.headers, body, url: response.url },
-      this.identity,
-    );
-    return { payload, status: response.statusCode, bytes: body.length };
+    const payload = readAnswer(spec, answer, this.identity);
+    return { payload, status: answer.status, bytes: answer.body.length };
   }
+
+  /** The whole answer; the body cap is enforced as the (decompressed) bytes arrive. */
+  private async receive(url: URL): Promise<RawAnswer> {
+    const response = await httpGet(url, {
+      timeoutMs: this.options.timeoutMs,
+      deadlineMs: this.deadlineMs,
+      headers: this.headers,
+      agents: this.agents,
+      // Follow only redirects that stay on the API host; others come back as 3xx and fail.
+      followRedirect: (_from, to) => to.host === this.base.host && to.protocol === this.base.protocol,
+    });
+    try {
+      if (Number(response.headers['content-length']) > this.maxBodyBytes) throw new BodyTooLarge();
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      for await (const chunk of decoded(response)) {
+        bytes += (chunk as Buffer).length;
+        if (bytes > this.maxBodyBytes) throw new BodyTooLarge();
+        chunks.push(chunk as Buffer);
+      }
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: Buffer.concat(chunks, bytes),
+        url: response.url.href,
+      };
+    } catch (error) {
+      response.abort();
+      throw error;
+    }
+  }
+}
+
+/** A body past `maxBodyBytes`: the request is stopped while it arrives. */
+class BodyTooLarge extends Error {}
+
+/** The body as sent before any content-encoding; an unknown encoding is passed through. */
+function decoded(response: GetResponse): Readable {
+  const encoding = String(response.headers['content-encoding'] ?? '')
+    .trim()
+    .toLowerCase();
+  const decoder =
+    encoding === 'gzip' || encoding === 'x-gzip'
+      ? zlib.createGunzip()
+      : encoding === 'deflate'
+        ? zlib.createInflate()
+        : encoding === 'br'
+          ? zlib.createBrotliDecompress()
+          : null;
+  if (decoder === null) return response.body;
+  response.body.on('error', (error) => decoder.destroy(error));
+  return response.body.pipe(decoder);
 }

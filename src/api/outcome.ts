@@ -4,7 +4,6 @@
  * study or response, and the fix; never the key.
  */
 
-import { TimeoutError } from 'got';
 import {
   AuthError,
   type ErrorContext,
@@ -13,6 +12,7 @@ import {
   PayloadError,
   type StudyExportError,
 } from '../errors.ts';
+import { RequestTimeoutError } from '../http/get.ts';
 import { isRetryableStatus, networkReason, TryAgain } from '../http/retry.ts';
 import { redact } from '../redact.ts';
 import type { Operation } from './resources.ts';
@@ -67,7 +67,7 @@ const networkReasons: Record<string, string> = {
 
 /** A request that got no (complete) HTTP answer: always worth another attempt. */
 export function networkFailure(error: unknown, deadlineMs: number): TryAgain {
-  if (error instanceof TimeoutError && error.event === 'request') {
+  if (error instanceof RequestTimeoutError && error.event === 'deadline') {
     const why = `no complete answer within ${deadlineMs} ms (source.deadline_ms)`;
     return new TryAgain('network', 'deadline', why, { cause: error });
   }

@@ -1,10 +1,10 @@
 /**
  * One signed URL to one body: into memory when its Content-Length fits the memory budget,
  * else streamed to a temporary file. Retries are the shared policy and loop of
- * src/http/retry.ts: each attempt is a fresh request (http-get.ts), written from the start.
+ * src/http/retry.ts: each attempt is a fresh request (src/http/get.ts), written from the start.
  * A 403 renews the link inside the attempt; it is not a retry.
  *
- * Media hosts get plain requests (http-get.ts): no x-api-key or any other API client header
+ * Media hosts get plain requests (src/http/get.ts): no x-api-key or any other API client header
  * ever reaches them.
  */
 import { createHash } from 'node:crypto';
@@ -13,6 +13,7 @@ import { rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { finished, pipeline } from 'node:stream/promises';
 import { type ErrorContext, HttpError, MediaError, NetworkError, type StudyExportError } from '../errors.ts';
+import { type GetResponse, httpGet } from '../http/get.ts';
 import {
   isRetryableStatus,
   networkReason,
@@ -22,7 +23,6 @@ import {
   withRetries,
 } from '../http/retry.ts';
 import { redact } from '../redact.ts';
-import { type MediaResponse, mediaGet } from './http-get.ts';
 import type { MemoryBudget } from './memory-budget.ts';
 import type { MediaBody } from './types.ts';
 
@@ -74,6 +74,8 @@ export interface DownloadedFile {
 
 export const defaultMaxLinkAgeMs = 50 * 60 * 1000;
 const defaultMaxRefreshes = 3;
+/** The only header a media host gets. */
+const mediaHeaders = { 'user-agent': 'study-export media' };
 
 /** The longest one attempt may take, body included. */
 const defaultDeadlineMs = 60 * 60 * 1000;
@@ -122,7 +124,7 @@ function bodyLimit(url: string, expected: number | undefined, options: DownloadO
 }
 
 /** Classifies a non-2xx answer: refresh, retry, or give up. */
-function statusError(response: MediaResponse, url: string, context: ErrorContext): Error {
+function statusError(response: GetResponse, url: string, context: ErrorContext): Error {
   response.abort();
   const status = response.status;
   const where = `GET ${redact(url)} answered ${status}`;
@@ -204,11 +206,14 @@ async function receiveToMemory(
  */
 async function attempt(url: string, options: DownloadOptions): Promise<Omit<DownloadedFile, 'link'>> {
   const context = options.context ?? {};
-  let response: MediaResponse | null = null;
+  let response: GetResponse | null = null;
   try {
-    response = await mediaGet(url, {
+    response = await httpGet(url, {
       timeoutMs: options.timeoutMs,
       deadlineMs: options.deadlineMs ?? defaultDeadlineMs,
+      // Nothing of the API client's reaches a media host; redirects carry no credentials.
+      headers: mediaHeaders,
+      followRedirect: () => true,
     });
     if (response.status < 200 || response.status > 299) throw statusError(response, url, context);
     const lengthHeader = singleHeader(response.headers['content-length']);

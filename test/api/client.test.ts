@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type RetryInfo } from '../../src/api/client.ts';
 import type { SingleResponse } from '../../src/api/resources.ts';
@@ -266,6 +267,45 @@ describe('api client against the sandbox', () => {
     } finally {
       client.close();
       await slow.close();
+    }
+  });
+
+  it('reads gzip and brotli answers, and caps a body by its decompressed size', async () => {
+    const studies = JSON.stringify([{ id: 's1', link_id: 'one', title: 't', created_at: null, desc: null }]);
+    // A small compressed body that inflates past the cap: a "zip bomb".
+    const bomb = gzipSync(Buffer.alloc(3 * 2 ** 20, 0x20));
+    const server = createServer((req, res) => {
+      const accepts = String(req.headers['accept-encoding'] ?? '');
+      if (req.url?.includes('bomb')) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(bomb);
+      } else if (accepts.includes('br') && req.headers['x-api-key'] === 'br') {
+        res.writeHead(200, { 'content-encoding': 'br' }).end(brotliCompressSync(studies));
+      } else {
+        res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(studies));
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const options = { apiKeyEnv: 'K', concurrency: 1, timeoutMs: 2_000, retries: 0 };
+    try {
+      for (const apiKey of ['gzip', 'br']) {
+        const client = createApiClient({ ...options, baseUrl, apiKey });
+        expect((await client.listStudies()).payload).toEqual(JSON.parse(studies));
+        client.close();
+      }
+      const capped = createApiClient({
+        ...options,
+        baseUrl: `${baseUrl}/bomb`,
+        apiKey: 'k',
+        maxBodyBytes: 2 ** 20,
+      });
+      const error = await caught(capped.listStudies());
+      expect(bomb.length).toBeLessThan(2 ** 20);
+      expect(error.message).toMatch(/larger than source\.max_body_mib/);
+      expect(capped.counters.snapshot().requests.list_surveys).toEqual({ too_large: 1 });
+      capped.close();
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

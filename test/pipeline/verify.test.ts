@@ -102,9 +102,11 @@ describe('verify', () => {
         await writeFile(join(dir, file), text.replaceAll(`\r\n${oldId},`, `\r\n${newId},`));
         await rehash(dir, file);
       }
-      expect(Buffer.from(await readFile(join(dir, 'responses.csv'))).subarray(65_535, 65_538).toString()).toBe(
-        '研',
-      );
+      expect(
+        Buffer.from(await readFile(join(dir, 'responses.csv')))
+          .subarray(65_535, 65_538)
+          .toString(),
+      ).toBe('研');
     });
     expect(problems).toEqual([]);
   });

@@ -1,9 +1,9 @@
-/** mediaGet against a loopback server: redirects, what is sent, idle timeout and deadline. */
+/** httpGet against a loopback server: redirects, what is sent, idle timeout and deadline. */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { finished } from 'node:stream/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MediaTimeoutError, mediaGet } from '../../src/media/http-get.ts';
+import { type GetOptions, httpGet, RequestTimeoutError } from '../../src/http/get.ts';
 
 let server: Server;
 let base: string;
@@ -41,6 +41,9 @@ beforeEach(() => {
 });
 
 const timeouts = { timeoutMs: 2_000, deadlineMs: 10_000 };
+/** As the media downloads call it: one header, every redirect followed. */
+const mediaGet = (url: string, limits: typeof timeouts) =>
+  httpGet(url, { ...limits, headers: { 'user-agent': 'study-export media' }, followRedirect: () => true });
 
 async function bodyError(path: string, options: typeof timeouts): Promise<unknown> {
   const response = await mediaGet(`${base}${path}`, options);
@@ -51,7 +54,7 @@ async function bodyError(path: string, options: typeof timeouts): Promise<unknow
   );
 }
 
-describe('mediaGet', () => {
+describe('httpGet', () => {
   it('follows a redirect without user info and sends only a user agent', async () => {
     const response = await mediaGet(`${base}/with-user`, timeouts);
     const chunks: Buffer[] = [];
@@ -77,13 +80,26 @@ describe('mediaGet', () => {
 
   it('fails a body that stops arriving with an idle timeout', async () => {
     const error = await bodyError('/stall', { timeoutMs: 200, deadlineMs: 10_000 });
-    expect(error).toBeInstanceOf(MediaTimeoutError);
+    expect(error).toBeInstanceOf(RequestTimeoutError);
     expect(error).toMatchObject({ event: 'idle', code: 'ETIMEDOUT' });
   });
 
   it('fails a body that trickles past the deadline', async () => {
     const error = await bodyError('/trickle', { timeoutMs: 2_000, deadlineMs: 300 });
-    expect(error).toBeInstanceOf(MediaTimeoutError);
+    expect(error).toBeInstanceOf(RequestTimeoutError);
     expect(error).toMatchObject({ event: 'deadline' });
+  });
+
+  it('answers a redirect it may not follow with the redirect itself, and sends the given headers', async () => {
+    const options: GetOptions = {
+      ...timeouts,
+      headers: { 'x-api-key': 'k' },
+      followRedirect: (from, to) => from.host === to.host && to.pathname !== '/file',
+    };
+    const response = await httpGet(`${base}/with-user`, options);
+    response.body.resume();
+    expect(response.status).toBe(307);
+    expect(seen.map((s) => s.path)).toEqual(['/with-user']);
+    expect(seen[0]?.headers['x-api-key']).toBe('k');
   });
 });
