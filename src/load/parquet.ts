@@ -156,6 +156,7 @@ export async function createParquetWriter<T extends TableName>(
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
   const columns: readonly Column[] = tables[table].columns;
   const names = columns.map((column) => column.name);
+  const where = storage.describe(path);
   const sink = await storage.create(path);
   const writer = new FileByteWriter(sink);
   const parquet = new ParquetWriter({
@@ -191,7 +192,7 @@ export async function createParquetWriter<T extends TableName>(
 
   /** Appends one row's values to the column buffers; returns their estimated bytes. */
   function bufferRow(row: Record<string, unknown>): number {
-    checkRequired(columns, row, storage.describe(path));
+    checkRequired(columns, row, where);
     let bytes = 0;
     for (let i = 0; i < names.length; i++) {
       const value = row[names[i] as string] ?? null;
