@@ -12,9 +12,90 @@
 // same, but BusyBox's env has no -S.)
 // Biome's formatter skips this file: it would add a `;` after ':' and break line 2 for sh.
 //
-// The CLI is written in TypeScript and run through tsx, so `npx study-export` works right
-// after `npm ci` with no build step and no stale build output.
-import { register } from 'tsx/esm/api';
+// The CLI is written in TypeScript. Loading it through tsx costs about a second on every
+// command, so it runs from a bundle (.build/<fingerprint>/, made by esbuild in a fraction
+// of a second the first time it is needed). The fingerprint covers every source file's
+// path, size and modification time, package.json and this file: a bundle built from other
+// sources is never run. Where no bundle can be made (a read-only install, esbuild missing),
+// the sources run through tsx, as before.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-register();
-await import('../src/cli.ts');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const entry = join(root, 'src', 'cli.ts');
+
+/** A digest of everything the bundle is made from. */
+function fingerprint() {
+  const hash = createHash('sha256');
+  const add = (path) => {
+    const stat = statSync(path);
+    hash.update(`${path}\0${stat.size}\0${stat.mtimeMs}\n`);
+  };
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else add(path);
+    }
+  };
+  walk(join(root, 'src'));
+  add(join(root, 'package.json'));
+  add(fileURLToPath(import.meta.url));
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** The bundle for these sources: built now if missing; null when it cannot be. */
+async function bundle() {
+  const builds = join(root, '.build');
+  const id = fingerprint();
+  const dir = join(builds, id);
+  const cli = join(dir, 'cli.js');
+  if (existsSync(cli)) return cli;
+  const esbuild = await import('esbuild');
+  const temporary = `${dir}.${process.pid}.tmp`;
+  await esbuild.build({
+    entryPoints: [entry],
+    outdir: temporary,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'silent',
+  });
+  try {
+    renameSync(temporary, dir);
+  } catch {
+    // Another process built the same sources first: use its bundle.
+    rmSync(temporary, { recursive: true, force: true });
+  }
+  removeOldBuilds(builds, id);
+  return existsSync(cli) ? cli : null;
+}
+
+/** Bundles of other sources, an hour old or more (a process may still be running one). */
+function removeOldBuilds(builds, current) {
+  for (const name of readdirSync(builds)) {
+    const path = join(builds, name);
+    if (name !== current && Date.now() - statSync(path).mtimeMs > 3600_000)
+      rmSync(path, { recursive: true, force: true });
+  }
+}
+
+let cli = null;
+try {
+  mkdirSync(join(root, '.build'), { recursive: true });
+  cli = await bundle();
+} catch {
+  cli = null;
+}
+if (cli !== null) {
+  await import(pathToFileURL(cli).href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(pathToFileURL(entry).href);
+}
