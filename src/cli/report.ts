@@ -11,8 +11,8 @@ import type { LogFormat } from './context.ts';
 import { jsonEvent } from './json-event.ts';
 import { UsageError } from './usage.ts';
 
-/** A finished run: 0 complete (or a dry run's plan), 3 partial. */
-export function runExitCode(status: 'complete' | 'partial' | 'planned'): number {
+/** A finished run: 0 complete (or a dry run's plan, or nothing new), 3 partial. */
+export function runExitCode(status: 'complete' | 'partial' | 'planned' | 'unchanged'): number {
   return status === 'partial' ? exitCodes.partial : exitCodes.complete;
 }
 

@@ -4,18 +4,18 @@
  * --log-format json), exit code 3 for a partial run, and what an interrupt leaves behind.
  */
 import type { ProgressReporter } from '../pipeline/progress.ts';
-import type { RunResult } from '../pipeline/run.ts';
+import type { PreviousRun, RunResult } from '../pipeline/run.ts';
 import { redact } from '../redact.ts';
 import { type CliContext, isCI, type LogFormat } from './context.ts';
 import { jsonEvent } from './json-event.ts';
 import { runExitCode, signalExitCode } from './report.ts';
 import { createReporter } from './reporters.ts';
-import { formatSummary } from './summary.ts';
+import { formatSummary, nothingNewLine } from './summary.ts';
 
 export async function reportRun(
   context: CliContext,
   format: LogFormat,
-  execute: (reporter: ProgressReporter) => Promise<RunResult>,
+  execute: (reporter: ProgressReporter, onPreviousRun: (previous: PreviousRun) => void) => Promise<RunResult>,
 ): Promise<void> {
   const reporter = createReporter({
     format,
@@ -23,10 +23,14 @@ export async function reportRun(
     ci: isCI(context.env),
     stream: context.stderr,
   });
-  const stopOnSignal = interruptHandler(reporter, context, format);
+  // Until the pipeline has read it, an interrupt cannot say which run latest names.
+  let previous: PreviousRun | undefined;
+  const stopOnSignal = interruptHandler(reporter, context, format, () => previous);
   let result: RunResult;
   try {
-    result = await execute(reporter);
+    result = await execute(reporter, (read) => {
+      previous = read;
+    });
   } finally {
     stopOnSignal.remove();
     reporter.stop();
@@ -46,11 +50,12 @@ function interruptHandler(
   reporter: ProgressReporter,
   context: CliContext,
   format: LogFormat,
+  previousRun: () => PreviousRun | undefined,
 ): { remove(): void } {
   const onSignal = (signal: NodeJS.Signals) => {
     reporter.stop();
     const exitCode = signalExitCode(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
-    const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed (latest still names the previous complete run)`;
+    const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed; ${whatLatestNames(previousRun())}`;
     context.stderr.write(
       format === 'json'
         ? `${jsonEvent('interrupted', { signal, message, exit_code: exitCode })}\n`
@@ -68,6 +73,13 @@ function interruptHandler(
   };
 }
 
+/** What the output still holds after an interrupt: the run latest names, or none yet. */
+export function whatLatestNames(previous: PreviousRun | undefined): string {
+  if (previous === undefined) return 'latest was not changed';
+  if (previous.runId === null) return `there is no complete run yet (no ${previous.pointer})`;
+  return `${previous.pointer} still names run ${previous.runId}`;
+}
+
 /** The summary event of --log-format json: what the text summary says, as fields. */
 function summaryFields(result: RunResult, exitCode: number): object {
   return {
@@ -82,5 +94,13 @@ function summaryFields(result: RunResult, exitCode: number): object {
     media_failed: result.mediaFailed,
     duration_ms: result.durationMs,
     ...(result.plan === undefined ? {} : { plan: result.plan }),
+    ...(result.unchanged === undefined
+      ? {}
+      : {
+          message: nothingNewLine(result.unchanged),
+          latest: result.unchanged.latest,
+          studies_checked: result.unchanged.studies,
+          requests: result.unchanged.requests,
+        }),
   };
 }

@@ -1,9 +1,10 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
-import type { RunResult } from '../pipeline/run.ts';
+import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
 export function formatSummary(result: RunResult): string {
   if (result.status === 'planned') return formatPlan(result);
+  if (result.unchanged) return nothingNewLine(result.unchanged);
   const lines: string[] = [];
   const headline = result.status === 'complete' ? 'run complete' : 'run finished with problems (partial)';
   lines.push(`${headline} in ${formatDuration(result.durationMs)}`);
@@ -23,6 +24,13 @@ export function formatSummary(result: RunResult): string {
   }
   if (result.runDir) lines.push(`run: ${result.runDir}`);
   return lines.join('\n');
+}
+
+/** A run that found nothing new wrote nothing: one line says so, and what latest names. */
+export function nothingNewLine(unchanged: NothingNew): string {
+  const studies = `${formatCount(unchanged.studies)} ${unchanged.studies === 1 ? 'study' : 'studies'} checked`;
+  const requests = `${formatCount(unchanged.requests)} ${unchanged.requests === 1 ? 'request' : 'requests'}`;
+  return `nothing new since run ${unchanged.latest} (${studies}, ${requests}): no run written, ${unchanged.pointer} still names ${unchanged.latest}`;
 }
 
 function formatPlan(result: RunResult): string {

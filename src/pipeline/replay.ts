@@ -13,7 +13,7 @@ import { readManifest } from '../load/manifest.ts';
 import type { ProgressReporter } from './progress.ts';
 import { openRecordedSource } from './recorded-source.ts';
 import { runPipeline } from './run.ts';
-import type { RunResult } from './types.ts';
+import type { PreviousRun, RunResult } from './types.ts';
 
 export interface ReplayOptions {
   /** The run to rebuild: out/<pipeline>/runs/<run id>. */
@@ -23,6 +23,7 @@ export interface ReplayOptions {
   /** Table formats (default: the run's). */
   formats?: Format[];
   reporter: ProgressReporter;
+  onPreviousRun?: (previous: PreviousRun) => void;
   env: NodeJS.ProcessEnv;
 }
 
@@ -41,6 +42,7 @@ export async function replayRun(options: ReplayOptions): Promise<RunResult> {
       ...(options.formats === undefined ? {} : { formats: options.formats }),
       recorded,
       reporter: options.reporter,
+      ...(options.onPreviousRun ? { onPreviousRun: options.onPreviousRun } : {}),
       env: options.env,
     });
   } finally {

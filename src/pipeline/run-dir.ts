@@ -18,6 +18,7 @@ import { MANIFEST_FILE } from '../load/manifest.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Shard, shardLabel } from './shard.ts';
+import type { PreviousRun } from './types.ts';
 
 /** What a killed run left on object storage is removed once it is this old (see README). */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
@@ -42,6 +43,8 @@ export interface RunDirectory {
 
 export interface PipelineDirectory {
   storage: Storage;
+  /** The run `latest` (or the shard's pointer) names now. */
+  latest(): Promise<PreviousRun>;
   /** Start a run: a fresh, staged folder with a unique run id. */
   createRun(startedAt: number): Promise<RunDirectory>;
   release(): Promise<void>;
@@ -81,9 +84,17 @@ export async function openPipelineDirectory(
   }
   return {
     storage,
+    latest: () => readLatest(storage, options.shard),
     createRun: (startedAt) => createRun(storage, startedAt, names),
     release: () => lease.release(),
   };
+}
+
+/** The run id the pipeline's (or the shard's) `latest` names; null when there is none yet. */
+export async function readLatest(storage: Storage, shard: Shard | undefined): Promise<PreviousRun> {
+  const pointer = shardNames(shard).latest;
+  const id = (await storage.read(pointer))?.toString('utf8').trim();
+  return { pointer, runId: id ? id : null };
 }
 
 /** Run ids: <time>[-n][-shard-K-of-N]. */

@@ -26,9 +26,10 @@ import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
+import { foundNothingNew, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
-import { openPipelineDirectory, type RunDirectory } from './run-dir.ts';
+import { openPipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
 import { openSource } from './source.ts';
 import {
   advanceState,
@@ -38,9 +39,17 @@ import {
   stateFileStore,
   studyStateStore,
 } from './state.ts';
-import type { RunOptions, RunOverrides, RunResult } from './types.ts';
+import type { NothingNew, PreviousRun, RunOptions, RunOverrides, RunResult } from './types.ts';
 
-export type { DryRunPlan, RunOptions, RunOverrides, RunResult, TableSummary } from './types.ts';
+export type {
+  DryRunPlan,
+  NothingNew,
+  PreviousRun,
+  RunOptions,
+  RunOverrides,
+  RunResult,
+  TableSummary,
+} from './types.ts';
 
 /** Studies exported at once; the API limit is shared, this only overlaps paging with details. */
 const STUDIES_IN_PARALLEL = 3;
@@ -68,6 +77,11 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         const what = options.stateFile === undefined ? 'output folder' : 'state file';
         throw describeSystemError(error, { what, path: stateStore.location, configured: true });
       });
+  options.onPreviousRun?.(
+    await readLatest(storage, options.shard).catch((error: unknown) => {
+      throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
+    }),
+  );
   const log: WarningLog = {
     warnings: [],
     warn(warning) {
@@ -88,6 +102,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
     });
     try {
+      // Read again under the lease: another run may have committed since.
+      const previousRun = options.recorded || options.full ? null : await pipelineDir.latest();
       const run = await pipelineDir.createRun(startedAt);
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
       const currentContext = {
@@ -113,8 +129,14 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           scratch.dir,
           staging,
           current,
+          previousRun,
         );
         const prepared = await current.done();
+        if (result.status === 'unchanged') {
+          // Nothing new: no run folder, latest, current/ and the state stay as they are.
+          await run.discard();
+          return result;
+        }
         await run.commit();
         // The current dataset follows the committed run, and state follows the current
         // dataset: a run killed in between is exported again, and completes it.
@@ -235,6 +257,20 @@ function plannedResult(
   };
 }
 
+function unchangedResult(unchanged: NothingNew, startedAt: number): RunResult {
+  return {
+    status: 'unchanged',
+    runDir: null,
+    tables: [],
+    files: [],
+    warnings: 0,
+    rejects: 0,
+    mediaFailed: 0,
+    durationMs: Date.now() - startedAt,
+    unchanged,
+  };
+}
+
 async function exportRun(
   run: RunDirectory,
   client: ApiClient,
@@ -249,6 +285,8 @@ async function exportRun(
   staging: CurrentStaging,
   /** Each study's current parts, prepared as soon as its export is done. */
   current: CurrentPreparation,
+  /** What latest names; null when this run must be committed whatever it finds. */
+  previousRun: PreviousRun | null,
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { reporter } = options;
   const { studies } = listing;
@@ -336,6 +374,23 @@ async function exportRun(
     timings.close = Date.now() - closeStart;
 
     const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
+    const findings = {
+      outcomes,
+      state,
+      rejects: rejects.count,
+      warnings: log.warnings.length,
+      mediaArchived: archived?.entries ?? 0,
+    };
+    if (previousRun?.runId && foundNothingNew(findings)) {
+      const requests = requestCount(client.counters.snapshot().requests);
+      const unchanged = {
+        pointer: previousRun.pointer,
+        latest: previousRun.runId,
+        studies: studies.length,
+        requests,
+      };
+      return { outcomes, result: unchangedResult(unchanged, startedAt) };
+    }
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
     const listed = await finishRunDirectory(files, config, tables);
     const finishedAt = Date.now();

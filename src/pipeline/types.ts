@@ -42,6 +42,11 @@ export interface RunOptions extends RunOverrides {
   recorded?: { client: ApiClient };
   /** How old what a killed run left on object storage must be before it is removed. */
   leftoverGraceMs?: number;
+  /**
+   * Told, as soon as it is read, which run `latest` names before this run (null: none yet),
+   * so that an interrupt can say what the output still holds.
+   */
+  onPreviousRun?: (previous: PreviousRun) => void;
   reporter: ProgressReporter;
   env: NodeJS.ProcessEnv;
 }
@@ -67,9 +72,30 @@ export interface DryRunPlan {
   shard: Shard | null;
 }
 
+/** What the pipeline's pointer (`latest`, or `latest-shard-K-of-N`) names before a run. */
+export interface PreviousRun {
+  pointer: string;
+  /** null: no complete run yet. */
+  runId: string | null;
+}
+
+/** An incremental run that found nothing new: no run was written (see nothing-new.ts). */
+export interface NothingNew {
+  /** The pointer (`latest`, or `latest-shard-K-of-N`) and the run it still names. */
+  pointer: string;
+  latest: string;
+  /** Studies listed (incrementally) and found unchanged. */
+  studies: number;
+  /** API requests the run made, every attempt counted. */
+  requests: number;
+}
+
 export interface RunResult {
-  /** complete: exit 0; partial: exit 3 (rejects or failed media, all listed in the manifest). */
-  status: 'complete' | 'partial' | 'planned';
+  /**
+   * complete: exit 0; partial: exit 3 (rejects or failed media, all listed in the manifest);
+   * unchanged: exit 0, nothing new, so no run was written and latest did not move.
+   */
+  status: 'complete' | 'partial' | 'planned' | 'unchanged';
   runDir: string | null;
   tables: TableSummary[];
   files: { path: string; bytes: number }[];
@@ -78,4 +104,6 @@ export interface RunResult {
   mediaFailed: number;
   durationMs: number;
   plan?: DryRunPlan;
+  /** Set when status is unchanged. */
+  unchanged?: NothingNew;
 }

@@ -45,12 +45,13 @@ export function replayCommand(context: CliContext): CommandModule<object, Replay
         ) as never,
     handler: async (args) => {
       const { replayRun } = await import('../../pipeline/replay.ts');
-      await reportRun(context, args['log-format'] ?? 'text', (reporter) =>
+      await reportRun(context, args['log-format'] ?? 'text', (reporter, onPreviousRun) =>
         replayRun({
           runDir: args.run_dir,
           ...(args.out === undefined ? {} : { out: args.out }),
           ...(args.formats === undefined ? {} : { formats: args.formats }),
           reporter,
+          onPreviousRun,
           env: context.env,
         }),
       );

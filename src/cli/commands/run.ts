@@ -109,12 +109,13 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       registerSecret(resolveApiKey(config, context.env, file));
       // Loaded on use: `--help` and usage errors stay fast.
       const { runPipeline } = await import('../../pipeline/run.ts');
-      await reportRun(context, args['log-format'] ?? 'text', (reporter) =>
+      await reportRun(context, args['log-format'] ?? 'text', (reporter, onPreviousRun) =>
         runPipeline({
           ...givenOverrides(args),
           config,
           configFile: file,
           reporter,
+          onPreviousRun,
           env: context.env,
           ...(shard ? { shard } : {}),
         }),
