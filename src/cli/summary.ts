@@ -36,11 +36,10 @@ export function nothingNewLine(unchanged: NothingNew): string {
 function formatPlan(result: RunResult): string {
   const plan = result.plan;
   if (!plan) return 'dry run: nothing planned';
-  const expected = plan.studies.reduce((sum, study) => sum + (study.expected_responses ?? 0), 0);
   const lines = [
     `dry run: nothing was written`,
     `source:   ${plan.base_url}`,
-    `studies:  ${plan.studies.length} (about ${formatCount(expected)} responses, from each study's desc)`,
+    `studies:  ${plan.studies.length} (${planTotals(plan)})`,
     `media:    ${plan.media ? 'on' : 'off'}`,
     `formats:  ${plan.formats.join(', ')}`,
     `out:      ${plan.out}`,
@@ -49,16 +48,41 @@ function formatPlan(result: RunResult): string {
       : []),
     '',
   ];
-  const header = ['study_id', 'link_id', 'title', 'expected responses', 'since'];
+  const header = ['study_id', 'link_id', 'title', 'responses (desc)', 'to export', 'since'];
   const rows = plan.studies.map((study) => [
     study.study_id,
     study.link_id,
     truncate(study.title, 40),
     study.expected_responses === null ? '?' : formatCount(study.expected_responses),
+    toExport(study),
     study.since ?? '(everything)',
   ]);
-  lines.push(...alignRows([header, ...rows], ['left', 'left', 'left', 'right', 'left']));
+  lines.push(...alignRows([header, ...rows], ['left', 'left', 'left', 'right', 'right', 'left']));
   return lines.join('\n');
+}
+
+type PlannedStudy = NonNullable<RunResult['plan']>['studies'][number];
+
+/** A full export takes every response (the desc's count); an incremental one what changed. */
+function toExport(study: PlannedStudy): string {
+  if (study.since === null) return 'all';
+  return study.changed === null ? '? (listing failed)' : `${formatCount(study.changed)} changed`;
+}
+
+/** What the run would export: the desc's counts for full exports, listed changes for the rest. */
+function planTotals(plan: NonNullable<RunResult['plan']>): string {
+  const full = plan.studies.filter((study) => study.since === null);
+  const incremental = plan.studies.filter((study) => study.since !== null);
+  const parts: string[] = [];
+  if (full.length > 0) {
+    const about = full.reduce((sum, study) => sum + (study.expected_responses ?? 0), 0);
+    parts.push(`about ${formatCount(about)} responses in full, from each study's desc`);
+  }
+  if (incremental.length > 0) {
+    const changed = incremental.reduce((sum, study) => sum + (study.changed ?? 0), 0);
+    parts.push(`${formatCount(changed)} changed since their watermark, listed now`);
+  }
+  return parts.length > 0 ? parts.join('; ') : 'none selected';
 }
 
 /** One line per table: rows, then the bytes of each format's file. */

@@ -92,7 +92,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const { client, close } = await openClient(config, options, log);
   try {
     const listing = await listSelectedStudies(client, config, state, options);
-    if (options.dryRun) return plannedResult(listing, state, options, config, startedAt);
+    if (options.dryRun) return await plannedResult(client, listing, state, options, config, startedAt, log);
     const scratch = await openScratch();
     const pipelineDir = await openPipelineDirectory(storage, {
       shard: options.shard,
@@ -237,23 +237,38 @@ function createClient(
   });
 }
 
-function plannedResult(
+async function plannedResult(
+  client: ApiClient,
   listing: StudyListing,
   state: State,
   options: RunOptions,
   config: PipelineConfig,
   startedAt: number,
-): RunResult {
+  log: WarningLog,
+): Promise<RunResult> {
+  let rejects = listing.rejects.length;
+  // Nothing is written: listing pages are only counted, rejects and warnings only reported.
+  const sinks: ExtractSinks = {
+    raw: { write() {} },
+    rejects: {
+      write() {
+        rejects += 1;
+      },
+    },
+    warn: (warning) => log.warn(warning),
+  };
+  for (const warning of listing.warnings) log.warn(warning);
+  const plan = await dryRunPlan(client, listing.studies, state, options, config, sinks);
   return {
     status: 'planned',
     runDir: null,
     tables: [],
     files: [],
-    warnings: listing.warnings.length,
-    rejects: listing.rejects.length,
+    warnings: log.warnings.length,
+    rejects,
     mediaFailed: 0,
     durationMs: Date.now() - startedAt,
-    plan: dryRunPlan(listing.studies, state, options, config),
+    plan,
   };
 }
 

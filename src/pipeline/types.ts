@@ -62,8 +62,14 @@ export interface DryRunPlan {
     study_id: string;
     link_id: string;
     title: string;
+    /** From the study's desc: all its responses. */
     expected_responses: number | null;
     since: string | null;
+    /**
+     * With a watermark (since): the responses listed as changed since then, what the run
+     * would export now; null for a full export (see expected_responses) or a failed listing.
+     */
+    changed: number | null;
   }[];
   media: boolean;
   formats: Format[];

@@ -124,13 +124,21 @@ describe('formatSummary', () => {
       plan: {
         base_url: 'sandbox',
         studies: [
-          { study_id: 's1', link_id: 'cars', title: 'Cars', expected_responses: 120, since: null },
+          {
+            study_id: 's1',
+            link_id: 'cars',
+            title: 'Cars',
+            expected_responses: 120,
+            since: null,
+            changed: null,
+          },
           {
             study_id: 's2',
             link_id: 'bikes',
             title: 'Bikes',
             expected_responses: 5,
             since: '2026-01-01T00:00:00Z',
+            changed: 2,
           },
         ],
         media: false,
@@ -141,10 +149,13 @@ describe('formatSummary', () => {
     });
     expect(text).toContain('dry run: nothing was written');
     expect(text).toContain('shard:    2 of 3');
-    expect(text).toMatch(/s1\s+cars\s+Cars\s+120\s+\(everything\)/);
-    expect(text).toContain('studies:  2 (about 125 responses');
+    expect(text).toMatch(/s1\s+cars\s+Cars\s+120\s+all\s+\(everything\)/);
+    expect(text).toContain(
+      "studies:  2 (about 120 responses in full, from each study's desc; 2 changed since their watermark, listed now)",
+    );
     expect(text).toContain('media:    off');
-    expect(text).toMatch(/bikes\s+Bikes\s+5\s+2026-01-01T00:00:00Z/);
+    // The desc's total is not what an incremental run exports: the listed changes are.
+    expect(text).toMatch(/bikes\s+Bikes\s+5\s+2 changed\s+2026-01-01T00:00:00Z/);
   });
 });
 
