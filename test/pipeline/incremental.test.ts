@@ -29,11 +29,13 @@ describe('incremental runs', () => {
       expect(first.status).toBe('complete');
       const before = sandbox.requests.length;
       const second = await runAgainst(sandbox, config);
-      expect(second.status).toBe('complete');
+      // Nothing new: no run is written (test/pipeline/nothing-new.test.ts), and it says what it cost.
+      expect(second.status).toBe('unchanged');
       const requests = sandbox.requests.slice(before);
       expect(requests.filter((r) => r.listener !== 'api')).toEqual([]);
       expect(requests).toHaveLength(1 + sandbox.studies().length);
-      expect(second.tables.find((t) => t.table === 'responses')?.rows).toBe(0);
+      expect(second.unchanged?.requests).toBe(1 + sandbox.studies().length);
+      expect(requests.filter((r) => /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path))).toEqual([]);
     });
   });
 

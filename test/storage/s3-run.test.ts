@@ -146,13 +146,27 @@ describe('a run to s3://', () => {
     expect(first.status).toBe('complete');
     // A fresh machine: nothing local at all; everything it knows is in the bucket.
     const from = sandbox.requests.length;
+    const objectsBefore = await s3.keys('exports', 'nightly/test/');
+    const latestBefore = (await s3.get('exports', 'nightly/test/latest')).toString();
+    const stateOf = async () =>
+      Promise.all(
+        (await s3.keys('exports', 'nightly/test/state/')).map(async (key) =>
+          (await s3.get('exports', key)).toString(),
+        ),
+      );
+    const stateBefore = await stateOf();
     const second = await runAgainst(sandbox, config);
-    expect(second.status).toBe('complete');
+    // Nothing new: no run is written in the bucket, latest and the state are left alone.
+    expect(second.status).toBe('unchanged');
+    expect(second.unchanged?.latest).toBe(first.runDir!.split('/').pop());
     const api = apiRequestsSince(sandbox, from);
     expect(api).toHaveLength(1 + sandbox.studies().length);
+    expect(second.unchanged?.requests).toBe(1 + sandbox.studies().length);
     expect(api.filter((r) => /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path))).toEqual([]);
     expect(sandbox.requests.slice(from).filter((r) => r.listener !== 'api')).toEqual([]);
-    expect(second.tables.find((t) => t.table === 'responses')?.rows).toBe(0);
+    expect(await s3.keys('exports', 'nightly/test/')).toEqual(objectsBefore);
+    expect((await s3.get('exports', 'nightly/test/latest')).toString()).toBe(latestBefore);
+    expect(await stateOf()).toEqual(stateBefore);
     // The state is in the bucket: one object per study, beside the runs.
     const state = await s3.keys('exports', 'nightly/test/state/');
     expect(state).toEqual(

@@ -1,0 +1,181 @@
+/**
+ * A run that finds nothing new writes no run folder: latest, current/ and every state object
+ * stay exactly as they were (not rewritten), it says which run latest still names and what
+ * the check cost, and the owed recordings of a run without media stay owed.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readPipelineState } from '../../src/pipeline/state.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { readHyparquet } from '../load/readers.ts';
+import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+
+let sandbox: Sandbox;
+beforeEach(async () => {
+  sandbox = await startSandbox({ seed: 33, studies: 4, responses: 5 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+/** Every file under `dir` with its sha256 and modification time: a rewrite changes the time. */
+async function snapshot(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const digest = createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex');
+    files[relative(dir, path)] = `${digest} ${(await stat(path)).mtimeMs}`;
+  }
+  return files;
+}
+
+const runIdOf = (runDir: string | null) => runDir!.split(/[/\\]/).pop()!;
+const totalResponses = () => sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0);
+
+describe('a run with nothing new', () => {
+  it('writes nothing, moves nothing, reports 1 + S requests; the next change is exported in full', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { media: { enabled: true } });
+      const root = join(out, 'test');
+      const first = await runAgainst(sandbox, config);
+      expect(first.status).toBe('complete');
+      const before = await snapshot(root);
+      expect(Object.keys(before).filter((path) => path.startsWith('current'))).not.toEqual([]);
+
+      const from = sandbox.requests.length;
+      const second = await runAgainst(sandbox, config);
+      expect(second).toMatchObject({
+        status: 'unchanged',
+        runDir: null,
+        unchanged: {
+          pointer: 'latest',
+          latest: runIdOf(first.runDir),
+          studies: sandbox.studies().length,
+          requests: 1 + sandbox.studies().length,
+        },
+      });
+      // The sandbox's own log agrees: the study list and one page per study, no media.
+      expect(sandbox.requests.slice(from)).toHaveLength(1 + sandbox.studies().length);
+      expect(apiRequestsSince(sandbox, from)).toHaveLength(1 + sandbox.studies().length);
+      expect(await snapshot(root)).toEqual(before);
+      expect(await readdir(join(root, 'runs'))).toEqual([runIdOf(first.runDir)]);
+
+      // The watermarks did not move, so a change after it is found, and only that change.
+      const [study] = sandbox.studies();
+      const touched = sandbox.responses(study!.link_id)[1]!.id;
+      sandbox.touchResponse(study!.link_id, touched, new Date(Date.now() + 1000));
+      const added = sandbox.addResponse(study!.link_id);
+      const third = await runAgainst(sandbox, config);
+      expect(third.status).toBe('complete');
+      const ids = (await readHyparquet(join(third.runDir!, 'responses.parquet'))).map((r) => r.response_id);
+      expect(ids.sort()).toEqual([touched, added].sort());
+      expect((await readFile(join(root, 'latest'), 'utf8')).trim()).toBe(runIdOf(third.runDir));
+      const current = await readHyparquet(
+        join(root, 'current', 'responses', `study_id=${study!.id}`, `part-${runIdOf(third.runDir)}.parquet`),
+      );
+      expect(current.map((r) => r.response_id).sort()).toEqual(
+        sandbox
+          .responses(study!.link_id)
+          .map((r) => r.id)
+          .sort(),
+      );
+    });
+  });
+
+  it('leaves recordings owed by a run without media owed, and the run with media archives them', async () => {
+    await withTempDir(async (out) => {
+      const root = join(out, 'test');
+      const withoutMedia = sandboxConfig(sandbox, out, { media: { enabled: false } });
+      const first = await runAgainst(sandbox, withoutMedia);
+      expect(first.status).toBe('complete');
+      const owed = await readPipelineState(root);
+      for (const entry of Object.values(owed.studies)) expect(entry.media_watermark).toBeNull();
+      const before = await snapshot(root);
+
+      const second = await runAgainst(sandbox, withoutMedia);
+      expect(second.status).toBe('unchanged');
+      expect(await snapshot(root)).toEqual(before);
+      expect(await readPipelineState(root)).toEqual(owed);
+
+      // With media, every response is listed again (from the media watermark) and archived.
+      const third = await runAgainst(sandbox, sandboxConfig(sandbox, out, { media: { enabled: true } }));
+      expect(third.status).toBe('complete');
+      expect(third.tables.find((t) => t.table === 'responses')?.rows).toBe(totalResponses());
+      const media = await readHyparquet(join(third.runDir!, 'media.parquet'));
+      expect(media.length).toBeGreaterThan(0);
+      expect(media.filter((m) => m.status !== 'archived')).toEqual([]);
+      const archived = await readPipelineState(root);
+      for (const entry of Object.values(archived.studies))
+        expect(entry.media_watermark).toBe(entry.watermark);
+
+      // And now, with media, nothing is owed or new.
+      const fourth = await runAgainst(sandbox, sandboxConfig(sandbox, out, { media: { enabled: true } }));
+      expect(fourth.status).toBe('unchanged');
+      expect(fourth.unchanged?.latest).toBe(runIdOf(third.runDir));
+    });
+  });
+
+  it('a --full run, a first run and a renamed study always write a run', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out);
+      const root = join(out, 'test');
+      const first = await runAgainst(sandbox, config);
+      expect(first.status).toBe('complete');
+      const full = await runAgainst(sandbox, config, { full: true });
+      expect(full.status).toBe('complete');
+      expect(full.tables.find((t) => t.table === 'responses')?.rows).toBe(totalResponses());
+      expect((await readFile(join(root, 'latest'), 'utf8')).trim()).toBe(runIdOf(full.runDir));
+
+      const [study] = sandbox.studies();
+      sandbox.renameStudy(study!.link_id, 'renamed-study');
+      const renamed = await runAgainst(sandbox, config);
+      expect(renamed.status).toBe('complete');
+      const manifest = await readManifest(renamed.runDir!);
+      expect(manifest.warnings.map((w) => w.code)).toContain('study_renamed');
+      expect((await readPipelineState(root)).studies[study!.id]?.link_id).toBe('renamed-study');
+      expect((await readFile(join(root, 'latest'), 'utf8')).trim()).toBe(runIdOf(renamed.runDir));
+    });
+  });
+
+  it('a study seen for the first time is a reason to write a run, even with no responses', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out);
+      expect((await runAgainst(sandbox, config)).status).toBe('complete');
+      expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+      const added = sandbox.addStudy({ link_id: 'new-and-empty', responses: 0 });
+      const second = await runAgainst(sandbox, config);
+      expect(second.status).toBe('complete');
+      expect(second.tables.find((t) => t.table === 'responses')?.rows).toBe(0);
+      expect(second.tables.find((t) => t.table === 'studies')?.rows).toBe(sandbox.studies().length);
+      expect((await readPipelineState(join(out, 'test'))).studies[added.id]?.link_id).toBe('new-and-empty');
+      expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+    });
+  });
+
+  it('a shard with nothing new leaves its own pointer, runs and state alone', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out);
+      const root = join(out, 'test');
+      const shard = { index: 1, count: 2 };
+      const first = await runAgainst(sandbox, config, { shard });
+      expect(first.status).toBe('complete');
+      const before = await snapshot(root);
+      const own = (await readManifest(first.runDir!)).studies.length;
+      expect(own).toBeGreaterThan(0);
+      const from = sandbox.requests.length;
+      const second = await runAgainst(sandbox, config, { shard });
+      expect(second).toMatchObject({
+        status: 'unchanged',
+        unchanged: { pointer: 'latest-shard-1-of-2', latest: runIdOf(first.runDir), studies: own },
+      });
+      expect(apiRequestsSince(sandbox, from)).toHaveLength(1 + own);
+      expect(second.unchanged?.requests).toBe(1 + own);
+      expect(await snapshot(root)).toEqual(before);
+    });
+  });
+});
