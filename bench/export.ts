@@ -21,8 +21,9 @@ export interface ExportInput {
 export interface ExportResult {
   ms: number;
   status: string;
-  runDir: string;
-  /** API requests the run made, every operation and outcome (from the manifest). */
+  /** null: the run found nothing new and wrote no run. */
+  runDir: string | null;
+  /** API requests the run made, every operation and outcome (from the manifest, or the result of a run with nothing new). */
   requests: number;
   studies: number;
   tables: Record<string, number>;
@@ -59,6 +60,11 @@ export async function exportOnce(input: ExportInput): Promise<ExportResult> {
     media: false,
   });
   const ms = performance.now() - started;
+  if (result.unchanged) {
+    // Nothing new (a rerun): no run, no manifest; the result counts the requests.
+    const { requests, studies } = result.unchanged;
+    return { ms, status: result.status, runDir: null, requests, studies, tables: {}, timings_ms: {} };
+  }
   const runDir = result.runDir as string;
   const run = await openStorage(runDir, input.s3Endpoint ? { endpoint: input.s3Endpoint } : {});
   const manifest = JSON.parse(String(await run.read('manifest.json'))) as Manifest;

@@ -97,6 +97,7 @@ async function measureSize(
       figures.s3_rss_mb = toBucket.maxrss_mb;
     }
     log(`  ${JSON.stringify(figures)}`);
+    if (e2e.runDir === null) throw new Error('the first run of the benchmark wrote no run');
     return { figures, runDir: e2e.runDir };
   } finally {
     await sandbox.stop();

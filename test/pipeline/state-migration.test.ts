@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPipelineState, readState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -79,8 +79,13 @@ describe('state beside the runs', () => {
       // The next run reads the objects: the study's new watermark, and the retired study kept.
       const state = await readPipelineState(root);
       expect(Object.keys(state.studies).sort()).toEqual([study.id, 'study-not-exported-any-more'].sort());
+      const from = sandbox.requests.length;
       const next = await runAgainst(sandbox, config);
-      expect((await readManifest(next.runDir!)).studies.map((s) => s.since)).toEqual([exported.watermark]);
+      // Nothing changed since: no run is written, and the listing asked from the new watermark.
+      expect(next.status).toBe('unchanged');
+      const pages = apiRequestsSince(sandbox, from).filter((r) => r.path.includes('page='));
+      expect(pages).toHaveLength(1);
+      expect(pages[0]!.path).toContain(`updated_since=${encodeURIComponent(exported.watermark)}`);
     });
   });
 

@@ -80,10 +80,15 @@ it('a run with --no-media, then one with media: every recording ends up archived
     // Now nothing is owed: a third run lists from the watermark and downloads nothing.
     const after = await readPipelineState(join(out, 'test'));
     for (const study of Object.values(after.studies)) expect(study.media_watermark).toBe(study.watermark);
+    const from = sandbox.requests.length;
     const third = await runAgainst(sandbox, config);
-    expect(third.runDir).not.toBeNull();
-    const thirdManifest = await readManifest(third.runDir!);
-    expect(thirdManifest.studies.every((s) => s.since !== null)).toBe(true);
-    expect(await recordingsInZip(third.runDir!)).toEqual([]);
+    // Nothing new and nothing owed: no run is written.
+    expect(third.status).toBe('unchanged');
+    const requests = sandbox.requests.slice(from);
+    expect(requests.filter((r) => r.listener !== 'api')).toEqual([]);
+    const pages = requests.filter((r) => r.path.includes('page='));
+    expect(pages).toHaveLength(sandbox.studies().length);
+    for (const page of pages) expect(page.path).toContain('updated_since=');
+    expect(requests).toHaveLength(1 + sandbox.studies().length);
   });
 });

@@ -57,8 +57,10 @@ describe('sharded runs', () => {
       for (const shard of shards) {
         const before = sandbox.requests.length;
         const rerun = await runAgainst(sandbox, config, { shard });
-        expect(rerun.status).toBe('complete');
+        // Nothing new: no run written, latest-shard-K-of-N untouched (test/pipeline/nothing-new.test.ts).
+        expect(rerun.status).toBe('unchanged');
         const own = sandbox.studies().filter((study) => inShard(study.id, shard)).length;
+        expect(rerun.unchanged?.requests).toBe(1 + own);
         expect(apiRequestsSince(sandbox, before)).toHaveLength(1 + own);
         expect(sandbox.requests.length - before).toBe(1 + own);
       }
