@@ -242,6 +242,8 @@ async function main(): Promise<void> {
     const largest = sizes[sizes.length - 1] as SizeFigures;
     const result = {
       e2e_vs_floor: largest.e2e_vs_floor,
+      // Issue 15: the fixed cost of a run shows at the smallest size, so every size counts.
+      e2e_vs_floor_worst: Math.max(...sizes.map((size) => size.e2e_vs_floor)),
       transform_vs_duckdb: transform.transform_vs_duckdb,
       media_vs_curl: media.media_vs_curl,
       media_vs_same_work: media.media_vs_same_work,
@@ -253,6 +255,7 @@ async function main(): Promise<void> {
       noop_expected: largest.noop_expected,
       targets: {
         e2e_vs_floor: '<= 1.15 (largest size)',
+        e2e_vs_floor_worst: '<= 1.10 (every size)',
         transform_vs_duckdb: '<= 3',
         media_vs_curl: '>= 0.5',
         media_vs_same_work: '>= 1.0',
