@@ -90,12 +90,17 @@ export function studyStateStore(pipeline: Storage): StateStore {
       return state;
     },
     async write(previous, next) {
-      for (const [id, entry] of Object.entries(next.studies)) {
+      // One object per study, each whole: written at once, in any order.
+      const changed = Object.entries(next.studies).filter(([id, entry]) => {
         const before = previous.studies[id];
-        if (!migrating && before && JSON.stringify(before) === JSON.stringify(entry)) continue;
-        const object = { version: 1, study_id: id, ...entry };
-        await pipeline.put(studyObjectPath(id), `${JSON.stringify(object, null, 2)}\n`);
-      }
+        return migrating || !before || JSON.stringify(before) !== JSON.stringify(entry);
+      });
+      await Promise.all(
+        changed.map(([id, entry]) => {
+          const object = { version: 1, study_id: id, ...entry };
+          return pipeline.put(studyObjectPath(id), `${JSON.stringify(object, null, 2)}\n`);
+        }),
+      );
       if (migrating) {
         // Every study of the old file is an object now; the file is kept, renamed, not lost.
         await pipeline.put(`${LEGACY_STATE_FILE}.migrated`, migrating);
