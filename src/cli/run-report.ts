@@ -98,6 +98,7 @@ function summaryFields(result: RunResult, exitCode: number): object {
       ? {}
       : {
           message: nothingNewLine(result.unchanged),
+          since_run: result.unchanged.sinceRun,
           latest: result.unchanged.latest,
           studies_checked: result.unchanged.studies,
           requests: result.unchanged.requests,

@@ -30,7 +30,11 @@ export function formatSummary(result: RunResult): string {
 export function nothingNewLine(unchanged: NothingNew): string {
   const studies = `${formatCount(unchanged.studies)} ${unchanged.studies === 1 ? 'study' : 'studies'} checked`;
   const requests = `${formatCount(unchanged.requests)} ${unchanged.requests === 1 ? 'request' : 'requests'}`;
-  return `nothing new since run ${unchanged.latest} (${studies}, ${requests}): no run written, ${unchanged.pointer} still names ${unchanged.latest}`;
+  const pointer =
+    unchanged.latest === null
+      ? `there is no ${unchanged.pointer} here`
+      : `${unchanged.pointer} still names ${unchanged.latest}`;
+  return `nothing new since run ${unchanged.sinceRun} (${studies}, ${requests}): no run written, ${pointer}`;
 }
 
 function formatPlan(result: RunResult): string {

@@ -6,10 +6,13 @@
  * commit and the state is left as it is (a watermark that does not move only makes the next
  * listing start a little earlier: nothing is skipped).
  *
- * A run is always written when it is a first run (nothing in `latest`), a full export of any
- * study (--full, incremental: false, a study seen for the first time, recordings owed from
- * the beginning), a replay, or when anything at all was fetched, rejected, archived, failed
- * or warned about (warnings are kept in the manifest), or a study is seen under a new link_id.
+ * A run is always written when it is a first run (no earlier run in `latest` or the state), a
+ * full export of any study (--full, incremental: false, a study seen for the first time,
+ * recordings owed from the beginning), a replay, or when anything at all was fetched,
+ * rejected, archived, failed or warned about (warnings are kept in the manifest), or a study
+ * is seen under a new link_id. Only the state decides, not `latest`: a CI runner that restores
+ * nothing but state/ (examples/github-actions.yml) has no `latest`, and its empty nights write
+ * nothing either.
  */
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { State } from './state.ts';
@@ -25,9 +28,20 @@ export interface RunFindings {
   mediaArchived: number;
 }
 
-export function foundNothingNew(findings: RunFindings): boolean {
-  if (findings.rejects > 0 || findings.warnings > 0 || findings.mediaArchived > 0) return false;
-  return findings.outcomes.every((outcome) => studyUnchanged(outcome, findings.state));
+/**
+ * The run nothing is new since: the newest run recorded in the state of the studies checked
+ * (else the run `latest` names); null when this run must be written.
+ */
+export function nothingNewSince(findings: RunFindings, latest: string | null): string | null {
+  if (findings.rejects > 0 || findings.warnings > 0 || findings.mediaArchived > 0) return null;
+  if (!findings.outcomes.every((outcome) => studyUnchanged(outcome, findings.state))) return null;
+  let newest: string | null = null;
+  for (const outcome of findings.outcomes) {
+    const run = findings.state.studies[outcome.study_id]?.last_run;
+    // Run ids start with their UTC time, so they sort as the runs ran.
+    if (run !== undefined && (newest === null || run > newest)) newest = run;
+  }
+  return newest ?? latest;
 }
 
 function studyUnchanged(outcome: StudyOutcome, state: State): boolean {

@@ -26,7 +26,7 @@ import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
-import { foundNothingNew, requestCount } from './nothing-new.ts';
+import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
 import { openPipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
@@ -396,13 +396,14 @@ async function exportRun(
       warnings: log.warnings.length,
       mediaArchived: archived?.entries ?? 0,
     };
-    if (previousRun?.runId && foundNothingNew(findings)) {
-      const requests = requestCount(client.counters.snapshot().requests);
+    const sinceRun = previousRun ? nothingNewSince(findings, previousRun.runId) : null;
+    if (previousRun && sinceRun !== null) {
       const unchanged = {
+        sinceRun,
         pointer: previousRun.pointer,
         latest: previousRun.runId,
         studies: studies.length,
-        requests,
+        requests: requestCount(client.counters.snapshot().requests),
       };
       return { outcomes, result: unchangedResult(unchanged, startedAt) };
     }

@@ -87,9 +87,11 @@ export interface PreviousRun {
 
 /** An incremental run that found nothing new: no run was written (see nothing-new.ts). */
 export interface NothingNew {
-  /** The pointer (`latest`, or `latest-shard-K-of-N`) and the run it still names. */
+  /** The newest run the checked studies' state records: nothing is new since that run. */
+  sinceRun: string;
+  /** The pointer (`latest`, or `latest-shard-K-of-N`) and the run it still names (null: none here). */
   pointer: string;
-  latest: string;
+  latest: string | null;
   /** Studies listed (incrementally) and found unchanged. */
   studies: number;
   /** API requests the run made, every attempt counted. */

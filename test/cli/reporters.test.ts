@@ -116,6 +116,19 @@ describe('formatSummary', () => {
     expect(text).toContain('run: out/demo/runs/20261121T235500Z');
   });
 
+  it('says a run found nothing new, and what latest names, or that there is none', () => {
+    const unchanged = { sinceRun: '20261121T235500Z', pointer: 'latest', studies: 1, requests: 2 };
+    const base = { ...result, status: 'unchanged' as const, runDir: null };
+    expect(formatSummary({ ...base, unchanged: { ...unchanged, latest: '20261121T235500Z' } })).toBe(
+      'nothing new since run 20261121T235500Z (1 study checked, 2 requests): no run written, latest still names 20261121T235500Z',
+    );
+    expect(
+      formatSummary({ ...base, unchanged: { ...unchanged, pointer: 'latest-shard-2-of-3', latest: null } }),
+    ).toBe(
+      'nothing new since run 20261121T235500Z (1 study checked, 2 requests): no run written, there is no latest-shard-2-of-3 here',
+    );
+  });
+
   it('prints the plan of a dry run', () => {
     const text = formatSummary({
       ...result,

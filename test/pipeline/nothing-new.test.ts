@@ -4,7 +4,7 @@
  * the check cost, and the owed recordings of a run without media stay owed.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readPipelineState } from '../../src/pipeline/state.ts';
@@ -53,6 +53,7 @@ describe('a run with nothing new', () => {
         status: 'unchanged',
         runDir: null,
         unchanged: {
+          sinceRun: runIdOf(first.runDir),
           pointer: 'latest',
           latest: runIdOf(first.runDir),
           studies: sandbox.studies().length,
@@ -117,6 +118,27 @@ describe('a run with nothing new', () => {
       const fourth = await runAgainst(sandbox, sandboxConfig(sandbox, out, { media: { enabled: true } }));
       expect(fourth.status).toBe('unchanged');
       expect(fourth.unchanged?.latest).toBe(runIdOf(third.runDir));
+    });
+  });
+
+  it('a CI runner that restored only state/ (no runs, no latest) writes nothing on an empty night', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out);
+      const root = join(out, 'test');
+      const first = await runAgainst(sandbox, config);
+      expect(first.status).toBe('complete');
+      // What actions/cache restores on a fresh runner: state/ and nothing else.
+      await rm(join(root, 'runs'), { recursive: true });
+      await rm(join(root, 'current'), { recursive: true });
+      await rm(join(root, 'latest'));
+      const before = await snapshot(root);
+      const second = await runAgainst(sandbox, config);
+      expect(second).toMatchObject({
+        status: 'unchanged',
+        unchanged: { sinceRun: runIdOf(first.runDir), pointer: 'latest', latest: null },
+      });
+      expect(await snapshot(root)).toEqual(before);
+      expect(await readdir(root)).not.toContain('latest');
     });
   });
 
