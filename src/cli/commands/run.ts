@@ -61,7 +61,7 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
   dryRun: {
     flag: 'dry-run',
     type: 'boolean',
-    describe: 'print the plan (studies, expected responses); write nothing',
+    describe: 'print the plan (studies; responses changed since the watermark, or the total for a full export); write nothing',
   },
   stateFile: {
     flag: 'state',
@@ -96,7 +96,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         .example('$0 run --study cars-2024 --no-media', 'one study, without media')
         .example('$0 run --shard 2/3 --dry-run', 'the studies the second of three shards would take')
         .epilog(
-          'Exit codes: 0 complete, 3 finished but partial (rejects or failed media, listed in the manifest), 1 failed, 2 usage, configuration or authentication error.',
+          'Exit codes: 0 complete (or nothing new: no run written, latest unchanged), 3 finished but partial (rejects or failed media, listed in the manifest), 1 failed, 2 usage, configuration or authentication error.',
         ) as never,
     handler: async (args) => {
       const { config, file } = await loadPipeline({
