@@ -6,8 +6,8 @@
  * Answers have to be grouped by response. A study whose answers part is small is grouped in
  * memory in the order of its responses part; a bigger one is first split into buckets by a
  * hash of response_id (local JSON-lines files), then each bucket is grouped on its own, so
- * memory stays bounded by a bucket whatever the size of the study. Rows then follow the
- * buckets, not the responses' order.
+ * memory stays bounded by a bucket whatever the size of the study. The rows then go through
+ * a sorted spill (load/wide.ts), so the sheet follows response_number as a run's does.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { type CsvOptions, createCsvWriter } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
-import { safeFileName, wideRecord } from '../load/wide.ts';
+import { safeFileName, wideRecord, wideRowSpill } from '../load/wide.ts';
 import { type WideRow, wideFixedColumns } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
@@ -67,9 +67,19 @@ export async function writeCurrentWide(input: CurrentWideInput): Promise<string>
       1,
       Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
     );
+    const sorted = wideRowSpill(dir, 'sorted');
     for await (const rows of wideRows(input, bucketCount, dir)) {
-      await csv.write(rows.map((row) => wideRecord(row, columns)));
+      for (const row of rows) await sorted.add(row);
     }
+    let batch: WideRow[] = [];
+    for await (const row of sorted.sorted()) {
+      batch.push(row);
+      if (batch.length >= 1000) {
+        await csv.write(batch.map((one) => wideRecord(one, columns)));
+        batch = [];
+      }
+    }
+    await csv.write(batch.map((one) => wideRecord(one, columns)));
     await csv.close();
     const folder = wideFolder(input.studyId);
     const target = `${folder}/${safeFileName(input.linkId)}.csv`;

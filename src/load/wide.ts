@@ -1,17 +1,15 @@
 /**
  * The wide sheet of one study: wide/<link_id>.csv, one row per response, one column per
- * question slot. The question columns are only known once the whole study has streamed,
- * so rows are spilled to a JSONL file in the run's scratch folder and the CSV is written
- * from it at the end; memory stays flat however many responses the study has.
+ * question slot, in response_number order. The question columns are only known once the
+ * whole study has streamed, and responses arrive in any order (the service states none, and
+ * details finish out of order), so rows are spilled to the run's scratch folder in sorted
+ * runs and merged into the CSV at the end; memory stays bounded however many responses the
+ * study has.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
-import { openLocalFile } from '../storage/local-file.ts';
-import type { OutputFile, Storage } from '../storage/types.ts';
+import type { Storage } from '../storage/types.ts';
+import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter } from './csv.ts';
 
 const maxNameLength = 100;
@@ -40,6 +38,31 @@ export function safeFileName(s: string): string {
   return `${cleaned || '_'}-${hash}`;
 }
 
+type WideOrderKey = readonly [number | null, string];
+
+/** The order of a wide sheet's rows: by response_number, then (and without one, last) by response_id. */
+export function compareWideOrder(a: WideOrderKey, b: WideOrderKey): number {
+  const [na, ida] = a;
+  const [nb, idb] = b;
+  if (na !== nb) {
+    if (na === null) return 1;
+    if (nb === null) return -1;
+    return na - nb;
+  }
+  return ida < idb ? -1 : ida > idb ? 1 : 0;
+}
+
+/** Wide rows spilled in sheet order to `scratchDir` under `name`. */
+export function wideRowSpill(scratchDir: string, name: string, runBytes?: number): SortedSpill<WideRow> {
+  return createSortedSpill<WideRow, WideOrderKey>({
+    dir: scratchDir,
+    name,
+    keyOf: (row) => [row.response_number, row.response_id],
+    compare: compareWideOrder,
+    runBytes,
+  });
+}
+
 export interface WideWriter {
   add(row: WideRow): Promise<void>;
   /** Writes wide/<safe link_id>.csv with the given question columns; returns its path in the storage. */
@@ -53,54 +76,41 @@ export function createWideWriter(
   scratchDir: string,
   linkId: string,
   options: CsvOptions,
+  runBytes?: number,
 ): WideWriter {
   const name = safeFileName(linkId);
   const csvPath = `wide/${name}.csv`;
-  const spillPath = join(scratchDir, `wide-${name}.spill.jsonl`);
-  let spill: OutputFile | null = null;
+  const spill = wideRowSpill(scratchDir, `wide-${name}`, runBytes);
   let csv: CsvWriter | null = null;
-  // Adds are chained so concurrent callers keep whole lines.
-  let queue: Promise<void> = Promise.resolve();
-
-  const openSpill = async (): Promise<OutputFile> => {
-    spill ??= await openLocalFile(spillPath);
-    return spill;
-  };
 
   return {
-    add(row) {
-      queue = queue.then(async () => (await openSpill()).write(`${JSON.stringify(row)}\n`));
-      return queue;
-    },
+    add: (row) => spill.add(row),
     async finish(columns) {
-      await queue;
-      const sink = await openSpill();
-      await sink.close();
       csv = await createCsvWriter(
         storage,
         csvPath,
         [...wideFixedColumns, ...columns.map((c) => c.header)],
         options,
       );
-      await copyRows(spillPath, csv, columns);
+      await copyRows(spill.sorted(), csv, columns);
       await csv.close();
-      await rm(spillPath, { force: true });
       return csvPath;
     },
     async abort() {
-      await queue.catch(() => {});
-      await spill?.abort();
+      await spill.remove();
       await csv?.abort();
     },
   };
 }
 
-async function copyRows(spillPath: string, csv: CsvWriter, columns: readonly WideColumn[]): Promise<void> {
-  const lines = createInterface({ input: createReadStream(spillPath, 'utf8'), crlfDelay: Infinity });
+async function copyRows(
+  rows: AsyncIterable<WideRow>,
+  csv: CsvWriter,
+  columns: readonly WideColumn[],
+): Promise<void> {
   let batch: CsvCell[][] = [];
-  for await (const line of lines) {
-    if (line === '') continue;
-    batch.push(wideRecord(JSON.parse(line) as WideRow, columns));
+  for await (const row of rows) {
+    batch.push(wideRecord(row, columns));
     if (batch.length >= batchSize) {
       await csv.write(batch);
       batch = [];

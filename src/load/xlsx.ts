@@ -15,7 +15,7 @@ import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables } from './tables.ts';
-import { safeFileName } from './wide.ts';
+import { safeFileName, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
@@ -33,8 +33,8 @@ export interface XlsxWriter {
   abort(): Promise<void>;
 }
 
-type Spilled = 'wide' | 'answers' | 'transcript';
-const spilled: readonly Spilled[] = ['wide', 'answers', 'transcript'];
+type Spilled = 'answers' | 'transcript';
+const spilled: readonly Spilled[] = ['answers', 'transcript'];
 
 /** A cell cut to Excel's limit, in the workbook `file` (relative to the run directory). */
 export type CutReport = CutCell & { file: string };
@@ -54,6 +54,7 @@ export function createXlsxWriter(
   const name = safeFileName(linkId);
   const file = `${XLSX_DIR}/${name}.xlsx`;
   const spillPath = (sheet: Spilled) => join(scratchDir, `xlsx-${name}.${sheet}.jsonl`);
+  const wide = wideRowSpill(scratchDir, `xlsx-${name}.wide`);
   let spills: Map<Spilled, OutputFile> | null = null;
   // Adds are chained so concurrent callers keep whole lines.
   let queue: Promise<void> = Promise.resolve();
@@ -72,7 +73,7 @@ export function createXlsxWriter(
     add(rows) {
       queue = queue.then(async () => {
         const sinks = await open();
-        await sinks.get('wide')?.write(`${JSON.stringify(rows.wide)}\n`);
+        await wide.add(rows.wide);
         for (const table of ['answers', 'transcript'] as const) {
           const lines = rows[table].map((row) => `${JSON.stringify(row)}\n`).join('');
           if (lines) await sinks.get(table)?.write(lines);
@@ -90,7 +91,9 @@ export function createXlsxWriter(
       try {
         // exceljs is loaded only by runs that write workbooks: it is most of start-up otherwise.
         const { writeWorkbook } = await import('./xlsx-workbook.ts');
-        await writeWorkbook(output, sheetsOf(spillPath, columns), (cut) => onCut({ ...cut, file }));
+        await writeWorkbook(output, sheetsOf(wide.sorted(), spillPath, columns), (cut) =>
+          onCut({ ...cut, file }),
+        );
         if (!output.writableEnded) output.end();
       } catch (error) {
         output.destroy(error as Error);
@@ -105,12 +108,17 @@ export function createXlsxWriter(
       await queue.catch(() => {});
       for (const sink of spills?.values() ?? []) await sink.abort();
       await removeSpills();
+      await wide.remove();
       await storage.delete(file);
     },
   };
 }
 
-function sheetsOf(spillPath: (sheet: Spilled) => string, columns: readonly WideColumn[]): SheetSource[] {
+function sheetsOf(
+  wideRows: AsyncIterable<WideRow>,
+  spillPath: (sheet: Spilled) => string,
+  columns: readonly WideColumn[],
+): SheetSource[] {
   return [
     {
       name: 'wide',
@@ -122,7 +130,7 @@ function sheetsOf(spillPath: (sheet: Spilled) => string, columns: readonly WideC
         { header: 'summary', kind: 'text' },
         ...columns.map((column): SheetColumn => ({ header: column.header, kind: 'text' })),
       ],
-      rows: mapLines(spillPath('wide'), (row: WideRow) => [
+      rows: mapRows(wideRows, (row) => [
         ...wideFixedColumns.map((name) => row[name]),
         ...columns.map((column) => row.cells[column.key] ?? null),
       ]),
@@ -160,4 +168,11 @@ async function* mapLines<T>(
 ): AsyncIterable<(string | number | null)[]> {
   const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
   for await (const line of lines) if (line !== '') yield toValues(JSON.parse(line) as T);
+}
+
+async function* mapRows<T>(
+  rows: AsyncIterable<T>,
+  toValues: (row: T) => (string | number | null)[],
+): AsyncIterable<(string | number | null)[]> {
+  for await (const row of rows) yield toValues(row);
 }
