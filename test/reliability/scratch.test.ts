@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -127,5 +127,21 @@ describe.concurrent('the scratch folder', () => {
     const next = await startRun('after-kill', sandbox.base_url, killed.tmp);
     expect(await exitOf(next.child), next.stderr()).toBe(0);
     expect(await readdir(killed.tmp)).toEqual([]);
+  });
+
+  it('of an earlier version (study-export-spill-*, no owner) is removed by the next run once a day old', async () => {
+    const tmp = await mkdtemp(join(dir, 'tmp-old-spill-'));
+    const aged = async (name: string, ageMs: number) => {
+      await mkdir(join(tmp, name));
+      await writeFile(join(tmp, name, 'spill.jsonl'), '{"answers":{"Q":"a respondent\'s words"}}\n');
+      const at = new Date(Date.now() - ageMs);
+      await utimes(join(tmp, name, 'spill.jsonl'), at, at);
+      await utimes(join(tmp, name), at, at);
+    };
+    await aged('study-export-spill-Old123', 30 * 3_600_000);
+    await aged('study-export-spill-New123', 60_000);
+    const run = await startRun('old-spill', sandbox.base_url, tmp);
+    expect(await exitOf(run.child), run.stderr()).toBe(0);
+    expect(await readdir(tmp)).toEqual(['study-export-spill-New123']);
   });
 });
