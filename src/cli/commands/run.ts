@@ -61,7 +61,8 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
   dryRun: {
     flag: 'dry-run',
     type: 'boolean',
-    describe: 'print the plan (studies; responses changed since the watermark, or the total for a full export); write nothing',
+    describe:
+      'print the plan (studies; responses changed since the watermark, or the total for a full export); write nothing',
   },
   stateFile: {
     flag: 'state',
