@@ -29,7 +29,13 @@ export interface DataPackageOptions {
   resources: readonly PackageResourceFile[];
 }
 
-const fieldTypes = { string: 'string', integer: 'integer', timestamp: 'datetime', json: 'object' } as const;
+const fieldTypes = {
+  string: 'string',
+  integer: 'integer',
+  boolean: 'boolean',
+  timestamp: 'datetime',
+  json: 'object',
+} as const;
 /** What Date.toISOString() writes, "2026-11-21T23:55:00.000Z", as a Frictionless (strptime) pattern. */
 export const timestampFormat = '%Y-%m-%dT%H:%M:%S.%fZ';
 const mediaTypes: Record<TableFormat, string> = {

@@ -7,7 +7,7 @@
  * so memory stays bounded by bytes whatever the width of the rows or the size of the table.
  *
  * Types: string -> BYTE_ARRAY UTF8 (STRING); json -> STRING (the JSON text; readers need
- * no extension); integer -> INT64; timestamp -> INT64 TIMESTAMP(MICROS, UTC).
+ * no extension); integer -> INT64; boolean -> BOOLEAN; timestamp -> INT64 TIMESTAMP(MICROS, UTC).
  * Nullable columns are OPTIONAL, the others REQUIRED.
  *
  * Older readers: the footer says format version 1 and every column is PLAIN. hyparquet-writer
@@ -45,6 +45,8 @@ function columnElement(column: Column): SchemaElement {
   switch (column.type) {
     case 'integer':
       return { name, repetition_type, type: 'INT64' };
+    case 'boolean':
+      return { name, repetition_type, type: 'BOOLEAN' };
     case 'timestamp':
       return {
         name,

@@ -4,6 +4,7 @@ import { type Column, type TableName, tableNames, tables } from './tables.ts';
 const typeNames = {
   string: 'string',
   integer: 'integer',
+  boolean: 'boolean (true, false)',
   timestamp: 'timestamp (UTC)',
   json: 'JSON text',
 } as const;

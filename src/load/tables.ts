@@ -3,10 +3,11 @@
  * schema, datapackage.json and the TypeScript row types (Row<'answers'> and so on).
  *
  * Value conventions in rows: timestamps are ISO 8601 UTC strings ("2026-11-21T23:55:00.000Z"),
- * integers are numbers, json columns hold JSON text, null is a missing value.
+ * integers are numbers, booleans are true or false, json columns hold JSON text, null is a
+ * missing value.
  */
 
-export type ColumnType = 'string' | 'integer' | 'timestamp' | 'json';
+export type ColumnType = 'string' | 'integer' | 'boolean' | 'timestamp' | 'json';
 
 export interface Column {
   readonly name: string;
@@ -138,8 +139,27 @@ export const tables = {
       optional('concept_id', 'string', 'Concept id; empty when the question is not concept-specific.'),
       text('moderator', 'Message from the moderator.'),
       text('user', "The user's reply; may be empty."),
-      optional('audio_file', 'string', 'Path of the audio recording inside media.zip.'),
-      optional('video_file', 'string', 'Path of the video recording inside media.zip.'),
+      optional(
+        'audio_file',
+        'string',
+        'Path of the audio recording inside media.zip; empty when not archived by this run.',
+      ),
+      optional(
+        'video_file',
+        'string',
+        'Path of the video recording inside media.zip; empty when not archived by this run.',
+      ),
+      // Nullable only for current/ rows merged from parts written before these columns existed.
+      optional(
+        'has_audio',
+        'boolean',
+        'The service had an audio recording for this turn, archived or not (empty: not known, a current/ row from an older version).',
+      ),
+      optional(
+        'has_video',
+        'boolean',
+        'The service had a video recording for this turn, archived or not (empty: not known, a current/ row from an older version).',
+      ),
       extra,
     ],
     primaryKey: ['response_id', 'turn'],
@@ -182,7 +202,7 @@ export type TableName = keyof typeof tables;
 export const tableNames = Object.keys(tables) as TableName[];
 
 type ValueOf<C extends Column> =
-  | (C['type'] extends 'integer' ? number : string)
+  | (C['type'] extends 'integer' ? number : C['type'] extends 'boolean' ? boolean : string)
   | (C['nullable'] extends true ? null : never);
 
 /** The row type of a table, derived from its declaration. */

@@ -155,8 +155,12 @@ function tableSheet(table: TableName, path: string): SheetSource {
             ? 'id'
             : 'text',
     })),
-    rows: mapLines(path, (row: Record<string, string | number | null>) =>
-      declared.map((column) => row[column.name] ?? null),
+    // Booleans are the words true and false, as in the CSV.
+    rows: mapLines(path, (row: Record<string, string | number | boolean | null>) =>
+      declared.map((column) => {
+        const value = row[column.name] ?? null;
+        return typeof value === 'boolean' ? String(value) : value;
+      }),
     ),
     describeRow: (values) => `response ${values[0]}`,
   };

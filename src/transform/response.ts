@@ -166,6 +166,9 @@ function transcriptRow(
     user: row.user,
     audio_file: archivedFile(media, turn, ['audio']),
     video_file: archivedFile(media, turn, ['video', 'hls']),
+    // Whether the service had a recording, archived by this run or not (--no-media, a failure).
+    has_audio: row.audio !== null,
+    has_video: row.video !== null,
     extra: extraJson(extraFields(row, declaredKeys.transcriptRow)),
   };
 }

@@ -43,6 +43,8 @@ const turn = (response_id: string, n: number, user: string): Row<'transcript'> =
   user,
   audio_file: null,
   video_file: null,
+  has_audio: false,
+  has_video: false,
   extra: null,
 });
 const attribute = (response_id: string, key: string, value: string): Row<'attributes'> => ({

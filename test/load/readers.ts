@@ -126,17 +126,25 @@ export const declaredParquetTypes: Record<
   'duckdb' | 'parquetjs-lite' | 'parquet-wasm',
   Record<ColumnType, string>
 > = {
-  duckdb: { string: 'VARCHAR', json: 'VARCHAR', integer: 'BIGINT', timestamp: 'TIMESTAMP WITH TIME ZONE' },
+  duckdb: {
+    string: 'VARCHAR',
+    json: 'VARCHAR',
+    integer: 'BIGINT',
+    boolean: 'BOOLEAN',
+    timestamp: 'TIMESTAMP WITH TIME ZONE',
+  },
   'parquetjs-lite': {
     string: 'BYTE_ARRAY/UTF8',
     json: 'BYTE_ARRAY/UTF8',
     integer: 'INT64',
+    boolean: 'BOOLEAN',
     timestamp: 'INT64/TIMESTAMP_MICROS',
   },
   'parquet-wasm': {
     string: 'Utf8',
     json: 'Utf8',
     integer: 'Int64',
+    boolean: 'Bool',
     timestamp: 'Timestamp<MICROSECOND, UTC>',
   },
 };
@@ -228,6 +236,7 @@ const hyparquetTypes: Record<ColumnType, string> = {
   string: 'string',
   json: 'string',
   integer: 'bigint',
+  boolean: 'boolean',
   timestamp: 'Date',
 };
 function hyparquetDeclared(table: TableName): Record<string, string> {
