@@ -8,6 +8,7 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { RunError } from '../errors.ts';
+import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { type ByteSink, HashedOutputFile } from './output-file.ts';
 
 class LocalByteSink implements ByteSink {
@@ -64,6 +65,8 @@ export async function openLocalFile(
   try {
     await once(stream, 'open');
   } catch (cause) {
+    // Too many open files, a full disk, permission: said in plain words with the path.
+    if (isSystemError(cause)) throw describeSystemError(cause, { path: absolutePath });
     throw new RunError(`could not write ${absolutePath}: ${(cause as Error).message}`, {
       context: { file: absolutePath },
       cause,

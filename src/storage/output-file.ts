@@ -5,6 +5,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { RunError } from '../errors.ts';
+import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { ByteBatch } from './byte-batch.ts';
 import type { OutputFile, StoredFile } from './types.ts';
 
@@ -25,7 +26,7 @@ export class HashedOutputFile implements OutputFile {
   #hash: Hash = createHash('sha256');
   #bytes = 0;
   #batch = new ByteBatch();
-  #failure: RunError | null = null;
+  #failure: Error | null = null;
   #state: 'open' | 'closed' | 'aborted' = 'open';
 
   /** `where` names the file in errors: a path or an s3:// URL. */
@@ -71,10 +72,12 @@ export class HashedOutputFile implements OutputFile {
     try {
       await step();
     } catch (cause) {
-      this.#failure ??= new RunError(`could not write ${this.#where}: ${reason(cause)}`, {
-        context: { file: this.#where },
-        cause,
-      });
+      this.#failure ??= isSystemError(cause)
+        ? (describeSystemError(cause, { path: this.#where }) as Error)
+        : new RunError(`could not write ${this.#where}: ${reason(cause)}`, {
+            context: { file: this.#where },
+            cause,
+          });
       throw this.#failure;
     }
   }

@@ -1,14 +1,18 @@
 /**
  * Everyday environment failures through the command line, each said in plain words with
  * the path, never as "unexpected error ... report it": an output path that is a file, an
- * output folder the kernel refuses, bad --state paths, and a base_url that is not a URL.
+ * output folder the kernel refuses, bad --state paths, too many open files (a child shell's
+ * `ulimit -n`), and a base_url that is not a URL. A read-only file system (EROFS) needs a
+ * mount, which CI runners cannot make without root: its words are tested in
+ * test/util/system-errors.test.ts.
  */
+import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { type CliResult, runCli } from '../cli/helpers.ts';
+import { type CliResult, cleanEnv, repoRoot, runCli } from '../cli/helpers.ts';
 import { KEY_ENV } from './helpers.ts';
 
 let sandbox: Sandbox;
@@ -97,4 +101,47 @@ describe.concurrent('environment errors are named, not reported as bugs', () => 
       );
     },
   );
+
+  it('too many open files (ulimit -n in the shell): exit 1, named with a way out, nothing committed', async () => {
+    // Enough descriptors to start, not for 256 requests in flight against a slow service
+    // beside the run's files.
+    const slow = await startSandbox({ seed: 31, studies: 3, responses: 150, latencyMs: 300 });
+    try {
+      const file = join(dir, 'many.yaml');
+      await writeFile(
+        file,
+        `name: t\nsource: { base_url: "${slow.base_url}", api_key_env: ${KEY_ENV}, retries: 1 }\nmedia: { enabled: false }\n`,
+      );
+      const out = await mkdtemp(join(dir, 'emfile-out-'));
+      const result = await new Promise<CliResult>((resolve) => {
+        execFile(
+          'sh',
+          ['-c', 'ulimit -n 180 && exec "$@"', 'sh', process.execPath, 'bin/study-export.js', 'run'].concat([
+            '--config',
+            file,
+            '--out',
+            out,
+            '--concurrency',
+            '256',
+          ]),
+          { cwd: repoRoot, env: cleanEnv({ [KEY_ENV]: slow.api_key }), timeout: 60_000 },
+          (error, stdout, stderr) => {
+            const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+            resolve({ code, stdout, stderr });
+          },
+        );
+      });
+      const line = expectPlainError(result, 1);
+      expect(line).toMatch(
+        /^study-export: too many open files \(at \/.+\): raise the limit \(ulimit -n\) or lower the concurrency$/,
+      );
+      // Nothing committed: no run, no latest, no state.
+      const pipelineRoot = join(out, 't');
+      const left = await readdir(pipelineRoot).catch(() => [] as string[]);
+      expect(left.filter((name) => name !== 'runs')).toEqual([]);
+      expect(await readdir(join(pipelineRoot, 'runs')).catch(() => [] as string[])).toEqual([]);
+    } finally {
+      await slow.close();
+    }
+  });
 });

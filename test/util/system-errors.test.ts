@@ -81,6 +81,24 @@ describe('describeSystemError', () => {
     expect(error.message).toContain(folder.split('/').slice(0, 3).join('/'));
   });
 
+  it('a read-only file system (EROFS) is named as one, exit 2 for a configured path', () => {
+    // A real EROFS needs a read-only mount, which CI runners cannot make without root (an
+    // unprivileged user namespace is refused on recent Ubuntu runners): this is the error as
+    // Node's fs raises it (libuv's errno -30, its message, code, syscall and path).
+    const path = '/mnt/readonly/out/t';
+    const error = Object.assign(new Error(`EROFS: read-only file system, mkdir '${path}'`), {
+      errno: -30,
+      code: 'EROFS',
+      syscall: 'mkdir',
+      path,
+    });
+    const configured = describeSystemError(error, { what: 'output folder', configured: true }) as SystemError;
+    expect(configured).toBeInstanceOf(SystemError);
+    expect(configured.message).toBe(`output folder: read-only file system: ${path} cannot be written`);
+    expect(configured.exitCode).toBe(2);
+    expect((describeSystemError(error) as SystemError).exitCode).toBe(1);
+  });
+
   it('leaves other errors alone', () => {
     const plain = new Error('something else');
     expect(describeSystemError(plain)).toBe(plain);
