@@ -3,18 +3,17 @@
  * AWS SDK v3. Credentials, region and endpoint come from the standard AWS environment
  * variables and profiles; the pipeline file may add an endpoint and path-style addressing.
  *
- * Files are streamed as multipart uploads (lib-storage's Upload, one 5 MiB part buffered
- * and one in flight per file), so media.zip and large tables never sit whole in memory or
- * on local disk. There is no rename on object storage: a run is written in place under
+ * Files are streamed as multipart uploads whose parts are filled in the scratch folder
+ * (s3-output.ts), so media.zip and large tables never sit whole in memory or on local disk,
+ * and memory does not grow with the number of files being written. There is no rename on object storage: a run is written in place under
  * runs/<run id>/ and its manifest, written last, is what makes it a run (readers, verify and
  * the next run ignore a run folder without one). A marker, .staged/runs/<run id>, says a
  * run is in progress; the next run removes what a killed run left once it is older than the
  * grace period: the run's objects, its marker and its unfinished multipart uploads.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { hostname } from 'node:os';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
@@ -26,10 +25,10 @@ import {
   S3Client,
   type S3ServiceException,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { ConfigError, RunError, type StudyExportError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
-import { type ByteSink, HashedOutputFile } from './output-file.ts';
+import { HashedOutputFile } from './output-file.ts';
+import { PartSpool, S3Output } from './s3-output.ts';
 import type {
   Lease,
   LeftoverOptions,
@@ -45,8 +44,6 @@ export interface S3Settings {
   force_path_style?: boolean | undefined;
 }
 
-/** The smallest part S3 accepts (but for the last). */
-const PART_BYTES = 5 * 1024 * 1024;
 /** A lease is good for this long and renewed at a third of it while the run lives. */
 const LEASE_MS = 10 * 60 * 1000;
 const STAGED_FOLDER = '.staged';
@@ -54,7 +51,7 @@ const STAGED_FOLDER = '.staged';
 export async function openS3Storage(location: string, settings: S3Settings): Promise<Storage> {
   const { bucket, prefix } = parseS3Location(location);
   const client = await createClient(settings);
-  return new S3Storage({ client, bucket, uploads: new Set() }, prefix);
+  return new S3Storage({ client, bucket, uploads: new Set(), spool: new PartSpool() }, prefix);
 }
 
 /** s3://bucket/prefix, prefix without its trailing slashes ('' for the bucket's root). */
@@ -88,11 +85,12 @@ async function createClient(settings: S3Settings): Promise<S3Client> {
   }
 }
 
-/** What every storage of one bucket shares: the client and the uploads in flight. */
+/** What every storage of one bucket shares: the client, the open files and their parts. */
 interface Bucket {
   client: S3Client;
   bucket: string;
   uploads: Set<S3Output>;
+  spool: PartSpool;
 }
 
 class S3Storage implements Storage {
@@ -126,8 +124,24 @@ class S3Storage implements Storage {
   }
 
   async create(path: string): Promise<OutputFile> {
-    const output = new S3Output(this.at_, this.key(path), this.describe(path));
-    return new HashedOutputFile(path, this.describe(path), output);
+    const where = this.describe(path);
+    const { client, bucket, spool, uploads } = this.at_;
+    const output = new S3Output({
+      client,
+      bucket,
+      key: this.key(path),
+      spool,
+      fail: (error) => storageError(error, 'write', where),
+    });
+    uploads.add(output);
+    return new HashedOutputFile(path, where, {
+      write: (bytes) => output.write(bytes),
+      end: () => output.end().finally(() => uploads.delete(output)),
+      destroy: () => {
+        uploads.delete(output);
+        return output.destroy();
+      },
+    });
   }
 
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
@@ -384,62 +398,6 @@ function isLive(holder: LeaseHolder): boolean {
   if (Date.parse(holder.expires_at) <= Date.now()) return false;
   if (holder.host !== hostname() || holder.pid === process.pid) return true;
   return Number.isInteger(holder.pid) && isProcessAlive(holder.pid);
-}
-
-/** One file as a multipart upload fed through a stream, with backpressure. */
-class S3Output implements ByteSink {
-  private readonly body = new PassThrough();
-  private readonly upload: Upload;
-  private readonly done: Promise<unknown>;
-  /** Rejects when the upload fails; never resolves otherwise. */
-  private readonly failed: Promise<never>;
-
-  constructor(
-    private readonly bucket: Bucket,
-    private readonly key: string,
-    private readonly where: string,
-  ) {
-    this.upload = new Upload({
-      client: bucket.client,
-      params: { Bucket: bucket.bucket, Key: key, Body: this.body },
-      partSize: PART_BYTES,
-      queueSize: 1,
-      leavePartsOnError: false,
-    });
-    this.done = this.upload.done();
-    this.failed = new Promise<never>((_, reject) => {
-      this.done.catch(reject);
-    });
-    this.failed.catch(() => {});
-    bucket.uploads.add(this);
-  }
-
-  /** The upload keeps chunks until a part is full, so it gets a copy: callers may reuse theirs. */
-  async write(bytes: Uint8Array): Promise<void> {
-    if (!this.body.write(Buffer.from(bytes))) await Promise.race([once(this.body, 'drain'), this.failed]);
-  }
-
-  async end(): Promise<void> {
-    this.body.end();
-    try {
-      await this.done;
-    } catch (error) {
-      throw storageError(error, 'write', this.where);
-    } finally {
-      this.bucket.uploads.delete(this);
-    }
-  }
-
-  /** Aborts the upload (its parts are removed) and removes the object should it be complete. */
-  async destroy(): Promise<void> {
-    this.bucket.uploads.delete(this);
-    await this.upload.abort().catch(() => {});
-    this.body.destroy();
-    await this.done.catch(() => {});
-    await this.bucket.client
-      .send(new DeleteObjectCommand({ Bucket: this.bucket.bucket, Key: this.key }))
-      .catch(() => {});
-  }
 }
 
 type Operation = 'read' | 'write' | 'list' | 'delete';
