@@ -66,7 +66,8 @@ export async function openLocalFile(
     await once(stream, 'open');
   } catch (cause) {
     // Too many open files, a full disk, permission: said in plain words with the path.
-    if (isSystemError(cause)) throw describeSystemError(cause, { path: absolutePath });
+    // The file's own name, not the hidden one it is written under.
+    if (isSystemError(cause)) throw describeSystemError(Object.assign(cause, { path: absolutePath }));
     throw new RunError(`could not write ${absolutePath}: ${(cause as Error).message}`, {
       context: { file: absolutePath },
       cause,

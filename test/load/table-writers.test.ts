@@ -80,13 +80,15 @@ describe('createTableWriters', () => {
     });
   });
 
-  it('fails with a RunError naming the file when the folder cannot be written, leaving nothing behind', async () => {
+  it('fails with a plain SystemError naming the file when the folder cannot be written, leaving nothing behind', async () => {
     await withTempDir(async (dir) => {
       const missing = join(dir, 'does-not-exist');
       await expect(
         createTableWriters(localFolder(missing), { formats: ['csv', 'parquet'], csv }),
       ).rejects.toMatchObject({
-        code: 'E_RUN',
+        code: 'E_SYSTEM',
+        errno: 'ENOENT',
+        message: `no such file or folder: ${join(missing, 'studies.csv')}`,
         context: { file: join(missing, 'studies.csv') },
       });
       await expect(access(missing)).rejects.toThrow();
