@@ -69,8 +69,7 @@ export interface PreparedStudy {
 }
 
 /**
- * Publishes every prepared study, then current/datapackage.json. Studies touch disjoint
- * partitions, so a few are published at once: one study's file waits overlap another's work.
+ * Publishes every prepared study, then current/datapackage.json.
  */
 export async function publishCurrent(
   context: CurrentContext & { name: string },
@@ -80,8 +79,9 @@ export async function publishCurrent(
   await writePackageIfChanged(context);
 }
 
-// Small files: their latency, not their bytes, is the cost, so several studies go at once.
-const STUDIES_AT_ONCE = 6;
+// One study at a time: a study's wide sheet groups its answers in memory (wide.ts), and
+// several at once raised a large run's peak memory.
+const STUDIES_AT_ONCE = 1;
 
 /**
  * Prepares each study as soon as its export is done, one study at a time, while the run
