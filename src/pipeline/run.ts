@@ -115,7 +115,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         csv: config.output.csv,
         scratchDir: scratch.dir,
       };
-      const current = new CurrentPreparation(currentContext);
+      // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
+      const current = options.recorded ? null : new CurrentPreparation(currentContext);
       try {
         const { result, outcomes } = await exportRun(
           run,
@@ -131,7 +132,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           current,
           previousRun,
         );
-        const prepared = await current.done();
+        const prepared = current ? await current.done() : null;
         if (result.status === 'unchanged') {
           // Nothing new: no run folder, latest, current/ and the state stay as they are.
           await run.discard();
@@ -140,7 +141,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         await run.commit();
         // The current dataset follows the committed run, and state follows the current
         // dataset: a run killed in between is exported again, and completes it.
-        await publishCurrent(currentContext, prepared);
+        if (prepared) await publishCurrent(currentContext, prepared);
         // State moves only now, after the run is in place, and only for lossless studies.
         // Read again: other shards may have advanced their studies meanwhile.
         if (!options.recorded) {
@@ -298,8 +299,8 @@ async function exportRun(
   /** The run's scratch folder (listing spills, media bodies), outside the output. */
   scratchDir: string,
   staging: CurrentStaging,
-  /** Each study's current parts, prepared as soon as its export is done. */
-  current: CurrentPreparation,
+  /** Each study's current parts, prepared as soon as its export is done; null for a replay. */
+  current: CurrentPreparation | null,
   /** What latest names; null when this run must be committed whatever it finds. */
   previousRun: PreviousRun | null,
 ): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
@@ -365,14 +366,14 @@ async function exportRun(
             files,
             scratchDir,
             sinks,
-            writers: stagingWriters(writers, stage),
+            writers: current ? stagingWriters(writers, stage) : writers,
             onIncompleteResponse: (id) => stage.markIncomplete(id),
             media,
             reporter,
             pageGate,
           });
           await stage.close();
-          current.add(outcome);
+          current?.add(outcome);
           reporter.tick('studies');
           reporter.studyDone(outcome);
           return outcome;

@@ -62,6 +62,9 @@ describe('replay', () => {
       expect(sandbox.requests.length).toBe(requestsBefore);
       const replayDir = /^run: (.+)$/m.exec(replay.stdout)?.[1] as string;
       expect(replayDir).toMatch(/replayed[/\\]test[/\\]runs[/\\]\d{8}T\d{6}Z$/);
+      // The current dataset follows the service: a replay leaves it alone (here: none at all).
+      expect(await readdir(join(dir, 'replayed', 'test'))).not.toContain('current');
+      expect(await readdir(join(dir, 'out', 'test'))).toContain('current');
 
       const verified = await runCli(['verify', replayDir]);
       expect(verified.stdout).toContain(': ok (checked');
