@@ -10,6 +10,7 @@ import { type CsvOptions, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter } from '../load/parquet.ts';
 import { type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
+import { copyInto } from '../storage/copy.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { CurrentStore } from './store.ts';
 
@@ -149,16 +150,7 @@ export async function createPartWriter<T extends TableName>(
 
 /** Copies a prepared part into the store, where each file appears complete or not at all. */
 export async function publishPart(store: CurrentStore, part: PreparedPart): Promise<string[]> {
-  for (const { local, target } of part.files) {
-    const output = await store.create(target);
-    try {
-      for await (const chunk of createReadStream(local)) await output.write(chunk as Buffer);
-      await output.close();
-    } catch (error) {
-      await output.abort();
-      throw error;
-    }
-  }
+  for (const { local, target } of part.files) await copyInto(createReadStream(local), store, target);
   return part.files.map((file) => file.target);
 }
 

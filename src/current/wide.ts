@@ -18,7 +18,6 @@ import { type CsvOptions, createCsvWriter } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
 import { safeFileName, wideRecord, wideRowSpill } from '../load/wide.ts';
 import { type WideRow, wideFixedColumns } from '../records.ts';
-import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import { questionKey } from '../transform/questions.ts';
@@ -54,41 +53,38 @@ export function wideFolder(studyId: string): string {
 /** Writes the sheet and removes any other file of the folder (a sheet under an older link_id). */
 export async function writeCurrentWide(input: CurrentWideInput): Promise<string> {
   const dir = await mkdtemp(join(input.scratchDir, 'wide-'));
+  const folder = wideFolder(input.studyId);
+  const target = `${folder}/${safeFileName(input.linkId)}.csv`;
   try {
     const columns = wideColumns(input.questions);
-    const local = join(dir, 'sheet.csv');
+    // Written straight into the store: the sheet is visible only once it is closed whole.
     const csv = await createCsvWriter(
-      new LocalStorage(dir),
-      'sheet.csv',
+      input.store,
+      target,
       [...wideFixedColumns, ...columns.map((c) => c.header)],
       input.csv,
     );
-    const bucketCount = Math.max(
-      1,
-      Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
-    );
-    const sorted = wideRowSpill(dir, 'sorted');
-    for await (const rows of wideRows(input, bucketCount, dir)) {
-      for (const row of rows) await sorted.add(row);
-    }
-    let batch: WideRow[] = [];
-    for await (const row of sorted.sorted()) {
-      batch.push(row);
-      if (batch.length >= 1000) {
-        await csv.write(batch.map((one) => wideRecord(one, columns)));
-        batch = [];
-      }
-    }
-    await csv.write(batch.map((one) => wideRecord(one, columns)));
-    await csv.close();
-    const folder = wideFolder(input.studyId);
-    const target = `${folder}/${safeFileName(input.linkId)}.csv`;
-    const output = await input.store.create(target);
     try {
-      for await (const chunk of createReadStream(local)) await output.write(chunk as Buffer);
-      await output.close();
+      const bucketCount = Math.max(
+        1,
+        Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
+      );
+      const sorted = wideRowSpill(dir, 'sorted');
+      for await (const rows of wideRows(input, bucketCount, dir)) {
+        for (const row of rows) await sorted.add(row);
+      }
+      let batch: WideRow[] = [];
+      for await (const row of sorted.sorted()) {
+        batch.push(row);
+        if (batch.length >= 1000) {
+          await csv.write(batch.map((one) => wideRecord(one, columns)));
+          batch = [];
+        }
+      }
+      await csv.write(batch.map((one) => wideRecord(one, columns)));
+      await csv.close();
     } catch (error) {
-      await output.abort();
+      await csv.abort();
       throw error;
     }
     for await (const file of input.store.list(folder)) {

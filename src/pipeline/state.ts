@@ -162,19 +162,16 @@ function parseJson(path: string, text: Buffer): unknown {
 }
 
 function parseStateFile(path: string, text: Buffer): State {
-  const result = StateFile.safeParse(parseJson(path, text));
-  if (!result.success) {
-    throw new ConfigError(
-      `${path}: state file has an unexpected shape (${result.error.issues[0]?.message})`,
-      { context: { file: path } },
-    );
-  }
-  return result.data;
+  return parseState(StateFile, path, text);
 }
 
 function parseStudyObject(path: string, text: Buffer | null): z.infer<typeof StudyStateObject> | null {
-  if (text === null) return null;
-  const result = StudyStateObject.safeParse(parseJson(path, text));
+  return text === null ? null : parseState(StudyStateObject, path, text);
+}
+
+/** A state file or object as `schema` says it must be; anything else names the file. */
+function parseState<T extends z.ZodType>(schema: T, path: string, text: Buffer): z.infer<T> {
+  const result = schema.safeParse(parseJson(path, text));
   if (!result.success) {
     throw new ConfigError(
       `${path}: state file has an unexpected shape (${result.error.issues[0]?.message})`,
