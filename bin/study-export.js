@@ -12,12 +12,12 @@
 // same, but BusyBox's env has no -S.)
 // Biome's formatter skips this file: it would add a `;` after ':' and break line 2 for sh.
 //
-// The CLI is written in TypeScript. Loading it through tsx costs about a second on every
-// command, so it runs from a bundle (.build/<fingerprint>/, made by esbuild in a fraction
-// of a second the first time it is needed). The fingerprint covers every source file's
-// path, size and modification time, package.json and this file: a bundle built from other
-// sources is never run. Where no bundle can be made (a read-only install, esbuild missing),
-// the sources run through tsx, as before.
+// The CLI is written in TypeScript. Loading it through tsx compiles and resolves every
+// module through a loader thread on each command (bench/README.md has the cost), so it runs
+// from a bundle (.build/<fingerprint>/, made by esbuild the first time it is needed). The
+// fingerprint covers every source file's path, size and modification time, package.json
+// and this file: a bundle built from other sources is never run. Where no bundle can be
+// made (a read-only install, esbuild missing), the sources run through tsx.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';

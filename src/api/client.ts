@@ -13,7 +13,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { apiDeadlineMs, type PipelineConfig } from '../config/schema.ts';
@@ -320,20 +320,19 @@ class HttpApiClient implements ApiClient {
 /** A body past `maxBodyBytes`: the request is stopped while it arrives. */
 class BodyTooLarge extends Error {}
 
+/** Decoders of the content-encodings the client asks for (accept-encoding). */
+const decoders: Record<string, () => Transform> = {
+  gzip: zlib.createGunzip,
+  'x-gzip': zlib.createGunzip,
+  deflate: zlib.createInflate,
+  br: zlib.createBrotliDecompress,
+};
+
 /** The body as sent before any content-encoding; an unknown encoding is passed through. */
 function decoded(response: GetResponse): Readable {
-  const encoding = String(response.headers['content-encoding'] ?? '')
-    .trim()
-    .toLowerCase();
-  const decoder =
-    encoding === 'gzip' || encoding === 'x-gzip'
-      ? zlib.createGunzip()
-      : encoding === 'deflate'
-        ? zlib.createInflate()
-        : encoding === 'br'
-          ? zlib.createBrotliDecompress()
-          : null;
-  if (decoder === null) return response.body;
+  const encoding = String(response.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const decoder = decoders[encoding]?.();
+  if (decoder === undefined) return response.body;
   response.body.on('error', (error) => decoder.destroy(error));
   return response.body.pipe(decoder);
 }

@@ -15,7 +15,6 @@ import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
-import { forEachBounded, fromArray } from '../util/concurrency.ts';
 import {
   isResponseTable,
   keepNewRow,
@@ -69,19 +68,16 @@ export interface PreparedStudy {
 }
 
 /**
- * Publishes every prepared study, then current/datapackage.json.
+ * Publishes every prepared study, then current/datapackage.json. One study at a time: each
+ * study's wide sheet groups a bucket of its answers in memory (wide.ts).
  */
 export async function publishCurrent(
   context: CurrentContext & { name: string },
   prepared: readonly PreparedStudy[],
 ): Promise<void> {
-  await forEachBounded(fromArray(prepared), STUDIES_AT_ONCE, (study) => publishStudy(context, study));
+  for (const study of prepared) await publishStudy(context, study);
   await writePackageIfChanged(context);
 }
-
-// One study at a time: a study's wide sheet groups its answers in memory (wide.ts), and
-// several at once raised a large run's peak memory.
-const STUDIES_AT_ONCE = 1;
 
 /**
  * Prepares each study as soon as its export is done, one study at a time, while the run

@@ -1,8 +1,9 @@
 /**
  * One GET over node:http(s), for the API client and the media downloads alike. No retries
  * here (the shared loop of src/http/retry.ts runs around it), no decompression (the caller
- * decides), the body as a stream. node:http rather than got: got's per-request option
- * handling and stream layers cost more CPU than the exchange itself (bench/README.md).
+ * decides), the body as a stream. node:http rather than a client library: every byte the
+ * run fetches passes here, and per-request option handling would be paid a hundred
+ * thousand times a large run (bench/README.md has the profile).
  *
  * Only the headers the caller passes are sent, and only to hosts the caller's redirect rule
  * accepts: a redirect it refuses comes back as the 3xx answer itself. User info in a URL or a

@@ -27,8 +27,3 @@ export async function forEachBounded<T>(
   await Promise.all(inFlight);
   if (failure) throw failure.error;
 }
-
-/** An array as an async iterable, for `forEachBounded`. */
-export async function* fromArray<T>(items: readonly T[]): AsyncIterable<T> {
-  yield* items;
-}
