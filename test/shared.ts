@@ -21,3 +21,20 @@ export function expectMediaRequestsKeyless(sandbox: Sandbox, from = 0): number {
   expect(media.filter((r) => r.x_api_key)).toEqual([]);
   return media.length;
 }
+
+/** Changes to the test process's environment, put back as they were by `restore`. */
+export class EnvironmentPatch {
+  readonly #saved: Record<string, string | undefined> = {};
+
+  set(values: Record<string, string | undefined>): void {
+    for (const [name, value] of Object.entries(values)) {
+      if (!(name in this.#saved)) this.#saved[name] = process.env[name];
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+
+  restore(): void {
+    this.set(this.#saved);
+  }
+}

@@ -14,19 +14,13 @@ import type { Sandbox } from '../../src/sandbox/index.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, spawnRun, withTempDir } from '../pipeline/helpers.ts';
+import { EnvironmentPatch } from '../shared.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
-const saved: Record<string, string | undefined> = {};
-
-function setEnv(values: Record<string, string | undefined>): void {
-  for (const [name, value] of Object.entries(values)) {
-    if (!(name in saved)) saved[name] = process.env[name];
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-}
+const environment = new EnvironmentPatch();
+const setEnv = (values: Record<string, string | undefined>) => environment.set(values);
 
 beforeAll(async () => {
   // Media large enough that media.zip is uploaded in several 5 MiB parts.
@@ -35,10 +29,7 @@ beforeAll(async () => {
   setEnv(S3_CREDENTIALS);
 });
 afterAll(async () => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  environment.restore();
   await s3?.close();
   await sandbox?.close();
 });

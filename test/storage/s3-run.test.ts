@@ -15,25 +15,20 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { duckdb, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';
 import { apiRequestsSince, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { EnvironmentPatch } from '../shared.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
-const saved: Record<string, string | undefined> = {};
+const environment = new EnvironmentPatch();
 
 beforeAll(async () => {
   sandbox = await startSandbox({ seed: 21, studies: 3, responses: 6 });
   s3 = await startS3(['exports']);
-  for (const [name, value] of Object.entries(S3_CREDENTIALS)) {
-    saved[name] = process.env[name];
-    process.env[name] = value;
-  }
+  environment.set(S3_CREDENTIALS);
 });
 afterAll(async () => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
+  environment.restore();
   await s3?.close();
   await sandbox?.close();
 });
