@@ -330,7 +330,9 @@ const decoders: Record<string, () => Transform> = {
 
 /** The body as sent before any content-encoding; an unknown encoding is passed through. */
 function decoded(response: GetResponse): Readable {
-  const encoding = String(response.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const encoding = String(response.headers['content-encoding'] ?? '')
+    .trim()
+    .toLowerCase();
   const decoder = decoders[encoding]?.();
   if (decoder === undefined) return response.body;
   response.body.on('error', (error) => decoder.destroy(error));
