@@ -42,15 +42,14 @@ export class HashedOutputFile implements OutputFile {
 
   async write(chunk: string | Uint8Array): Promise<void> {
     this.#check();
-    this.#hash.update(chunk);
     this.#bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
-    for (const bytes of this.#batch.add(chunk)) await this.#pass(() => this.#sink.write(bytes));
+    for (const bytes of this.#batch.add(chunk)) await this.#send(bytes);
   }
 
   async close(): Promise<StoredFile> {
     this.#check();
     const rest = this.#batch.take();
-    if (rest) await this.#pass(() => this.#sink.write(rest));
+    if (rest) await this.#send(rest);
     await this.#pass(() => this.#sink.end());
     this.#state = 'closed';
     return { path: this.path, bytes: this.#bytes, sha256: this.#hash.digest('hex') };
@@ -61,6 +60,12 @@ export class HashedOutputFile implements OutputFile {
     this.#state = 'aborted';
     this.#batch.take();
     await this.#sink.destroy();
+  }
+
+  /** Hashed as gathered, not per write: one hash call per batch, and no string encoded twice. */
+  async #send(bytes: Uint8Array): Promise<void> {
+    this.#hash.update(bytes);
+    await this.#pass(() => this.#sink.write(bytes));
   }
 
   #check(): void {
