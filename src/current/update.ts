@@ -9,12 +9,13 @@
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */
-import { mkdtemp } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdtemp, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
+import { LocalStorage } from '../storage/local.ts';
 import {
   isResponseTable,
   keepNewRow,
@@ -31,13 +32,14 @@ import {
   newestPart,
   type PartWriter,
   type PreparedPart,
+  parsePartName,
   partitionPath,
   publishPart,
   readPart,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import type { CurrentStore } from './store.ts';
-import { type PartRef, wideFolder, writeCurrentWide } from './wide.ts';
+import { type PartSource, prepareCurrentWide, removeOtherSheets, wideFolder } from './wide.ts';
 
 /** What preparing and publishing a study's parts need. */
 export interface CurrentContext {
@@ -63,19 +65,20 @@ export interface PreparedStudy {
   parts: PreparedPart[];
   rewrite: ReadonlySet<TableName>;
   partitions: ReadonlyMap<TableName, Partition>;
-  questions: Row<'questions'>[];
-  linkId: string | undefined;
+  /** The study's wide sheet, when it has to be written again. */
+  wide: PreparedPart | null;
 }
 
-/**
- * Publishes every prepared study, then current/datapackage.json. One study at a time: each
- * study's wide sheet groups a bucket of its answers in memory (wide.ts).
- */
+/** Studies published at once: publishing is copying files, so this only overlaps their latency. */
+const STUDIES_PUBLISHED_AT_ONCE = 4;
+
+/** Publishes every prepared study, then current/datapackage.json. */
 export async function publishCurrent(
   context: CurrentContext & { name: string },
   prepared: readonly PreparedStudy[],
 ): Promise<void> {
-  for (const study of prepared) await publishStudy(context, study);
+  const limit = pLimit(STUDIES_PUBLISHED_AT_ONCE);
+  await Promise.all(prepared.map((study) => limit(() => publishStudy(context, study))));
   await writePackageIfChanged(context);
 }
 
@@ -155,6 +158,8 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
       csv: update.csv,
       dir: await mkdtemp(join(studyDir, `${table}-`)),
     });
+  /** Each new part's Parquet file, by its store path: the wide sheet is built from them. */
+  const preparedParquet = new Map<string, string>();
   const fillPart = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
     try {
       await fill();
@@ -162,7 +167,12 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
       await writer.abort();
       throw error;
     }
-    parts.push(await writer.finish());
+    const part = await writer.finish();
+    for (const file of part.files) {
+      if (parsePartName(basename(file.target))?.format === 'parquet')
+        preparedParquet.set(file.target, file.local);
+    }
+    parts.push(part);
   };
 
   let plan: MergePlan | null = null;
@@ -199,13 +209,26 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
   const writer = await open('studies');
   await fillPart(writer, () => writer.write(studyRows));
 
-  return { studyId: id, parts, rewrite, partitions, questions, linkId: studyRows[0]?.link_id };
+  const linkId = studyRows[0]?.link_id;
+  const wideChanged = rewrite.has('responses') || rewrite.has('questions') || !(await hasWide(store, id));
+  const wide =
+    linkId !== undefined && wideChanged
+      ? await prepareCurrentWide({
+          studyId: id,
+          linkId,
+          questions,
+          responses: await newestOf(store, partition('responses'), preparedParquet),
+          answers: await newestOf(store, partition('answers'), preparedParquet),
+          csv: update.csv,
+          scratchDir: studyDir,
+        })
+      : null;
+  return { studyId: id, parts, rewrite, partitions, wide };
 }
 
 /** Copies a study's prepared parts into the store; then the parts they replace go. */
 async function publishStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
   const { store } = update;
-  const id = prepared.studyId;
   const written = new Set<string>();
   for (const part of prepared.parts) for (const path of await publishPart(store, part)) written.add(path);
   // Every new part of the study is in place: only now do the previous ones go.
@@ -214,21 +237,9 @@ async function publishStudy(update: CurrentContext, prepared: PreparedStudy): Pr
     return files.map((file) => `${path}/${file.name}`).filter((filePath) => !written.has(filePath));
   });
   await Promise.all(replaced.map((filePath) => store.delete(filePath)));
-  const { linkId, rewrite, questions } = prepared;
-  if (
-    linkId !== undefined &&
-    (rewrite.has('responses') || rewrite.has('questions') || !(await hasWide(store, id)))
-  ) {
-    await writeCurrentWide({
-      store,
-      studyId: id,
-      linkId,
-      questions,
-      responses: await newestOf(store, 'responses', id),
-      answers: await newestOf(store, 'answers', id),
-      csv: update.csv,
-      scratchDir: update.scratchDir,
-    });
+  if (prepared.wide) {
+    const [sheet] = await publishPart(store, prepared.wide);
+    await removeOtherSheets(store, prepared.studyId, sheet as string);
   }
 }
 
@@ -237,11 +248,26 @@ async function hasWide(store: CurrentStore, studyId: string): Promise<boolean> {
   return false;
 }
 
-/** The part of a table the study has now (just written, or kept). */
-async function newestOf(store: CurrentStore, table: TableName, studyId: string): Promise<PartRef> {
-  const { previous } = await partitionOf(store, table, studyId);
-  if (!previous) throw new Error(`current/${table} of study ${studyId} has no part`);
-  return previous;
+/**
+ * The Parquet part a table of the study will have once published: the one just prepared in
+ * scratch, or else the previous one, kept.
+ */
+async function newestOf(
+  store: CurrentStore,
+  partition: Partition,
+  preparedParquet: ReadonlyMap<string, string>,
+): Promise<PartSource> {
+  const prepared = [...preparedParquet].find(([target]) => target.startsWith(`${partition.path}/`));
+  if (prepared) {
+    const local = prepared[1];
+    return {
+      store: new LocalStorage(dirname(local)),
+      path: basename(local),
+      bytes: (await stat(local)).size,
+    };
+  }
+  if (!partition.previous) throw new Error(`${partition.path} has no part`);
+  return { store, ...partition.previous };
 }
 
 async function rewriteChildren<T extends Exclude<ResponseTable, 'responses'>>(

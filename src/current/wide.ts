@@ -1,7 +1,7 @@
 /**
  * The current wide sheet of a study, current/wide/study_id=<id>/<link_id>.csv: one row per
  * response of the study's current parts, one column per question slot, built from the merged
- * questions, responses and answers parts just written (so it always agrees with them).
+ * questions, responses and answers parts of the same update (so it always agrees with them).
  *
  * Answers have to be grouped by response. A study whose answers part is small is grouped in
  * memory in the order of its responses part; a bigger one is first split into buckets by a
@@ -11,35 +11,37 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { type CsvOptions, createCsvWriter } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
 import { safeFileName, wideRecord, wideRowSpill } from '../load/wide.ts';
 import { type WideRow, wideFixedColumns } from '../records.ts';
+import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import { questionKey } from '../transform/questions.ts';
 import { wideColumns } from '../transform/wide.ts';
-import { CURRENT_DIR, partitionName, readPart } from './parts.ts';
+import { CURRENT_DIR, type PreparedPart, partitionName, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /** Parquet bytes of answers per bucket: a few MB of compressed text stays well under 100 MB in memory. */
 export const BUCKET_PARQUET_BYTES = 4 * 2 ** 20;
 
-export interface PartRef {
+/** A Parquet part to read: in the store, or prepared in scratch and not yet published. */
+export interface PartSource {
+  store: CurrentStore;
   path: string;
   bytes: number;
 }
 
 export interface CurrentWideInput {
-  store: CurrentStore;
   studyId: string;
   linkId: string;
   questions: readonly Row<'questions'>[];
-  responses: PartRef;
-  answers: PartRef;
+  responses: PartSource;
+  answers: PartSource;
   csv: CsvOptions;
   scratchDir: string;
   /** Rows per bucket; for tests. */
@@ -50,17 +52,20 @@ export function wideFolder(studyId: string): string {
   return `${CURRENT_DIR}/wide/${partitionName(studyId)}`;
 }
 
-/** Writes the sheet and removes any other file of the folder (a sheet under an older link_id). */
-export async function writeCurrentWide(input: CurrentWideInput): Promise<string> {
+/**
+ * Writes the sheet into scratch, to be published with the study's parts: built while the run
+ * still exports, so that publishing after the commit is only copying.
+ */
+export async function prepareCurrentWide(input: CurrentWideInput): Promise<PreparedPart> {
   const dir = await mkdtemp(join(input.scratchDir, 'wide-'));
-  const folder = wideFolder(input.studyId);
-  const target = `${folder}/${safeFileName(input.linkId)}.csv`;
+  const work = join(dir, 'work');
+  const target = `${wideFolder(input.studyId)}/${safeFileName(input.linkId)}.csv`;
   try {
+    await mkdir(work);
     const columns = wideColumns(input.questions);
-    // Written straight into the store: the sheet is visible only once it is closed whole.
     const csv = await createCsvWriter(
-      input.store,
-      target,
+      new LocalStorage(dir),
+      SHEET_FILE,
       [...wideFixedColumns, ...columns.map((c) => c.header)],
       input.csv,
     );
@@ -69,8 +74,8 @@ export async function writeCurrentWide(input: CurrentWideInput): Promise<string>
         1,
         Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
       );
-      const sorted = wideRowSpill(dir, 'sorted');
-      for await (const rows of wideRows(input, bucketCount, dir)) {
+      const sorted = wideRowSpill(work, 'sorted');
+      for await (const rows of wideRows(input, bucketCount, work)) {
         for (const row of rows) await sorted.add(row);
       }
       let batch: WideRow[] = [];
@@ -87,12 +92,23 @@ export async function writeCurrentWide(input: CurrentWideInput): Promise<string>
       await csv.abort();
       throw error;
     }
-    for await (const file of input.store.list(folder)) {
-      if (`${folder}/${file.path}` !== target) await input.store.delete(`${folder}/${file.path}`);
-    }
-    return target;
+    return { files: [{ local: join(dir, SHEET_FILE), target }] };
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+const SHEET_FILE = 'wide.csv';
+
+/** Once a study's sheet is published: any other file of its folder (a sheet under an older link_id) goes. */
+export async function removeOtherSheets(
+  store: CurrentStore,
+  studyId: string,
+  published: string,
+): Promise<void> {
+  const folder = wideFolder(studyId);
+  for await (const file of store.list(folder)) {
+    if (`${folder}/${file.path}` !== published) await store.delete(`${folder}/${file.path}`);
   }
 }
 
@@ -119,10 +135,10 @@ async function* wideRows(
   bucketCount: number,
   dir: string,
 ): AsyncIterable<WideRow[]> {
-  const { store } = input;
+  const { answers, responses } = input;
   if (bucketCount === 1) {
     const cells = new Map<string, Record<string, string>>();
-    for await (const rows of readPart(store, input.answers.path, input.answers.bytes, 'answers')) {
+    for await (const rows of readPart(answers.store, answers.path, answers.bytes, 'answers')) {
       for (const answer of rows) {
         let own = cells.get(answer.response_id);
         if (!own) {
@@ -132,7 +148,7 @@ async function* wideRows(
         addCell(own, answer);
       }
     }
-    for await (const rows of readPart(store, input.responses.path, input.responses.bytes, 'responses')) {
+    for await (const rows of readPart(responses.store, responses.path, responses.bytes, 'responses')) {
       yield rows.map((row) => ({ ...fixedOf(row), cells: cells.get(row.response_id) ?? {} }));
     }
     return;
@@ -141,13 +157,13 @@ async function* wideRows(
   const answersAt = (n: number) => join(dir, `answers-${n}.jsonl`);
   const responsesAt = (n: number) => join(dir, `responses-${n}.jsonl`);
   await spill(
-    readPart(store, input.answers.path, input.answers.bytes, 'answers'),
+    readPart(answers.store, answers.path, answers.bytes, 'answers'),
     bucketCount,
     answersAt,
     (row) => bucketOf(row.response_id),
   );
   await spill(
-    readPart(store, input.responses.path, input.responses.bytes, 'responses'),
+    readPart(responses.store, responses.path, responses.bytes, 'responses'),
     bucketCount,
     responsesAt,
     (row) => bucketOf(row.response_id),

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { partitionPath, readPart } from '../../src/current/parts.ts';
-import { writeCurrentWide } from '../../src/current/wide.ts';
+import { prepareCurrentWide } from '../../src/current/wide.ts';
 import type { Row } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
@@ -39,18 +39,17 @@ describe('the current wide sheet', () => {
       const scratchDir = join(out, 'scratch');
       await mkdir(scratchDir);
       const sheet = async (bucketBytes: number) => {
-        const path = await writeCurrentWide({
-          store,
+        const prepared = await prepareCurrentWide({
           studyId: study!.id,
           linkId: study!.link_id,
           questions,
-          responses: await part('responses'),
-          answers,
+          responses: { store, ...(await part('responses')) },
+          answers: { store, ...answers },
           csv: { bom: false, escape_formulae: true },
           scratchDir,
           bucketBytes,
         });
-        const { records } = await readCsv(join(out, 'test', path));
+        const { records } = await readCsv(prepared.files[0]!.local);
         const [header, ...rows] = records;
         return { header, rows: rows.map((row) => JSON.stringify(row)).sort() };
       };
