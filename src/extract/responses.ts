@@ -50,14 +50,26 @@ export interface ListingStats {
   expected: number | null;
 }
 
+/** Iterated once: the iteration reads (then removes) what paging spilled. */
 export interface ResponseListing extends AsyncIterable<ListedResponse> {
   /** Filled in while iterating; final once the iteration ends. */
   readonly stats: ListingStats;
+  /**
+   * Pages the whole listing into the spill now, once (the iteration does it otherwise): a run
+   * lists a study ahead, while it still has other studies' details in flight.
+   */
+  paged(): Promise<void>;
 }
 
 interface Winner {
   version: number;
   line: number;
+}
+
+/** Phase 1's result: the spill and each id's winning line in it. */
+interface Paged {
+  spill: SpillFile;
+  winners: Map<string, Winner>;
 }
 
 export function listResponses(
@@ -74,25 +86,44 @@ export function listResponses(
     stoppedBy: null,
     expected: responseCountInDesc(study.desc),
   };
+  let paging: Promise<Paged> | null = null;
+  const paged = () => {
+    paging ??= pageAll(client, study, options, sinks, stats);
+    return paging;
+  };
   return {
     stats,
-    [Symbol.asyncIterator]: () => iterateListing(client, study, options, sinks, stats),
+    paged: async () => {
+      await paged();
+    },
+    [Symbol.asyncIterator]: () => readWinners(paged()),
   };
 }
 
-async function* iterateListing(
+async function pageAll(
   client: ApiClient,
   study: Study,
   options: ListResponsesOptions,
   sinks: ExtractSinks,
   stats: ListingStats,
-): AsyncGenerator<ListedResponse> {
+): Promise<Paged> {
   const spill = await SpillFile.create(options.spillDir);
   try {
     const winners = await pageIntoSpill(client, study, options, sinks, stats, spill);
     await spill.finish();
     stats.unique = winners.size;
     warnOnCountMismatch(study, options, sinks, stats);
+    return { spill, winners };
+  } catch (error) {
+    await spill.remove();
+    throw error;
+  }
+}
+
+/** Phase 2: the spill read back, each id's winning line only. */
+async function* readWinners(paging: Promise<Paged>): AsyncGenerator<ListedResponse> {
+  const { spill, winners } = await paging;
+  try {
     let line = 0;
     for await (const item of spill.read()) {
       const response = item as ListedResponse;

@@ -37,6 +37,11 @@ export interface ExportStudyInput {
   reporter: ProgressReporter;
   /** Shared by the studies of a run: one listing page held at a time. */
   pageGate: PageGate;
+  /**
+   * Runs the study's details once its listing is paged: a run lets fewer studies fetch
+   * details at once than it lets list, so the next study's listing is ready when one ends.
+   */
+  detailsSlot?: <T>(fetchDetails: () => Promise<T>) => Promise<T>;
   /** A response whose detail could not be fetched: its rows are incomplete. */
   onIncompleteResponse?: (responseId: string) => void;
 }
@@ -91,41 +96,45 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
       },
       studySinks,
     );
+    await listed.paged();
     const details = fetchDetails(input.client, study, listed, studySinks, {
       window: config.source.concurrency * 2,
     });
     const parallel = input.media ? config.media.concurrency + 1 : 1;
-    await forEachBounded(details, parallel, async ({ listed, detail, fetchedAt }) => {
-      if (detail === null) {
-        outcome.lossless = false;
-        input.onIncompleteResponse?.(listed.id);
-      }
-      const media =
-        detail && input.media
-          ? await input.media.archiveResponse(
-              { study_id: study.id, link_id: study.link_id, response_id: listed.id },
-              detail,
-              fetchedAt,
-              () => refreshDetail(input, listed.id),
-            )
-          : [];
-      if (media.length > 0) input.reporter.tick('media', media.length);
-      const rows = responseRows({ study, listed, detail, media });
-      const { writers } = input;
-      await writers.write('responses', [rows.response]);
-      await writers.write('questions', questions.add(rows.questions));
-      await writers.write('answers', rows.answers);
-      await writers.write('transcript', rows.transcript);
-      await writers.write('attributes', rows.attributes);
-      await writers.write('media', rows.media);
-      await wide.add(rows.wide);
-      await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
-      const failed = rows.media.filter((m) => m.status === 'failed').length;
-      outcome.media_failed += failed;
-      if (failed > 0) outcome.lossless = false;
-      outcome.responses += 1;
-      input.reporter.tick('details');
-    });
+    const slot = input.detailsSlot ?? ((fetch) => fetch());
+    await slot(() =>
+      forEachBounded(details, parallel, async ({ listed, detail, fetchedAt }) => {
+        if (detail === null) {
+          outcome.lossless = false;
+          input.onIncompleteResponse?.(listed.id);
+        }
+        const media =
+          detail && input.media
+            ? await input.media.archiveResponse(
+                { study_id: study.id, link_id: study.link_id, response_id: listed.id },
+                detail,
+                fetchedAt,
+                () => refreshDetail(input, listed.id),
+              )
+            : [];
+        if (media.length > 0) input.reporter.tick('media', media.length);
+        const rows = responseRows({ study, listed, detail, media });
+        const { writers } = input;
+        await writers.write('responses', [rows.response]);
+        await writers.write('questions', questions.add(rows.questions));
+        await writers.write('answers', rows.answers);
+        await writers.write('transcript', rows.transcript);
+        await writers.write('attributes', rows.attributes);
+        await writers.write('media', rows.media);
+        await wide.add(rows.wide);
+        await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
+        const failed = rows.media.filter((m) => m.status === 'failed').length;
+        outcome.media_failed += failed;
+        if (failed > 0) outcome.lossless = false;
+        outcome.responses += 1;
+        input.reporter.tick('details');
+      }),
+    );
     const columns = wideColumns(questions.all());
     await wide.finish(columns);
     await workbook?.finish(columns);

@@ -22,6 +22,7 @@ import type { ExtractSinks, Warning } from '../records.ts';
 import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { studyRow } from '../transform/index.ts';
+import { rankedGate } from '../util/concurrency.ts';
 import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
@@ -51,8 +52,10 @@ export type {
   TableSummary,
 } from './types.ts';
 
-/** Studies exported at once; the API limit is shared, this only overlaps paging with details. */
+/** Studies fetching details at once; the API limit is shared, this only overlaps their ends. */
 const STUDIES_IN_PARALLEL = 3;
+/** Studies listed ahead of those fetching details, so that one starts its details as another ends. */
+const STUDIES_LISTED_AHEAD = 1;
 
 /** Warnings go to the manifest and, as they happen, to the person watching. */
 interface WarningLog {
@@ -348,13 +351,15 @@ async function exportRun(
     reporter.start('details', expectedResponses(studies, state, options, config));
     if (media) reporter.start('media');
 
-    const studyLimit = pLimit(STUDIES_IN_PARALLEL);
+    const studyLimit = pLimit(STUDIES_IN_PARALLEL + STUDIES_LISTED_AHEAD);
+    const detailsLimit = pLimit(STUDIES_IN_PARALLEL);
     // Listing pages are large (about 3 MB at 1000 a page) and details are small: studies
-    // overlap, but take their pages one at a time, so their pages never add up in memory.
-    const pageGate = pLimit(1);
+    // overlap, but take their pages one at a time, so their pages never add up in memory;
+    // earlier studies' pages first, so that their details can start.
+    const pageGate = rankedGate();
     const exportStart = Date.now();
     const outcomes = await Promise.all(
-      studies.map((study) =>
+      studies.map((study, index) =>
         studyLimit(async () => {
           const stage = staging.forStudy(study.id);
           const outcome = await exportStudy({
@@ -370,7 +375,8 @@ async function exportRun(
             onIncompleteResponse: (id) => stage.markIncomplete(id),
             media,
             reporter,
-            pageGate,
+            pageGate: (takePage) => pageGate(index, takePage),
+            detailsSlot: detailsLimit,
           });
           await stage.close();
           current?.add(outcome);

@@ -27,3 +27,29 @@ export async function forEachBounded<T>(
   await Promise.all(inFlight);
   if (failure) throw failure.error;
 }
+
+/**
+ * Runs one call at a time; of the calls waiting, the one with the lowest rank goes next
+ * (first come among equals). A run ranks listing pages by study, so the first study's
+ * listing completes first and its details start while later studies still list.
+ */
+export function rankedGate(): <T>(rank: number, fn: () => Promise<T>) => Promise<T> {
+  const waiting: { rank: number; seq: number; start: () => void }[] = [];
+  let busy = false;
+  let seq = 0;
+  const next = () => {
+    waiting.sort((a, b) => a.rank - b.rank || a.seq - b.seq);
+    const first = waiting.shift();
+    if (first) first.start();
+    else busy = false;
+  };
+  return async (rank, fn) => {
+    if (busy) await new Promise<void>((start) => waiting.push({ rank, seq: seq++, start }));
+    busy = true;
+    try {
+      return await fn();
+    } finally {
+      next();
+    }
+  };
+}
