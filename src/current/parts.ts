@@ -2,7 +2,6 @@
  * The current dataset's files: current/<table>/study_id=<permanent id>/part-<run id>.parquet
  * (and .csv), how a part is read back row group by row group, and how a new one is written.
  */
-import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
@@ -10,7 +9,6 @@ import { type CsvOptions, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter } from '../load/parquet.ts';
 import { type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
-import { copyInto } from '../storage/copy.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { CurrentStore } from './store.ts';
 
@@ -148,9 +146,9 @@ export async function createPartWriter<T extends TableName>(
   };
 }
 
-/** Copies a prepared part into the store, where each file appears complete or not at all. */
+/** Moves a prepared part into the store, where each file appears complete or not at all. */
 export async function publishPart(store: CurrentStore, part: PreparedPart): Promise<string[]> {
-  for (const { local, target } of part.files) await copyInto(createReadStream(local), store, target);
+  for (const { local, target } of part.files) await store.moveIn(local, target);
   return part.files.map((file) => file.target);
 }
 

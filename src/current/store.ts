@@ -10,7 +10,10 @@
  */
 import type { Storage } from '../storage/types.ts';
 
-export type CurrentStore = Pick<Storage, 'create' | 'describe' | 'read' | 'readStream' | 'list' | 'delete'>;
+export type CurrentStore = Pick<
+  Storage,
+  'create' | 'describe' | 'moveIn' | 'read' | 'readStream' | 'list' | 'delete'
+>;
 
 /** Temporary names of parts being written on a file system (the local storage's). */
 export { WRITING_SUFFIX } from '../storage/local-file.ts';

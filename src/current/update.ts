@@ -16,6 +16,7 @@ import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
 import { LocalStorage } from '../storage/local.ts';
+import { killPoint } from '../util/kill-point.ts';
 import {
   isResponseTable,
   keepNewRow,
@@ -230,7 +231,10 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
 async function publishStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
   const { store } = update;
   const written = new Set<string>();
-  for (const part of prepared.parts) for (const path of await publishPart(store, part)) written.add(path);
+  for (const part of prepared.parts) {
+    for (const path of await publishPart(store, part)) written.add(path);
+    killPoint('current-part-published');
+  }
   // Every new part of the study is in place: only now do the previous ones go.
   const replaced = [...prepared.rewrite].flatMap((table) => {
     const { path, files } = prepared.partitions.get(table) as Partition;

@@ -26,8 +26,12 @@ import { wideColumns } from '../transform/wide.ts';
 import { CURRENT_DIR, type PreparedPart, partitionName, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
-/** Parquet bytes of answers per bucket: a few MB of compressed text stays well under 100 MB in memory. */
-export const BUCKET_PARQUET_BYTES = 4 * 2 ** 20;
+/**
+ * Parquet bytes of answers per bucket. A bucket's answers are grouped in memory (several
+ * times their compressed size) while the run is still exporting other studies, so a bucket
+ * is kept to a fraction of what the export itself holds.
+ */
+export const BUCKET_PARQUET_BYTES = 2 ** 20;
 
 /** A Parquet part to read: in the store, or prepared in scratch and not yet published. */
 export interface PartSource {

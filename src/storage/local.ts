@@ -5,13 +5,13 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { ConfigError } from '../errors.ts';
 import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
-import { openLocalFile } from './local-file.ts';
+import { openLocalFile, WRITING_SUFFIX } from './local-file.ts';
 import type {
   Lease,
   LeftoverOptions,
@@ -45,6 +45,29 @@ export class LocalStorage implements Storage {
     const absolute = this.describe(path);
     if (path.includes('/')) await makeDirectory(dirname(absolute));
     return openLocalFile(absolute, path, { hidden: true });
+  }
+
+  /** A rename where the scratch space is on the same file system; else a copy, renamed into place. */
+  async moveIn(localPath: string, path: string): Promise<void> {
+    const absolute = this.describe(path);
+    await makeDirectory(dirname(absolute));
+    try {
+      await rename(localPath, absolute);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    }
+    const hidden = join(
+      dirname(absolute),
+      `.${process.pid}-${Date.now()}-${basename(absolute)}${WRITING_SUFFIX}`,
+    );
+    try {
+      await copyFile(localPath, hidden);
+      await rename(hidden, absolute);
+    } catch (error) {
+      await rm(hidden, { force: true });
+      throw error;
+    }
   }
 
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {

@@ -20,6 +20,8 @@ export function recordWrites(storage: Storage): RecordedStorage {
     describe: (path) => storage.describe(path),
     at: (prefix) => storage.at(prefix),
     putIfAbsent: (path, content) => storage.putIfAbsent(path, content),
+    // Not recorded: only the current dataset's publishing moves files in, outside any run.
+    moveIn: (localPath, path) => storage.moveIn(localPath, path),
     read: (path) => storage.read(path),
     readStream: (path, range) => storage.readStream(path, range),
     list: (prefix) => storage.list(prefix),

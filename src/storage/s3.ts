@@ -12,6 +12,7 @@
  * grace period: the run's objects, its marker and its unfinished multipart uploads.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
 import {
@@ -27,6 +28,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { ConfigError, RunError, type StudyExportError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
+import { copyInto } from './copy.ts';
 import { HashedOutputFile } from './output-file.ts';
 import { PartSpool, S3Output } from './s3-output.ts';
 import type {
@@ -142,6 +144,10 @@ class S3Storage implements Storage {
         return output.destroy();
       },
     });
+  }
+
+  async moveIn(localPath: string, path: string): Promise<void> {
+    await copyInto(createReadStream(localPath), this, path);
   }
 
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {

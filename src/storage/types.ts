@@ -72,6 +72,11 @@ export interface Storage {
    * conditional writes this is only as good as a read before the write (README).
    */
   putIfAbsent(path: string, content: string): Promise<boolean>;
+  /**
+   * Takes in a finished local file (from the run's scratch space) as `path`, which appears
+   * whole or not at all; the local file may be gone afterwards.
+   */
+  moveIn(localPath: string, path: string): Promise<void>;
   /** The whole file, or null when there is none. */
   read(path: string): Promise<Buffer | null>;
   /** The file's bytes as a stream; `end` is exclusive. */

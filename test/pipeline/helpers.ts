@@ -124,6 +124,8 @@ export async function spawnRun(
     media?: string;
     args?: string[] /** The pipeline file's output, instead of { dir: out }. */;
     output?: string;
+    /** Extra environment of the run (STUDY_EXPORT_KILL_AT). */
+    env?: Record<string, string>;
   } = {},
 ): Promise<{ child: ChildProcess; exited: Promise<NodeJS.Signals | null> }> {
   const pipelineFile = join(dir, 'killable.yaml');
@@ -139,7 +141,11 @@ export async function spawnRun(
   const child = spawn(
     process.execPath,
     ['bin/study-export.js', 'run', '--config', pipelineFile, ...(options.args ?? [])],
-    { cwd: repoRoot, env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true' }, stdio: 'ignore' },
+    {
+      cwd: repoRoot,
+      env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true', ...options.env },
+      stdio: 'ignore',
+    },
   );
   const exited = new Promise<NodeJS.Signals | null>((resolve) =>
     child.on('exit', (_code, signal) => resolve(signal)),

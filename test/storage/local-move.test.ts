@@ -1,0 +1,52 @@
+/**
+ * LocalStorage.moveIn, how the current dataset's prepared parts reach the output folder: a
+ * rename on the same file system, a copy renamed into place from another (a scratch folder on
+ * tmpfs), and in both cases nothing but the whole file under its name.
+ */
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LocalStorage } from '../../src/storage/local.ts';
+import { withTempDir } from '../shared.ts';
+
+const content = 'response_id,answer\nr1,"yes"\n'.repeat(1000);
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+}
+
+describe('LocalStorage.moveIn', () => {
+  it('renames a file of the same file system into place, making its folders', async () => {
+    await withTempDir(async (dir) => {
+      const local = join(dir, 'scratch.csv');
+      await writeFile(local, content);
+      const store = new LocalStorage(join(dir, 'out'));
+      await mkdir(join(dir, 'out'));
+      await store.moveIn(local, 'current/answers/study_id=s1/part-1.csv');
+      const target = join(dir, 'out', 'current', 'answers', 'study_id=s1', 'part-1.csv');
+      expect(await readFile(target, 'utf8')).toBe(content);
+      expect(await filesUnder(join(dir, 'out'))).toEqual([target]);
+    });
+  });
+
+  it('copies a file from another file system (tmpfs) and renames the copy into place', async () => {
+    // /dev/shm is a tmpfs on these machines, a different device from the temp folder.
+    const shm = await mkdtemp('/dev/shm/study-export-test-');
+    try {
+      await withTempDir(async (dir) => {
+        expect((await stat(shm)).dev, '/dev/shm must be another file system').not.toBe((await stat(dir)).dev);
+        const local = join(shm, 'scratch.csv');
+        await writeFile(local, content);
+        const store = new LocalStorage(dir);
+        await writeFile(join(dir, 'part.csv'), 'the previous content');
+        await store.moveIn(local, 'part.csv');
+        expect(await readFile(join(dir, 'part.csv'), 'utf8')).toBe(content);
+        // No hidden copy left beside it.
+        expect(await filesUnder(dir)).toEqual([join(dir, 'part.csv')]);
+      });
+    } finally {
+      await rm(shm, { recursive: true, force: true });
+    }
+  });
+});
