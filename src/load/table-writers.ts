@@ -5,6 +5,7 @@
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
+import { allSettled } from '../util/concurrency.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
 import { createParquetWriter, defaultRowGroupSize } from './parquet.ts';
 import { type Row, type TableName, tableNames } from './tables.ts';
@@ -81,15 +82,15 @@ export async function createTableWriters(
       state.queue = next;
       return next;
     },
-    async close() {
-      const summaries: TableFiles[] = [];
-      for (const [table, state] of states) {
-        await state.queue;
-        for (const writer of state.writers) await writer.close();
-        summaries.push({ table, rows: state.rows, files: state.writers.map((w) => w.path) });
-      }
-      return summaries;
-    },
+    // All at once: one file's last row group is encoded while another's bytes are written.
+    close: () =>
+      allSettled(
+        [...states].map(async ([table, state]): Promise<TableFiles> => {
+          await state.queue;
+          await allSettled(state.writers.map((writer) => writer.close()));
+          return { table, rows: state.rows, files: state.writers.map((w) => w.path) };
+        }),
+      ),
     abort: () => abortAll(states),
   };
 }

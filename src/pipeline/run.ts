@@ -22,7 +22,7 @@ import type { ExtractSinks, Warning } from '../records.ts';
 import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { studyRow } from '../transform/index.ts';
-import { rankedGate } from '../util/concurrency.ts';
+import { allSettled, rankedGate } from '../util/concurrency.ts';
 import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
@@ -389,10 +389,12 @@ async function exportRun(
     timings.export = Date.now() - exportStart;
 
     const closeStart = Date.now();
-    const tables = await writers.close();
-    await raw.close();
-    await rejects.close();
-    const archived = archive ? await archive.finish() : null;
+    const [tables, archived] = await allSettled([
+      writers.close(),
+      archive ? archive.finish() : Promise.resolve(null),
+      raw.close(),
+      rejects.close(),
+    ]);
     timings.close = Date.now() - closeStart;
 
     const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);

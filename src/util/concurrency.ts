@@ -53,3 +53,18 @@ export function rankedGate(): <T>(rank: number, fn: () => Promise<T>) => Promise
     }
   };
 }
+
+/**
+ * Promise.all that waits for every promise to settle before it rejects with the first
+ * failure: nothing is aborted while a sibling is still writing.
+ */
+export async function allSettled<T extends readonly unknown[]>(
+  promises: {
+    [K in keyof T]: Promise<T[K]>;
+  },
+): Promise<T> {
+  const results = await Promise.allSettled(promises);
+  const failure = results.find((result) => result.status === 'rejected');
+  if (failure) throw failure.reason;
+  return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}

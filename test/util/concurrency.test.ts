@@ -1,6 +1,6 @@
-/** The ranked gate: one call at a time, the waiting call with the lowest rank next. */
+/** The ranked gate (one call at a time, the lowest rank next) and allSettled. */
 import { describe, expect, it } from 'vitest';
-import { rankedGate } from '../../src/util/concurrency.ts';
+import { allSettled, rankedGate } from '../../src/util/concurrency.ts';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = () => {};
@@ -42,5 +42,29 @@ describe('rankedGate', () => {
     const next = gate(1, async () => 'next ran');
     await expect(failed).rejects.toThrow('page failed');
     await expect(next).resolves.toBe('next ran');
+  });
+});
+
+describe('allSettled', () => {
+  it('gives every value in order', async () => {
+    await expect(allSettled([Promise.resolve(1), Promise.resolve('two')])).resolves.toEqual([1, 'two']);
+  });
+
+  it('rejects with the first failure only once every sibling has settled', async () => {
+    const slow = deferred();
+    let slowDone = false;
+    const sibling = slow.promise.then(() => {
+      slowDone = true;
+    });
+    const all = allSettled([Promise.reject(new Error('close failed')), sibling]);
+    let settled = false;
+    all.catch(() => {
+      settled = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    slow.resolve();
+    await expect(all).rejects.toThrow('close failed');
+    expect(slowDone).toBe(true);
   });
 });
