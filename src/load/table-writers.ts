@@ -49,18 +49,24 @@ export async function createTableWriters(
   storage: Storage,
   options: TableWritersOptions,
 ): Promise<TableWriters> {
+  // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
+  const formats = [...new Set(options.formats.filter(isTableFormat))];
+  // Every file opened at once; if one cannot be, those that were are removed.
+  const opening = tableNames.map((table) =>
+    Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
+  );
+  const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
-  try {
-    for (const table of tableNames) {
-      const writers: FormatWriter[] = [];
-      states.set(table, { writers, rows: 0, queue: Promise.resolve() });
-      // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
-      for (const format of new Set(options.formats.filter(isTableFormat)))
-        writers.push(await openWriter(storage, table, format, options));
-    }
-  } catch (error) {
+  tableNames.forEach((table, index) => {
+    const writers = (opened[index] ?? []).flatMap((result) =>
+      result.status === 'fulfilled' ? [result.value] : [],
+    );
+    states.set(table, { writers, rows: 0, queue: Promise.resolve() });
+  });
+  const failure = opened.flat().find((result) => result.status === 'rejected');
+  if (failure) {
     await abortAll(states);
-    throw error;
+    throw failure.reason;
   }
 
   const stateOf = (table: TableName): TableState => {

@@ -345,7 +345,7 @@ async function exportRun(
     for (const reject of listing.rejects) sinks.rejects.write(reject);
     for (const warning of listing.warnings) sinks.warn(warning);
     await writers.write('studies', studies.map(studyRow));
-    for (const study of studies) await staging.forStudy(study.id).write('studies', [studyRow(study)]);
+    await Promise.all(studies.map((study) => staging.forStudy(study.id).write('studies', [studyRow(study)])));
     reporter.start('studies', studies.length);
     reporter.start('pages');
     reporter.start('details', expectedResponses(studies, state, options, config));
