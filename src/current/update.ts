@@ -1,10 +1,11 @@
 /**
  * The current dataset, updated in two steps. While the run still exports other studies, each
  * finished study is prepared: each of its tables gets one new part, in the run's scratch
- * space, holding the merge (merge.ts) of the previous part with the run's rows. Once the run
- * is committed, the prepared parts are published (copied into the store) and the previous
- * part is removed only once every new part of the study is in place. A run killed half way leaves each partition with its previous part, or with the new
- * one beside it (a superset of the previous: the newest part is always the one read), and
+ * space, holding the merge (merge.ts) of the previous part with the run's rows, and the study
+ * gets its wide sheet built from those parts. Once the run is committed, the prepared files
+ * are published (moved into the store) and the previous part is removed only once every new
+ * part of the study is in place. A run killed half way leaves each partition with its
+ * previous part, or with the new one beside it (a superset of the previous: the newest part is always the one read), and
  * its rerun, which exports the same responses again because state did not move, completes it.
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
@@ -70,7 +71,7 @@ export interface PreparedStudy {
   wide: PreparedPart | null;
 }
 
-/** Studies published at once: publishing is copying files, so this only overlaps their latency. */
+/** Studies published at once: publishing is moving files in, so this only overlaps their latency. */
 const STUDIES_PUBLISHED_AT_ONCE = 4;
 
 /** Publishes every prepared study, then current/datapackage.json. */
@@ -227,7 +228,7 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
   return { studyId: id, parts, rewrite, partitions, wide };
 }
 
-/** Copies a study's prepared parts into the store; then the parts they replace go. */
+/** Moves a study's prepared parts into the store; then the parts they replace go. */
 async function publishStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
   const { store } = update;
   const written = new Set<string>();
