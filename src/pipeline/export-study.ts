@@ -8,12 +8,12 @@ import type { ApiClient } from '../api/client.ts';
 import { SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, PayloadError, StudyExportError } from '../errors.ts';
-import { fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
+import { type DetailResult, fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
-import { createWideWriter } from '../load/wide.ts';
-import { createXlsxWriter, cutMessage } from '../load/xlsx.ts';
+import { createWideWriter, type WideWriter } from '../load/wide.ts';
+import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
 import { type ExtractSinks, type Reject, rawRecord } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
@@ -102,39 +102,8 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
     const parallel = input.media ? config.media.concurrency + 1 : 1;
     const slot = input.detailsSlot ?? ((fetch) => fetch());
-    await slot(() =>
-      forEachBounded(details, parallel, async ({ listed, detail, fetchedAt }) => {
-        if (detail === null) {
-          outcome.lossless = false;
-          input.onIncompleteResponse?.(listed.id);
-        }
-        const media =
-          detail && input.media
-            ? await input.media.archiveResponse(
-                { study_id: study.id, link_id: study.link_id, response_id: listed.id },
-                detail,
-                fetchedAt,
-                () => refreshDetail(input, listed.id),
-              )
-            : [];
-        if (media.length > 0) input.reporter.tick('media', media.length);
-        const rows = responseRows({ study, listed, detail, media });
-        const { writers } = input;
-        await writers.write('responses', [rows.response]);
-        await writers.write('questions', questions.add(rows.questions));
-        await writers.write('answers', rows.answers);
-        await writers.write('transcript', rows.transcript);
-        await writers.write('attributes', rows.attributes);
-        await writers.write('media', rows.media);
-        await wide.add(rows.wide);
-        await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
-        const failed = rows.media.filter((m) => m.status === 'failed').length;
-        outcome.media_failed += failed;
-        if (failed > 0) outcome.lossless = false;
-        outcome.responses += 1;
-        input.reporter.tick('details');
-      }),
-    );
+    const load: StudyLoad = { input, outcome, questions, wide, workbook };
+    await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
     const columns = wideColumns(questions.all());
     await wide.finish(columns);
     await workbook?.finish(columns);
@@ -149,6 +118,50 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     sinks.warn({ code: 'study_failed', message: error.message, study_id: study.id, link_id: study.link_id });
   }
   return outcome;
+}
+
+/** Where one study's responses are loaded, and where what happened is counted. */
+interface StudyLoad {
+  input: ExportStudyInput;
+  outcome: StudyOutcome;
+  questions: QuestionRegistry;
+  wide: WideWriter;
+  workbook: XlsxWriter | null;
+}
+
+/** One response: its media into media.zip, its rows (transform) into the writers. */
+async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: DetailResult): Promise<void> {
+  const { input, outcome, questions, wide, workbook } = load;
+  const { study } = input;
+  if (detail === null) {
+    outcome.lossless = false;
+    input.onIncompleteResponse?.(listed.id);
+  }
+  const media =
+    detail && input.media
+      ? await input.media.archiveResponse(
+          { study_id: study.id, link_id: study.link_id, response_id: listed.id },
+          detail,
+          fetchedAt,
+          () => refreshDetail(input, listed.id),
+        )
+      : [];
+  if (media.length > 0) input.reporter.tick('media', media.length);
+  const rows = responseRows({ study, listed, detail, media });
+  const { writers } = input;
+  await writers.write('responses', [rows.response]);
+  await writers.write('questions', questions.add(rows.questions));
+  await writers.write('answers', rows.answers);
+  await writers.write('transcript', rows.transcript);
+  await writers.write('attributes', rows.attributes);
+  await writers.write('media', rows.media);
+  await wide.add(rows.wide);
+  await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
+  const failed = rows.media.filter((m) => m.status === 'failed').length;
+  outcome.media_failed += failed;
+  if (failed > 0) outcome.lossless = false;
+  outcome.responses += 1;
+  input.reporter.tick('details');
 }
 
 /** Rejects and incomplete listings of this study mark it as lossy. */
