@@ -18,9 +18,20 @@ export function removeIfExitingFirst(path: string): () => void {
   };
 }
 
-/** Newest first: a run folder goes before the lock that guarded it. */
+/**
+ * Newest first: a run folder goes before the lock that guarded it. The thread pool may still
+ * be creating a file in a folder while it is removed (a listing spill, a part being prepared),
+ * which fails the removal with ENOTEMPTY: it is tried again, and one path that still cannot
+ * be removed does not keep the others.
+ */
 function removeLeftovers(): void {
-  for (const path of [...removeAtExit].reverse()) rmSync(path, { recursive: true, force: true });
+  for (const path of [...removeAtExit].reverse()) {
+    try {
+      rmSync(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+    } catch {
+      // The next run removes it by its owner's pid.
+    }
+  }
 }
 
 /** Whether a process with this id exists (EPERM: it does, owned by someone else). */

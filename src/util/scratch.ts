@@ -33,8 +33,13 @@ export async function openScratch(parent = tmpdir()): Promise<Scratch> {
   return {
     dir,
     async remove() {
-      await rm(dir, { recursive: true, force: true });
-      forget();
+      // Retried: after a failure, writes of other studies may still be landing in it. Should
+      // it still fail, the exit handler tries again, and the next run after that.
+      const removed = await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 }).then(
+        () => true,
+        () => false,
+      );
+      if (removed) forget();
     },
   };
 }
