@@ -12,12 +12,12 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { createInterface } from 'node:readline';
-import { type CsvOptions, createCsvWriter } from '../load/csv.ts';
+import type { CsvOptions } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
-import { safeFileName, wideRecord, wideRowSpill } from '../load/wide.ts';
-import { type WideRow, wideFixedColumns } from '../records.ts';
+import { createWideWriter } from '../load/wide.ts';
+import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
@@ -58,51 +58,34 @@ export function wideFolder(studyId: string): string {
 
 /**
  * Writes the sheet into scratch, to be published with the study's parts: built while the run
- * still exports, so that publishing after the commit is only copying.
+ * still exports, so that publishing after the commit only moves files in. The same writer as
+ * a run's wide sheets (load/wide.ts), so the two never differ in form.
  */
 export async function prepareCurrentWide(input: CurrentWideInput): Promise<PreparedPart> {
   const dir = await mkdtemp(join(input.scratchDir, 'wide-'));
   const work = join(dir, 'work');
-  const target = `${wideFolder(input.studyId)}/${safeFileName(input.linkId)}.csv`;
   try {
     await mkdir(work);
-    const columns = wideColumns(input.questions);
-    const csv = await createCsvWriter(
-      new LocalStorage(dir),
-      SHEET_FILE,
-      [...wideFixedColumns, ...columns.map((c) => c.header)],
-      input.csv,
-    );
+    const sheet = createWideWriter(new LocalStorage(dir), work, input.linkId, input.csv);
     try {
       const bucketCount = Math.max(
         1,
         Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
       );
-      const sorted = wideRowSpill(work, 'sorted');
       for await (const rows of wideRows(input, bucketCount, work)) {
-        for (const row of rows) await sorted.add(row);
+        for (const row of rows) await sheet.add(row);
       }
-      let batch: WideRow[] = [];
-      for await (const row of sorted.sorted()) {
-        batch.push(row);
-        if (batch.length >= 1000) {
-          await csv.write(batch.map((one) => wideRecord(one, columns)));
-          batch = [];
-        }
-      }
-      await csv.write(batch.map((one) => wideRecord(one, columns)));
-      await csv.close();
+      const path = await sheet.finish(wideColumns(input.questions));
+      const target = `${wideFolder(input.studyId)}/${posix.basename(path)}`;
+      return { files: [{ local: join(dir, ...path.split('/')), target }] };
     } catch (error) {
-      await csv.abort();
+      await sheet.abort();
       throw error;
     }
-    return { files: [{ local: join(dir, SHEET_FILE), target }] };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
-
-const SHEET_FILE = 'wide.csv';
 
 /** Once a study's sheet is published: any other file of its folder (a sheet under an older link_id) goes. */
 export async function removeOtherSheets(

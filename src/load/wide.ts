@@ -119,7 +119,7 @@ async function copyRows(
   await csv.write(batch);
 }
 
-export function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
+function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
   return [
     row.response_id,
     row.response_number,

@@ -64,6 +64,24 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
 }
 
 /** A temporary working directory with one pipeline file in it. */
+/** A pipeline file against a sandbox: CSV only, no retries unless asked, media off unless asked. */
+export function sandboxPipeline(
+  baseUrl: string,
+  options: { name: string; retries?: number; incremental?: boolean; media?: boolean },
+): string {
+  return [
+    `name: ${options.name}`,
+    'source:',
+    `  base_url: ${baseUrl}`,
+    `  retries: ${options.retries ?? 0}`,
+    ...(options.incremental === undefined ? [] : [`incremental: ${options.incremental}`]),
+    'output:',
+    '  formats: [csv]',
+    ...(options.media === undefined ? [] : ['media:', `  enabled: ${options.media}`]),
+    '',
+  ].join('\n');
+}
+
 export async function workdir(pipeline: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'study-export-cli-'));
   await writeFile(path.join(dir, 'pipeline.yaml'), pipeline);

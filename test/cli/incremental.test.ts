@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { waitFor } from '../pipeline/helpers.ts';
-import { exitOf, runCli, spawnCli, workdir } from './helpers.ts';
+import { exitOf, runCli, sandboxPipeline, spawnCli, workdir } from './helpers.ts';
 
 let sandbox: Sandbox;
 let work: { dir: string; cleanup: () => Promise<void> };
@@ -20,19 +20,7 @@ const latest = async () => (await readFile(path.join(root(), 'latest'), 'utf8'))
 
 beforeEach(async () => {
   sandbox = await startSandbox({ seed: 8, studies: 4, responses: 4 });
-  work = await workdir(
-    [
-      'name: nightly',
-      'source:',
-      `  base_url: ${sandbox.base_url}`,
-      '  retries: 0',
-      'output:',
-      '  formats: [csv]',
-      'media:',
-      '  enabled: false',
-      '',
-    ].join('\n'),
-  );
+  work = await workdir(sandboxPipeline(sandbox.base_url, { name: 'nightly', media: false }));
 });
 afterEach(async () => {
   await sandbox.close();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli, workdir } from './helpers.ts';
+import { runCli, sandboxPipeline, workdir } from './helpers.ts';
 
 /** Every stderr line parsed as JSON: a line that is not one object fails the test. */
 function events(stderr: string): Record<string, unknown>[] {
@@ -27,17 +27,7 @@ describe('--log-format json', () => {
 
   beforeAll(async () => {
     sandbox = await startSandbox({ studies: 6, responses: 2 });
-    work = await workdir(
-      [
-        'name: json-log',
-        'source:',
-        `  base_url: ${sandbox.base_url}`,
-        '  retries: 1',
-        'output:',
-        '  formats: [csv]',
-        '',
-      ].join('\n'),
-    );
+    work = await workdir(sandboxPipeline(sandbox.base_url, { name: 'json-log', retries: 1 }));
   });
 
   afterAll(async () => {

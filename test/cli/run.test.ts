@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { waitFor } from '../pipeline/helpers.ts';
-import { exitOf, runCli, spawnCli, workdir } from './helpers.ts';
+import { exitOf, runCli, sandboxPipeline, spawnCli, workdir } from './helpers.ts';
 
 /** run against a running sandbox: exit codes 0 (complete), 3 (partial), 1 (failed); dry run; verify. */
 describe('run', () => {
@@ -16,18 +16,7 @@ describe('run', () => {
   beforeAll(async () => {
     sandbox = await startSandbox({ studies: 2, responses: 3 });
     work = await workdir(
-      [
-        'name: cli-test',
-        'source:',
-        `  base_url: ${sandbox.base_url}`,
-        '  retries: 0',
-        'incremental: false',
-        'output:',
-        '  formats: [csv]',
-        'media:',
-        '  enabled: false',
-        '',
-      ].join('\n'),
+      sandboxPipeline(sandbox.base_url, { name: 'cli-test', incremental: false, media: false }),
     );
   });
 
