@@ -2,6 +2,7 @@
  * The current dataset's files: current/<table>/study_id=<permanent id>/part-<run id>.parquet
  * (and .csv), how a part is read back row group by row group, and how a new one is written.
  */
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
@@ -92,12 +93,22 @@ export function rowOf<T extends TableName>(table: T, record: Record<string, unkn
 
 /** A part written in the run's scratch space, waiting to be copied into the store. */
 export interface PreparedPart {
-  /** Local files and the store paths they are copied to. */
+  /** Local files and the store paths they are moved to. */
   files: { local: string; target: string }[];
+  /** The part's Parquet file where it is prepared, to read back before it is published. */
+  parquet?: PartSource;
+}
+
+/** A Parquet part to read: in the store, or prepared in scratch and not yet published. */
+export interface PartSource {
+  store: CurrentStore;
+  path: string;
+  bytes: number;
 }
 
 /** A new part being written: rows in, then closed in scratch, published after the run commits. */
 export interface PartWriter<T extends TableName> {
+  readonly table: T;
   write(rows: readonly Row<T>[]): Promise<void>;
   /** Closes the part's local files. */
   finish(): Promise<PreparedPart>;
@@ -106,7 +117,7 @@ export interface PartWriter<T extends TableName> {
 
 /**
  * Writes the part into `dir` (the run's scratch space): a part is prepared while the run is
- * still exporting other studies, and only copied into the store once the run is committed.
+ * still exporting other studies, and only moved into the store once the run is committed.
  */
 export async function createPartWriter<T extends TableName>(
   table: T,
@@ -132,13 +143,18 @@ export async function createPartWriter<T extends TableName>(
     throw error;
   }
   return {
+    table,
     async write(rows) {
       if (rows.length === 0) return;
       for (const { writer } of writers) await writer.write(rows);
     },
     async finish() {
       for (const { writer } of writers) await writer.close();
-      return { files: writers.map(({ name, target }) => ({ local: join(options.dir, name), target })) };
+      const files = writers.map(({ name, target }) => ({ local: join(options.dir, name), target }));
+      const parquet = `${table}.parquet`;
+      if (!options.formats.includes('parquet')) return { files };
+      const bytes = (await stat(join(options.dir, parquet))).size;
+      return { files, parquet: { store: local, path: parquet, bytes } };
     },
     async abort() {
       for (const { writer } of writers) await writer.abort().catch(() => {});

@@ -10,13 +10,12 @@
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */
-import { mkdtemp, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
-import { LocalStorage } from '../storage/local.ts';
 import { killPoint } from '../util/kill-point.ts';
 import {
   isResponseTable,
@@ -32,16 +31,16 @@ import {
   CURRENT_DIR,
   createPartWriter,
   newestPart,
+  type PartSource,
   type PartWriter,
   type PreparedPart,
-  parsePartName,
   partitionPath,
   publishPart,
   readPart,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import type { CurrentStore } from './store.ts';
-import { type PartSource, prepareCurrentWide, removeOtherSheets, wideFolder } from './wide.ts';
+import { prepareCurrentWide, removeOtherSheets, wideFolder } from './wide.ts';
 
 /** What preparing and publishing a study's parts need. */
 export interface CurrentContext {
@@ -160,8 +159,8 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
       csv: update.csv,
       dir: await mkdtemp(join(studyDir, `${table}-`)),
     });
-  /** Each new part's Parquet file, by its store path: the wide sheet is built from them. */
-  const preparedParquet = new Map<string, string>();
+  /** Each new part's Parquet file, by table: the wide sheet is built from them. */
+  const preparedParquet = new Map<TableName, PartSource>();
   const fillPart = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
     try {
       await fill();
@@ -170,10 +169,7 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
       throw error;
     }
     const part = await writer.finish();
-    for (const file of part.files) {
-      if (parsePartName(basename(file.target))?.format === 'parquet')
-        preparedParquet.set(file.target, file.local);
-    }
+    if (part.parquet) preparedParquet.set(writer.table, part.parquet);
     parts.push(part);
   };
 
@@ -219,8 +215,8 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
           studyId: id,
           linkId,
           questions,
-          responses: await newestOf(store, partition('responses'), preparedParquet),
-          answers: await newestOf(store, partition('answers'), preparedParquet),
+          responses: newestOf(store, partition('responses'), preparedParquet.get('responses')),
+          answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
           csv: update.csv,
           scratchDir: studyDir,
         })
@@ -257,20 +253,8 @@ async function hasWide(store: CurrentStore, studyId: string): Promise<boolean> {
  * The Parquet part a table of the study will have once published: the one just prepared in
  * scratch, or else the previous one, kept.
  */
-async function newestOf(
-  store: CurrentStore,
-  partition: Partition,
-  preparedParquet: ReadonlyMap<string, string>,
-): Promise<PartSource> {
-  const prepared = [...preparedParquet].find(([target]) => target.startsWith(`${partition.path}/`));
-  if (prepared) {
-    const local = prepared[1];
-    return {
-      store: new LocalStorage(dirname(local)),
-      path: basename(local),
-      bytes: (await stat(local)).size,
-    };
-  }
+function newestOf(store: CurrentStore, partition: Partition, prepared: PartSource | undefined): PartSource {
+  if (prepared) return prepared;
   if (!partition.previous) throw new Error(`${partition.path} has no part`);
   return { store, ...partition.previous };
 }

@@ -23,7 +23,7 @@ import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import { questionKey } from '../transform/questions.ts';
 import { wideColumns } from '../transform/wide.ts';
-import { CURRENT_DIR, type PreparedPart, partitionName, readPart } from './parts.ts';
+import { CURRENT_DIR, type PartSource, type PreparedPart, partitionName, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**
@@ -32,13 +32,6 @@ import type { CurrentStore } from './store.ts';
  * is kept to a fraction of what the export itself holds.
  */
 export const BUCKET_PARQUET_BYTES = 2 ** 20;
-
-/** A Parquet part to read: in the store, or prepared in scratch and not yet published. */
-export interface PartSource {
-  store: CurrentStore;
-  path: string;
-  bytes: number;
-}
 
 export interface CurrentWideInput {
   studyId: string;
