@@ -121,7 +121,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
       try {
-        const { result, outcomes } = await exportRun(
+        const { result, outcomes } = await exportRun({
           run,
           client,
           listing,
@@ -130,11 +130,11 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           options,
           startedAt,
           log,
-          scratch.dir,
+          scratchDir: scratch.dir,
           staging,
           current,
           previousRun,
-        );
+        });
         const prepared = current ? await current.done() : null;
         if (result.status === 'unchanged') {
           // Nothing new: no run folder, latest, current/ and the state stay as they are.
@@ -290,23 +290,28 @@ function unchangedResult(unchanged: NothingNew, startedAt: number): RunResult {
   };
 }
 
-async function exportRun(
-  run: RunDirectory,
-  client: ApiClient,
-  listing: StudyListing,
-  config: PipelineConfig,
-  state: State,
-  options: RunOptions,
-  startedAt: number,
-  log: WarningLog,
+/** What exporting the studies into a new run works with. */
+interface ExportRunInput {
+  run: RunDirectory;
+  client: ApiClient;
+  listing: StudyListing;
+  config: PipelineConfig;
+  state: State;
+  options: RunOptions;
+  startedAt: number;
+  log: WarningLog;
   /** The run's scratch folder (listing spills, media bodies), outside the output. */
-  scratchDir: string,
-  staging: CurrentStaging,
+  scratchDir: string;
+  staging: CurrentStaging;
   /** Each study's current parts, prepared as soon as its export is done; null for a replay. */
-  current: CurrentPreparation | null,
+  current: CurrentPreparation | null;
   /** What latest names; null when this run must be committed whatever it finds. */
-  previousRun: PreviousRun | null,
-): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
+  previousRun: PreviousRun | null;
+}
+
+async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
+  const { run, client, listing, config, state, options, startedAt, log } = input;
+  const { scratchDir, staging, current, previousRun } = input;
   const { reporter } = options;
   const { studies } = listing;
   const files = run.files;
