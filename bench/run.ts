@@ -10,11 +10,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adaptiveFigures } from './adaptive.ts';
-import { curlWithParallel, mediaBaselines } from './curl.ts';
 import type { ExportResult } from './export.ts';
 import type { FloorResult } from './floor.ts';
-import type { MediaResult } from './media.ts';
-import { runStep, startSandboxProcess, videoStudy } from './processes.ts';
+import { measureMediaRounds, mediaConcurrency, mediaScale } from './media-rounds.ts';
+import { runStep, startSandboxProcess } from './processes.ts';
 import { machine, round, writeResults } from './report.ts';
 import { type BenchS3, benchBucket, startBenchS3 } from './s3.ts';
 
@@ -25,6 +24,8 @@ interface Plan {
   /** Responses per visible study, one data set each. */
   perStudy: number[];
   mediaResponses: number;
+  /** Media figures are medians of this many rounds (bench/media-rounds.ts). */
+  mediaRounds: number;
 }
 
 /** The sandbox's primary key sees every study but the last: 11 studies, 10 exported. */
@@ -32,13 +33,10 @@ const sandboxStudies = 11;
 const latencyMs = 20;
 const concurrency = 8;
 const perPage = 1000;
-/** Media files of about 1 MB (the MP4 fixture is 2 KiB before scaling). */
-const mediaScale = 500;
-const mediaConcurrency = 4;
 
 const plans: Record<Plan['mode'], Plan> = {
-  full: { mode: 'full', perStudy: [100, 1000, 5000], mediaResponses: 40 },
-  quick: { mode: 'quick', perStudy: [20, 50, 100], mediaResponses: 10 },
+  full: { mode: 'full', perStudy: [100, 1000, 5000], mediaResponses: 40, mediaRounds: 3 },
+  quick: { mode: 'quick', perStudy: [20, 50, 100], mediaResponses: 10, mediaRounds: 1 },
 };
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
@@ -140,41 +138,6 @@ async function measureTransform(work: string, runDir: string) {
   };
 }
 
-async function measureMedia(work: string, responses: number) {
-  const curlVersion = curlWithParallel();
-  const sandbox = await startSandboxProcess({ studies: 4, responses, latencyMs, mediaScale });
-  try {
-    const study = await videoStudy(sandbox.info);
-    log(`media: ${responses} video responses into media.zip (${mediaConcurrency} downloads at once)`);
-    const ours = await runStep<Measured<MediaResult>>('media', {
-      sandbox: sandbox.info,
-      studyId: study.id,
-      linkId: study.link_id,
-      out: join(work, 'media'),
-      concurrency: mediaConcurrency,
-    });
-    log(`  ours ${seconds(ours.ms)} s; baselines: curl alone, then curl + sha256sum + zip -0`);
-    const baselines = await mediaBaselines(ours, ours.curlConfig, ours.curlDir, mediaConcurrency);
-    if (typeof baselines.skipped === 'string') log(`  ${baselines.skipped}: those baselines skipped`);
-    return {
-      media_vs_curl: baselines.media_vs_curl as number | null,
-      media_vs_same_work: baselines.media_vs_same_work as number | null,
-      media: {
-        files: ours.files,
-        failed: ours.failed,
-        mb: round(ours.bytes / 1e6, 1),
-        ours_s: seconds(ours.ms),
-        // CPU of every thread of our process while timed: above the wall time means both cores.
-        ours_cpu_s: seconds(ours.cpu_ms),
-        curl_version: curlVersion,
-        ...baselines,
-      },
-    };
-  } finally {
-    await sandbox.stop();
-  }
-}
-
 /** The value after `flag` on the command line, if any. */
 function argValue(flag: string): string | undefined {
   const at = process.argv.indexOf(flag);
@@ -235,7 +198,12 @@ async function main(): Promise<void> {
       largestRun = runDir;
     }
     const transform = await measureTransform(work, largestRun);
-    const media = await measureMedia(work, plan.mediaResponses);
+    const media = await measureMediaRounds({
+      work,
+      responses: plan.mediaResponses,
+      rounds: plan.mediaRounds,
+      log,
+    });
     log('adaptive concurrency against a load-dependent rate limit');
     const adaptive = await adaptiveFigures(plan.mode === 'quick' ? 100 : 300);
     const smallest = sizes[0] as SizeFigures;
@@ -271,10 +239,11 @@ async function main(): Promise<void> {
         per_page: perPage,
         media_scale: mediaScale,
         media_concurrency: mediaConcurrency,
+        media_rounds: plan.mediaRounds,
       },
       sizes,
       transform,
-      media: media.media,
+      media: { ...media.media, rounds: media.rounds },
       adaptive,
       machine: machine(),
       total_s: seconds(Date.now() - started),
