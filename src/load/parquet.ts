@@ -76,6 +76,11 @@ function columnValues(column: Column, values: unknown[]): unknown[] {
       return values.map((v) => (v === null ? null : BigInt(v as number)));
     case 'timestamp':
       return values.map((v) => (v === null ? null : new Date(v as string)));
+    case 'string':
+    case 'json':
+      // UTF-8 here rather than hyparquet-writer's TextEncoder: Buffer.from cuts small strings
+      // out of a shared pool instead of allocating a buffer for each value.
+      return values.map((v) => (v === null ? null : Buffer.from(v as string, 'utf8')));
     default:
       return values;
   }

@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import {
   createParquetWriter,
@@ -19,7 +21,7 @@ import {
   tableRow,
   withTempDir,
 } from './readers.ts';
-import { answerRow, awkwardAnswers, responseRow } from './samples.ts';
+import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from './samples.ts';
 
 /** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */
 function normalise(value: unknown): unknown {
@@ -50,6 +52,41 @@ describe('Parquet tables', () => {
       const answers = (row: Record<string, unknown>) => tableRow('answers', row);
       expect((await readParquetjsLite(path)).rows.map(answers)).toEqual(awkwardAnswers);
       expect((await readParquetWasm(path)).rows.map(answers)).toEqual(awkwardAnswers);
+    });
+  });
+
+  it('orders string statistics by UTF-8 bytes, so DuckDB skips only the row groups that cannot match', async () => {
+    // A character beyond U+FFFF sorts before U+E000 in UTF-16 but after it in UTF-8.
+    const texts = [...awkwardTexts, '\uE000 private use', '😀 beyond the BMP', 'Ωmega', 'zzz', 'aaa'];
+    const rows = texts.map((text, i) => answerRow(i, text));
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'answers.parquet');
+      const writer = await createParquetWriter(...localFile(path), 'answers', { rowGroupSize: 3 });
+      await writer.write(rows);
+      await writer.close();
+
+      const metadata = parquetMetadata(new Uint8Array(await readFile(path)).buffer);
+      const column = columnNames('answers').indexOf('answer');
+      const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+      // Bounds, not values: long strings are cut to a 16-byte prefix (and the maximum raised).
+      metadata.row_groups.forEach((group, g) => {
+        const values = texts.slice(g * 3, g * 3 + 3).sort(byBytes);
+        const statistics = group.columns[column]?.meta_data?.statistics;
+        expect(byBytes(String(statistics?.min_value), values[0] as string)).toBeLessThanOrEqual(0);
+        expect(byBytes(String(statistics?.max_value), values.at(-1) as string)).toBeGreaterThanOrEqual(0);
+        expect(Buffer.from(values[0] as string).subarray(0, 16)).toEqual(
+          Buffer.from(String(statistics?.min_value)),
+        );
+      });
+      await duckdb(async (query) => {
+        for (const text of texts) {
+          const literal = text.replaceAll("'", "''").replaceAll('\0', "' || chr(0) || '");
+          const [found] = await query(
+            `select count(*) as n from read_parquet('${path}') where answer = '${literal}'`,
+          );
+          expect([text, Number(found?.n)]).toEqual([text, texts.filter((t) => t === text).length]);
+        }
+      });
     });
   });
 
