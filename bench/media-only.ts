@@ -34,9 +34,15 @@ async function main(): Promise<void> {
       log,
     });
     const { media_vs_curl, media_vs_same_work, rounds } = measured;
-    process.stdout.write(
-      `${JSON.stringify({ media_vs_curl, media_vs_same_work, ratios: rounds.map((r) => r.media_vs_curl), same_work_ratios: rounds.map((r) => r.media_vs_same_work), rounds, loadavg: loadavg() })}\n`,
-    );
+    const summary = {
+      media_vs_curl,
+      media_vs_same_work,
+      ratios: rounds.map((r) => r.media_vs_curl),
+      same_work_ratios: rounds.map((r) => r.media_vs_same_work),
+      rounds,
+      loadavg: loadavg(),
+    };
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

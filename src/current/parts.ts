@@ -91,7 +91,7 @@ export function rowOf<T extends TableName>(table: T, record: Record<string, unkn
   return row as Row<T>;
 }
 
-/** A part written in the run's scratch space, waiting to be copied into the store. */
+/** A part written in the run's scratch space, waiting to be moved into the store. */
 export interface PreparedPart {
   /** Local files and the store paths they are moved to. */
   files: { local: string; target: string }[];

@@ -5,8 +5,9 @@
  * gets its wide sheet built from those parts. Once the run is committed, the prepared files
  * are published (moved into the store) and the previous part is removed only once every new
  * part of the study is in place. A run killed half way leaves each partition with its
- * previous part, or with the new one beside it (a superset of the previous: the newest part is always the one read), and
- * its rerun, which exports the same responses again because state did not move, completes it.
+ * previous part, or with the new one beside it (a superset of the previous: the newest part
+ * is always the one read), and its rerun, which exports the same responses again because
+ * state did not move, completes it.
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */

@@ -59,7 +59,8 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
   const work = join(dir, 'work');
   try {
     await mkdir(work);
-    const sheet = createWideWriter(new LocalStorage(dir), work, input.linkId, input.csv);
+    const local = new LocalStorage(dir);
+    const sheet = createWideWriter(local, work, input.linkId, input.csv);
     try {
       const bucketCount = Math.max(
         1,
@@ -70,7 +71,7 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
       }
       const path = await sheet.finish(wideColumns(input.questions));
       const target = `${wideFolder(input.studyId)}/${posix.basename(path)}`;
-      return { files: [{ local: join(dir, ...path.split('/')), target }] };
+      return { files: [{ local: local.describe(path), target }] };
     } catch (error) {
       await sheet.abort();
       throw error;

@@ -48,6 +48,14 @@ class LocalByteSink implements ByteSink {
 /** Temporary names of files being written; never read, removed when found (src/current). */
 export const WRITING_SUFFIX = '.writing';
 
+/** The hidden name a file is written under, beside `absolutePath`, until it is renamed into place. */
+export function hiddenPathFor(absolutePath: string): string {
+  return join(
+    dirname(absolutePath),
+    `.${process.pid}-${Date.now()}-${basename(absolutePath)}${WRITING_SUFFIX}`,
+  );
+}
+
 /**
  * Creates (or truncates) `absolutePath`, named `path` in the stored file; a missing folder or
  * a permission problem fails here. With `hidden`, the bytes go to a hidden name beside it,
@@ -58,9 +66,7 @@ export async function openLocalFile(
   path = absolutePath,
   options: { hidden?: boolean } = {},
 ): Promise<HashedOutputFile> {
-  const target = options.hidden
-    ? join(dirname(absolutePath), `.${process.pid}-${Date.now()}-${basename(absolutePath)}${WRITING_SUFFIX}`)
-    : absolutePath;
+  const target = options.hidden ? hiddenPathFor(absolutePath) : absolutePath;
   const stream = createWriteStream(target, { flags: 'w' });
   try {
     await once(stream, 'open');

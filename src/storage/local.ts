@@ -11,7 +11,7 @@ import { Readable } from 'node:stream';
 import { ConfigError } from '../errors.ts';
 import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
-import { openLocalFile, WRITING_SUFFIX } from './local-file.ts';
+import { hiddenPathFor, openLocalFile } from './local-file.ts';
 import type {
   Lease,
   LeftoverOptions,
@@ -57,10 +57,7 @@ export class LocalStorage implements Storage {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
     }
-    const hidden = join(
-      dirname(absolute),
-      `.${process.pid}-${Date.now()}-${basename(absolute)}${WRITING_SUFFIX}`,
-    );
+    const hidden = hiddenPathFor(absolute);
     try {
       await copyFile(localPath, hidden);
       await rename(hidden, absolute);

@@ -63,7 +63,6 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-/** A temporary working directory with one pipeline file in it. */
 /** A pipeline file against a sandbox: CSV only, no retries unless asked, media off unless asked. */
 export function sandboxPipeline(
   baseUrl: string,
@@ -82,6 +81,7 @@ export function sandboxPipeline(
   ].join('\n');
 }
 
+/** A temporary working directory with one pipeline file in it. */
 export async function workdir(pipeline: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'study-export-cli-'));
   await writeFile(path.join(dir, 'pipeline.yaml'), pipeline);
