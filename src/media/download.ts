@@ -40,7 +40,7 @@ export interface DownloadOptions {
   dest: string;
   /**
    * Keeps bodies in memory when their Content-Length fits; without it every body goes to
-   * `dest`. The caller gives a memory body's bytes back once it is done with it.
+   * `dest`. The caller gives a memory body's buffer back once it is done with it.
    */
   memory?: MemoryBudget;
   /** The shared retry policy (network errors, 408/429/5xx and short bodies are retried). */
@@ -179,16 +179,16 @@ async function receiveToFile(
 }
 
 /**
- * Copies the body into one buffer of the announced length (no chunk list, no concat) and
- * hashes it whole once it is complete. (Hashing through WebCrypto on the thread pool was
- * tried: it copies the buffer first and measured no faster.)
+ * Copies the body into `data`, a buffer of the announced length from the memory budget (no
+ * chunk list, no concat), and hashes it whole once it is complete. (Hashing through
+ * WebCrypto on the thread pool was tried: it copies the buffer first and measured no faster.)
  */
 async function receiveToMemory(
   body: IncomingMessage,
-  length: number,
+  data: Buffer,
   onBytes?: (n: number) => void,
 ): Promise<Received> {
-  const data = Buffer.allocUnsafeSlow(length);
+  const length = data.length;
   let bytes = 0;
   body.on('data', (chunk: Buffer) => {
     if (bytes + chunk.length <= length) chunk.copy(data, bytes);
@@ -223,10 +223,10 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
     const limit = bodyLimit(url, known ? expected : undefined, options);
     // A file announced larger than the ceiling is refused before a byte of it is read.
     if (known && expected > limit.maxBytes) throw limit.exceeded();
-    const inMemory = known && options.memory?.tryTake(expected) === true;
+    const memory = known ? (options.memory?.take(expected) ?? null) : null;
     try {
-      const received = inMemory
-        ? await receiveToMemory(response.body, expected, options.onBytes)
+      const received = memory
+        ? await receiveToMemory(response.body, memory, options.onBytes)
         : await receiveToFile(response.body, options.dest, limit, options.onBytes);
       if (known && received.bytes !== expected) {
         throw new TryAgain(
@@ -242,8 +242,10 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
         contentType,
       };
     } catch (error) {
-      // Nothing of a failed attempt is kept: a later attempt may go to memory instead.
-      if (inMemory) options.memory?.give(expected);
+      // Nothing of a failed attempt is kept: a later attempt may go to memory instead. The
+      // body is stopped first, so that no late chunk lands in a buffer handed out again.
+      response.abort();
+      if (memory) options.memory?.give(memory);
       else await rm(options.dest, { force: true });
       throw error;
     }

@@ -15,16 +15,15 @@ export interface JobScratch {
 /** A failed download removes its own partial file, so only held file bodies are left to remove. */
 export function jobScratch(dir: string, memory: MemoryBudget): JobScratch {
   const files: string[] = [];
-  let heldBytes = 0;
+  const buffers: Buffer[] = [];
   return {
     tempPath: () => join(dir, `${randomUUID()}.part`),
     hold(body) {
-      if (body.kind === 'memory') heldBytes += body.data.length;
+      if (body.kind === 'memory') buffers.push(body.data);
       else files.push(body.path);
     },
     async release() {
-      memory.give(heldBytes);
-      heldBytes = 0;
+      for (const buffer of buffers.splice(0)) memory.give(buffer);
       await Promise.all(files.map((file) => rm(file, { force: true })));
     },
   };

@@ -97,7 +97,7 @@ describe('downloadMedia', () => {
 
   it('keeps a body that fits the memory budget in memory, and writes no file', async () => {
     const dest = join(dir, 'm.part');
-    const memory = new MemoryBudget(100, 50);
+    const memory = new MemoryBudget(100, 50, 1);
     const file = await downloadMedia({ ...options(`${base}/file?sig=1`, dest), memory });
     expect(file.body).toEqual({ kind: 'memory', data: Buffer.from('hello') });
     expect(file.sha256).toBe('2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824');
