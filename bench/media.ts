@@ -8,6 +8,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SingleResponse } from '../src/api/resources.ts';
 import { openMediaArchive } from '../src/media/archive.ts';
+import { HashingThread } from '../src/media/hashing-thread.ts';
 import { mediaJobs } from '../src/media/jobs.ts';
 import { createMediaStage } from '../src/media/stage.ts';
 import { LocalStorage } from '../src/storage/local.ts';
@@ -86,9 +87,11 @@ export async function mediaDownload(input: MediaInput): Promise<MediaResult> {
 
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const archive = await openMediaArchive(new LocalStorage(input.out), 'media.zip');
+  const hashing = new HashingThread();
+  const archive = await openMediaArchive(new LocalStorage(input.out), 'media.zip', { hashing });
   const stage = createMediaStage({
     archive,
+    hashing,
     tmpDir,
     concurrency: input.concurrency,
     video: 'mp4',
@@ -103,6 +106,7 @@ export async function mediaDownload(input: MediaInput): Promise<MediaResult> {
     await stage.archiveResponse(contextOf(input, detail), detail, fetchedAt, async () => detail);
   });
   const zip = await archive.finish();
+  await hashing.close();
   await rm(tmpDir, { recursive: true, force: true });
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);

@@ -15,6 +15,7 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { MediaError } from '../errors.ts';
 import type { Storage } from '../storage/types.ts';
+import type { HashingThread } from './hashing-thread.ts';
 import type { MediaBody } from './types.ts';
 import {
   centralHeader,
@@ -44,6 +45,8 @@ export interface ZipOutput {
 }
 
 export interface ArchiveOptions {
+  /** Computes media.zip's SHA-256 (for the manifest) off the event loop. */
+  hashing?: HashingThread;
   /**
    * Writes zip64 end records and offsets whatever the sizes: lets tests check that readers
    * accept them without writing 4 GiB.
@@ -63,7 +66,11 @@ export async function openMediaArchive(
   path: string,
   options: ArchiveOptions = {},
 ): Promise<MediaArchive> {
-  return new ZipWriter(storage.describe(path), await storage.create(path), options);
+  const output = await storage.create(
+    path,
+    options.hashing ? { sha256: options.hashing.runningSha256() } : {},
+  );
+  return new ZipWriter(storage.describe(path), output, options);
 }
 
 export class ZipWriter implements MediaArchive {
@@ -117,7 +124,7 @@ export class ZipWriter implements MediaArchive {
     this.checkOpen();
     if (body.kind === 'memory') {
       this.checkSize(entryName, body.data.length);
-      const record = this.record(entryName, body.data.length, crc32(body.data), false);
+      const record = this.record(entryName, body.data.length, body.crc32 ?? crc32(body.data), false);
       await this.guarded(async () => {
         await this.emit(localHeader(record));
         await this.emit(body.data);

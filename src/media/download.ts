@@ -8,6 +8,7 @@
  * ever reaches them.
  */
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
@@ -23,6 +24,7 @@ import {
   withRetries,
 } from '../http/retry.ts';
 import { redact } from '../redact.ts';
+import type { HashingThread } from './hashing-thread.ts';
 import type { MemoryBudget } from './memory-budget.ts';
 import type { MediaBody } from './types.ts';
 
@@ -45,6 +47,8 @@ export interface DownloadOptions {
   memory?: MemoryBudget;
   /** The shared retry policy (network errors, 408/429/5xx and short bodies are retried). */
   policy: RetryPolicy;
+  /** Hashes bodies kept in memory off the event loop; without it they are hashed here. */
+  hashing?: HashingThread;
   /** Where retries are counted (the media stage's counts, in the manifest). */
   counts?: RetryCounts;
   /** Connect, first-byte and idle-socket timeout of one attempt. */
@@ -143,7 +147,7 @@ function statusError(response: GetResponse, url: string, context: ErrorContext):
 interface Received {
   body: MediaBody;
   bytes: number;
-  sha256(): string;
+  sha256(): string | Promise<string>;
 }
 
 /**
@@ -171,6 +175,8 @@ async function receiveToFile(
   try {
     await written;
   } catch (error) {
+    // The file may still be opening: once it is closed, the caller's removal cannot be outrun by it.
+    if (!file.closed) await once(file, 'close');
     if (error instanceof MediaError || failedFirst !== 'file') throw error;
     const reason = error instanceof Error ? error.message : String(error);
     throw new MediaError(`could not write the temporary file: ${reason}`, { cause: error });
@@ -180,12 +186,14 @@ async function receiveToFile(
 
 /**
  * Copies the body into `data`, a buffer of the announced length from the memory budget (no
- * chunk list, no concat), and hashes it whole once it is complete. (Hashing through
+ * chunk list, no concat), and hashes it whole once it is complete: on the hashing thread
+ * when there is one, which gives its CRC-32 for the zip entry too. (Hashing through
  * WebCrypto on the thread pool was tried: it copies the buffer first and measured no faster.)
  */
 async function receiveToMemory(
   body: IncomingMessage,
   data: Buffer,
+  hashing: HashingThread | undefined,
   onBytes?: (n: number) => void,
 ): Promise<Received> {
   const length = data.length;
@@ -196,8 +204,14 @@ async function receiveToMemory(
     onBytes?.(chunk.length);
   });
   await finished(body, { writable: false });
-  const sha256 = () => createHash('sha256').update(data).digest('hex');
-  return { body: { kind: 'memory', data }, bytes, sha256 };
+  const received: MediaBody = { kind: 'memory', data };
+  const sha256 = async () => {
+    if (!hashing) return createHash('sha256').update(data).digest('hex');
+    const digest = await hashing.digestBody(data);
+    received.crc32 = digest.crc32;
+    return digest.sha256;
+  };
+  return { body: received, bytes, sha256 };
 }
 
 /**
@@ -226,7 +240,7 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
     const memory = known ? (options.memory?.take(expected) ?? null) : null;
     try {
       const received = memory
-        ? await receiveToMemory(response.body, memory, options.onBytes)
+        ? await receiveToMemory(response.body, memory, options.hashing, options.onBytes)
         : await receiveToFile(response.body, options.dest, limit, options.onBytes);
       if (known && received.bytes !== expected) {
         throw new TryAgain(
@@ -238,7 +252,7 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
       return {
         body: received.body,
         bytes: received.bytes,
-        sha256: received.sha256(),
+        sha256: await received.sha256(),
         contentType,
       };
     } catch (error) {

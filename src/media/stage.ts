@@ -15,6 +15,7 @@ import { redact } from '../redact.ts';
 import { type MediaArchive, maxEntryBytes } from './archive.ts';
 import { downloadMedia } from './download.ts';
 import { type FetchLink, fetchFile } from './fetch.ts';
+import type { HashingThread } from './hashing-thread.ts';
 import { fetchHls } from './hls.ts';
 import { mediaJobs, type ResponseContext } from './jobs.ts';
 import { ResponseLinks } from './links.ts';
@@ -41,6 +42,8 @@ export interface MediaStageOptions {
   /** Refresh links older than this before using them (default 50 minutes). */
   maxLinkAgeMs?: number;
   onBytes?: (n: number) => void;
+  /** Hashes the bodies kept in memory off the event loop (the run's, shared with media.zip). */
+  hashing?: HashingThread;
   /** Downloads held in memory instead of temporary files (default: 32 MiB, 8 MiB a file). */
   memory?: MemoryBudget;
   /** The clock links are issued on (fetchedAt uses it too). */
@@ -85,6 +88,7 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
         refresh,
         dest: scratch.tempPath(),
         memory,
+        ...(options.hashing ? { hashing: options.hashing } : {}),
         policy,
         counts: retryCounts,
         timeoutMs: options.timeoutMs,

@@ -17,6 +17,7 @@ import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
+import { HashingThread } from '../media/hashing-thread.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
 import { locationOf, openStorage } from '../storage/index.ts';
@@ -318,10 +319,13 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
   const raw = createRawArchive(files, 'raw');
   const rejects = createRejectsFile(files, 'rejects.jsonl');
   const writers = await createTableWriters(files, { formats: config.output.formats, csv: config.output.csv });
-  const archive = config.media.enabled ? await openMediaArchive(files, 'media.zip') : null;
+  // Hashing of media bodies and of media.zip on a second thread (started on first use).
+  const hashing = config.media.enabled ? new HashingThread() : null;
+  const archive = hashing ? await openMediaArchive(files, 'media.zip', { hashing }) : null;
   const media: MediaStage | null = archive
     ? createMediaStage({
         archive,
+        ...(hashing ? { hashing } : {}),
         tmpDir: join(scratchDir, 'media'),
         concurrency: config.media.concurrency,
         video: config.media.video,
@@ -463,5 +467,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     await raw.abort();
     await rejects.abort();
     throw error;
+  } finally {
+    await hashing?.close();
   }
 }

@@ -10,6 +10,7 @@ import { finished } from 'node:stream/promises';
 import { RunError } from '../errors.ts';
 import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { type ByteSink, HashedOutputFile } from './output-file.ts';
+import type { CreateOptions } from './types.ts';
 
 class LocalByteSink implements ByteSink {
   #failure: unknown = null;
@@ -64,7 +65,7 @@ export function hiddenPathFor(absolutePath: string): string {
 export async function openLocalFile(
   absolutePath: string,
   path = absolutePath,
-  options: { hidden?: boolean } = {},
+  options: { hidden?: boolean } & CreateOptions = {},
 ): Promise<HashedOutputFile> {
   const target = options.hidden ? hiddenPathFor(absolutePath) : absolutePath;
   const stream = createWriteStream(target, { flags: 'w' });
@@ -80,5 +81,5 @@ export async function openLocalFile(
     });
   }
   const sink = new LocalByteSink(target, stream, options.hidden ? absolutePath : null);
-  return new HashedOutputFile(path, absolutePath, sink);
+  return new HashedOutputFile(path, absolutePath, sink, options.sha256);
 }

@@ -13,6 +13,7 @@ import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
 import { hiddenPathFor, openLocalFile } from './local-file.ts';
 import type {
+  CreateOptions,
   Lease,
   LeftoverOptions,
   ListedFile,
@@ -41,10 +42,10 @@ export class LocalStorage implements Storage {
    * The file is written under a hidden name and renamed into place when closed, as an object
    * appears on object storage: a reader (DuckDB on current/, the next run) never sees half.
    */
-  async create(path: string): Promise<OutputFile> {
+  async create(path: string, options: CreateOptions = {}): Promise<OutputFile> {
     const absolute = this.describe(path);
     if (path.includes('/')) await makeDirectory(dirname(absolute));
-    return openLocalFile(absolute, path, { hidden: true });
+    return openLocalFile(absolute, path, { ...options, hidden: true });
   }
 
   /** A rename where the scratch space is on the same file system; else a copy, renamed into place. */

@@ -3,7 +3,7 @@
  * chunks, counts the bytes and computes the sha256 as they pass (the manifest never reads a
  * file back), keeps the first failure and names the file in it.
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { RunError } from '../errors.ts';
 import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { ByteBatch } from './byte-batch.ts';
@@ -19,21 +19,42 @@ export interface ByteSink {
   destroy(): Promise<void>;
 }
 
+/**
+ * The SHA-256 of a file's bytes as they pass: on this thread by default, on a hashing
+ * thread for media.zip (src/media/hashing-thread.ts).
+ */
+export interface RunningSha256 {
+  /** Takes `bytes` in order; once it resolves the caller may reuse them. */
+  update(bytes: Uint8Array): void | Promise<void>;
+  digest(): string | Promise<string>;
+}
+
+function sha256OnThisThread(): RunningSha256 {
+  const hash = createHash('sha256');
+  return {
+    update: (bytes) => {
+      hash.update(bytes);
+    },
+    digest: () => hash.digest('hex'),
+  };
+}
+
 export class HashedOutputFile implements OutputFile {
   readonly path: string;
   #where: string;
   #sink: ByteSink;
-  #hash: Hash = createHash('sha256');
+  #sha256: RunningSha256;
   #bytes = 0;
   #batch = new ByteBatch();
   #failure: Error | null = null;
   #state: 'open' | 'closed' | 'aborted' = 'open';
 
   /** `where` names the file in errors: a path or an s3:// URL. */
-  constructor(path: string, where: string, sink: ByteSink) {
+  constructor(path: string, where: string, sink: ByteSink, sha256: RunningSha256 = sha256OnThisThread()) {
     this.path = path;
     this.#where = where;
     this.#sink = sink;
+    this.#sha256 = sha256;
   }
 
   get bytes(): number {
@@ -51,8 +72,12 @@ export class HashedOutputFile implements OutputFile {
     const rest = this.#batch.take();
     if (rest) await this.#send(rest);
     await this.#pass(() => this.#sink.end());
+    let sha256 = '';
+    await this.#pass(async () => {
+      sha256 = await this.#sha256.digest();
+    });
     this.#state = 'closed';
-    return { path: this.path, bytes: this.#bytes, sha256: this.#hash.digest('hex') };
+    return { path: this.path, bytes: this.#bytes, sha256 };
   }
 
   async abort(): Promise<void> {
@@ -64,7 +89,8 @@ export class HashedOutputFile implements OutputFile {
 
   /** Hashed as gathered, not per write: one hash call per batch, and no string encoded twice. */
   async #send(bytes: Uint8Array): Promise<void> {
-    this.#hash.update(bytes);
+    const hashing = this.#sha256.update(bytes);
+    if (hashing) await this.#pass(() => hashing);
     await this.#pass(() => this.#sink.write(bytes));
   }
 

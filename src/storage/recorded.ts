@@ -2,7 +2,7 @@
  * A storage that remembers every file written through it, with the size and sha256 counted
  * while writing: the run's manifest lists them without reading a byte back.
  */
-import type { OutputFile, Storage, StoredFile } from './types.ts';
+import type { CreateOptions, OutputFile, Storage, StoredFile } from './types.ts';
 
 export interface RecordedStorage extends Storage {
   /** Every file written and not deleted since, sorted by path. */
@@ -30,8 +30,8 @@ export function recordWrites(storage: Storage): RecordedStorage {
     lease: (path) => storage.lease(path),
     removeLeftovers: (runsPrefix, options) => storage.removeLeftovers(runsPrefix, options),
     written: () => [...files.values()].sort((a, b) => a.path.localeCompare(b.path)),
-    async create(path: string): Promise<OutputFile> {
-      const file = await storage.create(path);
+    async create(path: string, options?: CreateOptions): Promise<OutputFile> {
+      const file = await storage.create(path, options);
       return {
         path: file.path,
         get bytes() {

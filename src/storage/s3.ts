@@ -32,6 +32,7 @@ import { copyInto } from './copy.ts';
 import { HashedOutputFile } from './output-file.ts';
 import { PartSpool, S3Output } from './s3-output.ts';
 import type {
+  CreateOptions,
   Lease,
   LeftoverOptions,
   ListedFile,
@@ -125,7 +126,7 @@ class S3Storage implements Storage {
     return new S3Storage(this.at_, this.key(prefix));
   }
 
-  async create(path: string): Promise<OutputFile> {
+  async create(path: string, options: CreateOptions = {}): Promise<OutputFile> {
     const where = this.describe(path);
     const { client, bucket, spool, uploads } = this.at_;
     const output = new S3Output({
@@ -136,14 +137,15 @@ class S3Storage implements Storage {
       fail: (error) => storageError(error, 'write', where),
     });
     uploads.add(output);
-    return new HashedOutputFile(path, where, {
-      write: (bytes) => output.write(bytes),
+    const sink = {
+      write: (bytes: Uint8Array) => output.write(bytes),
       end: () => output.end().finally(() => uploads.delete(output)),
       destroy: () => {
         uploads.delete(output);
         return output.destroy();
       },
-    });
+    };
+    return new HashedOutputFile(path, where, sink, options.sha256);
   }
 
   async moveIn(localPath: string, path: string): Promise<void> {

@@ -5,6 +5,7 @@
  * rooted elsewhere is `at(prefix)`.
  */
 import type { Readable } from 'node:stream';
+import type { RunningSha256 } from './output-file.ts';
 
 /** A file as written: its size and sha256 are counted while the bytes pass, not read back. */
 export interface StoredFile {
@@ -19,6 +20,12 @@ export interface ListedFile {
   bytes: number;
   /** Milliseconds since the epoch. */
   modifiedAt: number;
+}
+
+/** How a file is written. */
+export interface CreateOptions {
+  /** Where its SHA-256 is computed; by default on this thread as the bytes pass. */
+  sha256?: RunningSha256;
 }
 
 /** One file being written as a stream (on object storage nothing is visible before close). */
@@ -64,7 +71,7 @@ export interface Storage {
   describe(path: string): string;
   /** The same storage rooted at `prefix`. */
   at(prefix: string): Storage;
-  create(path: string): Promise<OutputFile>;
+  create(path: string, options?: CreateOptions): Promise<OutputFile>;
   /** A small file in one call; replaces it as a whole (readers see the old or the new). */
   put(path: string, content: string | Uint8Array): Promise<StoredFile>;
   /**

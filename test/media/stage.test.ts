@@ -7,17 +7,20 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SingleResponse } from '../../src/api/resources.ts';
 import type { VideoMode } from '../../src/config/schema.ts';
 import { type MediaArchive, openMediaArchive } from '../../src/media/archive.ts';
+import { HashingThread } from '../../src/media/hashing-thread.ts';
 import { MemoryBudget } from '../../src/media/memory-budget.ts';
 import { createMediaStage, type MediaStageOptions } from '../../src/media/stage.ts';
 import type { MediaOutcome } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { LocalStorage } from '../../src/storage/local.ts';
+import { recordWrites } from '../../src/storage/recorded.ts';
 import { expectMediaRequestsKeyless } from '../shared.ts';
 import { localFile } from '../storage/helpers.ts';
 import { readZip, type ZipEntryInfo } from './zip.ts';
@@ -141,13 +144,26 @@ class CountingBudget extends MemoryBudget {
 
 describe('media stage on the sandbox', () => {
   it.each([
-    ['kept in memory', () => new CountingBudget(64 * 1024 * 1024, 8 * 1024 * 1024), 'taken'],
-    ['through temporary files', () => new CountingBudget(0, 0), 'refused'],
+    ['kept in memory', () => new CountingBudget(64 * 1024 * 1024, 8 * 1024 * 1024), 'taken', false],
+    [
+      'kept in memory, hashed on the hashing thread',
+      () => new CountingBudget(64 * 1024 * 1024, 8 * 1024 * 1024),
+      'taken',
+      true,
+    ],
+    ['through temporary files', () => new CountingBudget(0, 0), 'refused', false],
   ] as const)(
     'archives every audio and video file, stored, with the bytes the hosts serve (%s)',
-    async (_, budget, path) => {
+    async (_, budget, path, onThread) => {
       const memory = budget();
-      const media = stage({ memory });
+      const hashing = onThread ? new HashingThread() : undefined;
+      const recorded = recordWrites(new LocalStorage(dir));
+      if (hashing) {
+        // The zip's own SHA-256 and the entries' CRC-32 come from the thread too (unzip -t checks them).
+        await archive.abort();
+        archive = await openMediaArchive(recorded, 'media.zip', { hashing });
+      }
+      const media = stage({ memory, ...(hashing ? { hashing } : {}) });
       const expected = new Map<string, string>();
       const all: MediaOutcome[] = [];
       for (const linkId of [AUDIO, VIDEO]) {
@@ -183,6 +199,15 @@ describe('media stage on the sandbox', () => {
       expect(memory[path]).toBe(all.length);
       expect(memory.taken + memory.refused).toBe(all.length);
       expect(expectMediaRequestsKeyless(sandbox)).toBeGreaterThan(0);
+      if (hashing) {
+        const zipSha256 = createHash('sha256')
+          .update(await readFile(zipPath))
+          .digest('hex');
+        expect(recorded.written()).toEqual([
+          expect.objectContaining({ path: 'media.zip', sha256: zipSha256 }),
+        ]);
+        await hashing.close();
+      }
     },
   );
 

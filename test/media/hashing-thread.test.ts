@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { crc32 } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HashingThread } from '../../src/media/hashing-thread.ts';
+
+const MiB = 1024 * 1024;
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+describe('HashingThread', () => {
+  let thread: HashingThread;
+  afterEach(async () => {
+    await thread.close();
+  });
+
+  it('gives the SHA-256 and CRC-32 of whole bodies, across the buffers they travel in, and leaves them intact', async () => {
+    thread = new HashingThread();
+    const bodies = [0, 1, 1000, MiB, 2.5 * MiB + 3].map((size) => randomBytes(size));
+    const copies = bodies.map((body) => Buffer.from(body));
+    const digests = await Promise.all(bodies.map((body) => thread.digestBody(body)));
+    for (const [i, body] of bodies.entries()) {
+      expect(digests[i]).toEqual({ sha256: sha256(body), crc32: crc32(body) });
+      expect(body.equals(copies[i] as Buffer)).toBe(true);
+    }
+  });
+
+  it('hashes a file in the order it was written, waiting when its bytes in flight reach the limit', async () => {
+    thread = new HashingThread(2 * MiB);
+    const running = thread.runningSha256();
+    const whole = createHash('sha256');
+    // One buffer reused for every write, as a writer may once update resolves.
+    const scratch = Buffer.alloc(3 * MiB);
+    for (let i = 0; i < 40; i++) {
+      const chunk = scratch.subarray(0, (i * 97_531) % (3 * MiB));
+      chunk.fill(i);
+      whole.update(chunk);
+      await running.update(chunk);
+    }
+    expect(await running.digest()).toBe(whole.digest('hex'));
+  });
+
+  it('keeps files apart: bodies digested while a running hash is fed', async () => {
+    thread = new HashingThread();
+    const running = thread.runningSha256();
+    const body = randomBytes(3 * MiB);
+    const [digest] = await Promise.all([thread.digestBody(body), running.update(Buffer.from('zip header'))]);
+    await running.update(body);
+    expect(digest?.sha256).toBe(sha256(body));
+    expect(await running.digest()).toBe(sha256(Buffer.concat([Buffer.from('zip header'), body])));
+  });
+
+  it('fails what is asked once it is closed, with a clear error', async () => {
+    thread = new HashingThread();
+    await thread.digestBody(Buffer.from('x'));
+    await thread.close();
+    await expect(thread.digestBody(Buffer.from('y'))).rejects.toThrow(/hashing thread was closed/);
+  });
+
+  it('does not keep the process alive once it owes nothing, even if never closed', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hashing-thread-'));
+    const script = join(dir, 'idle.mts');
+    const module = new URL('../../src/media/hashing-thread.ts', import.meta.url).pathname;
+    await writeFile(
+      script,
+      `import { HashingThread } from ${JSON.stringify(module)};\n` +
+        `const thread = new HashingThread();\n` +
+        `const digest = await thread.digestBody(Buffer.from('abc'));\n` +
+        `console.log(digest.sha256);\n`,
+    );
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], {
+        cwd: new URL('../..', import.meta.url).pathname,
+        timeout: 20_000,
+      });
+      expect(stdout.trim()).toBe(sha256(Buffer.from('abc')));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
