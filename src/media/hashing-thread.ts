@@ -6,8 +6,9 @@
  * the hashing runs on the second core while the event loop keeps downloading (bench/README.md).
  *
  * The caller's bytes are never handed over, only copied: a body stays usable while it is
- * hashed, and nothing the zip writer or a stream still reads is detached. At most
- * `maxInFlightBytes` are copied and not yet hashed; beyond that, `update` waits.
+ * hashed, and nothing the zip writer or a stream still reads is detached. Each hash fills a
+ * 1 MiB buffer before sending it (a message per megabyte, not per write); at most
+ * `maxInFlightBytes` of buffers are sent and not yet back, beyond that `update` waits.
  *
  * The thread's code is a few lines of plain JavaScript evaluated as a worker: it runs the
  * same under tsx (the tests, the bench) and from the bundle the CLI runs.
@@ -21,25 +22,28 @@ const { parentPort } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const { crc32 } = require('node:zlib');
 const streams = new Map();
-parentPort.on('message', (message) => {
-  const { op, id } = message;
-  if (op === 'open') {
-    streams.set(id, { hash: createHash('sha256'), crc: message.crc ? 0 : null });
-  } else if (op === 'update') {
-    const stream = streams.get(id);
-    const bytes = new Uint8Array(message.buffer, 0, message.length);
+parentPort.on('message', ({ id, open, buffer, length, digest }) => {
+  if (open) streams.set(id, { hash: createHash('sha256'), crc: open.crc ? 0 : null });
+  const stream = streams.get(id);
+  const reply = { id };
+  const transfer = [];
+  if (buffer) {
+    const bytes = new Uint8Array(buffer, 0, length);
     stream.hash.update(bytes);
     if (stream.crc !== null) stream.crc = crc32(bytes, stream.crc);
-    parentPort.postMessage({ op: 'returned', buffer: message.buffer }, [message.buffer]);
-  } else if (op === 'digest') {
-    const stream = streams.get(id);
-    streams.delete(id);
-    parentPort.postMessage({ op: 'digest', id, sha256: stream.hash.digest('hex'), crc32: stream.crc });
+    reply.buffer = buffer;
+    transfer.push(buffer);
   }
+  if (digest) {
+    streams.delete(id);
+    reply.sha256 = stream.hash.digest('hex');
+    reply.crc32 = stream.crc;
+  }
+  parentPort.postMessage(reply, transfer);
 });
 `;
 
-/** Size of the buffers the bytes travel in; a larger update is sent in several. */
+/** Size of the buffers the bytes travel in: each stream fills one, then sends it. */
 const transferBytes = 1024 * 1024;
 const defaultMaxInFlightBytes = 16 * transferBytes;
 
@@ -48,9 +52,25 @@ export interface BodyDigest {
   crc32: number;
 }
 
-interface Pending {
-  resolve(value: { sha256: string; crc32: number | null }): void;
-  reject(error: Error): void;
+interface Digest {
+  sha256: string;
+  crc32: number | null;
+}
+
+/** One message to the thread: a stream's next buffer of bytes, its opening, its end. */
+interface Batch {
+  id: number;
+  open?: { crc: boolean };
+  buffer?: ArrayBuffer;
+  length?: number;
+  digest?: true;
+}
+
+interface Reply {
+  id: number;
+  buffer?: ArrayBuffer;
+  sha256?: string;
+  crc32?: number | null;
 }
 
 export class HashingThread {
@@ -59,18 +79,19 @@ export class HashingThread {
   #closed = false;
   #nextId = 0;
   /** Digests asked for and not yet answered, by stream id. */
-  readonly #digests = new Map<number, Pending>();
+  readonly #digests = new Map<number, { resolve(digest: Digest): void; reject(error: Error): void }>();
   /** Transfer buffers back from the thread, ready for more bytes. */
   readonly #spare: ArrayBuffer[] = [];
-  #inFlightBytes = 0;
-  /** Updates waiting for a buffer to come back. */
+  /** Buffers sent and not yet back. */
+  #sentBytes = 0;
+  /** Streams waiting for a buffer to come back. */
   readonly #waiting: (() => void)[] = [];
 
   constructor(private readonly maxInFlightBytes = defaultMaxInFlightBytes) {}
 
   /** SHA-256 and CRC-32 of one whole body (the media table's hash, the zip entry's CRC). */
   async digestBody(bytes: Uint8Array): Promise<BodyDigest> {
-    const stream = this.#open(true);
+    const stream = new ThreadStream(this, this.#nextId++, true);
     await stream.update(bytes);
     const { sha256, crc32 } = await stream.digest();
     return { sha256, crc32: crc32 ?? 0 };
@@ -78,7 +99,7 @@ export class HashingThread {
 
   /** A running SHA-256 of a file written in order (media.zip, for the manifest). */
   runningSha256(): RunningSha256 {
-    const stream = this.#open(false);
+    const stream = new ThreadStream(this, this.#nextId++, false);
     return { update: (bytes) => stream.update(bytes), digest: async () => (await stream.digest()).sha256 };
   }
 
@@ -91,32 +112,9 @@ export class HashingThread {
     if (worker) await worker.terminate();
   }
 
-  #open(crc: boolean) {
-    const id = this.#nextId++;
-    this.#post({ op: 'open', id, crc });
-    return {
-      update: (bytes: Uint8Array) => this.#update(id, bytes),
-      digest: () =>
-        new Promise<{ sha256: string; crc32: number | null }>((resolve, reject) => {
-          this.#digests.set(id, { resolve, reject });
-          this.#post({ op: 'digest', id });
-        }),
-    };
-  }
-
-  /** Copies `bytes` into transfer buffers and sends them; resolves once all are copied. */
-  async #update(id: number, bytes: Uint8Array): Promise<void> {
-    for (let offset = 0; offset < bytes.length; offset += transferBytes) {
-      const slice = bytes.subarray(offset, offset + transferBytes);
-      const buffer = await this.#transferBuffer();
-      new Uint8Array(buffer).set(slice);
-      this.#inFlightBytes += buffer.byteLength;
-      this.#post({ op: 'update', id, buffer, length: slice.length }, [buffer]);
-    }
-  }
-
-  async #transferBuffer(): Promise<ArrayBuffer> {
-    while (this.#spare.length === 0 && this.#inFlightBytes + transferBytes > this.maxInFlightBytes) {
+  /** A buffer to copy bytes into: a spare one, or a new one unless too many are out. */
+  async takeBuffer(): Promise<ArrayBuffer> {
+    while (this.#spare.length === 0 && this.#sentBytes + transferBytes > this.maxInFlightBytes) {
       this.#check();
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
     }
@@ -124,18 +122,24 @@ export class HashingThread {
     return this.#spare.pop() ?? new ArrayBuffer(transferBytes);
   }
 
-  #post(message: Record<string, unknown>, transfer: ArrayBuffer[] = []): void {
+  /** Sends a batch; with `digest`, resolves with the stream's digest. */
+  send(batch: Batch): Promise<Digest> | undefined {
     this.#check();
     const worker = this.#start();
-    worker.postMessage(message, transfer);
+    const answer = batch.digest
+      ? new Promise<Digest>((resolve, reject) => this.#digests.set(batch.id, { resolve, reject }))
+      : undefined;
+    if (batch.buffer) this.#sentBytes += batch.buffer.byteLength;
+    worker.postMessage(batch, batch.buffer ? [batch.buffer] : []);
     // The thread keeps the process alive only while it owes an answer or holds bytes.
     worker.ref();
+    return answer;
   }
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
     const worker = new Worker(workerSource, { eval: true });
-    worker.on('message', (message) => this.#receive(message));
+    worker.on('message', (reply: Reply) => this.#receive(reply));
     worker.on('error', (error) => this.#fail(new MediaError(`the hashing thread failed: ${error.message}`)));
     worker.on('exit', (code) => {
       if (!this.#closed) this.#fail(new MediaError(`the hashing thread stopped (exit code ${code})`));
@@ -144,23 +148,17 @@ export class HashingThread {
     return worker;
   }
 
-  #receive(message: {
-    op: string;
-    id?: number;
-    buffer?: ArrayBuffer;
-    sha256?: string;
-    crc32?: number | null;
-  }) {
-    if (message.op === 'returned' && message.buffer) {
-      this.#inFlightBytes -= message.buffer.byteLength;
-      this.#spare.push(message.buffer);
+  #receive(reply: Reply): void {
+    if (reply.buffer) {
+      this.#sentBytes -= reply.buffer.byteLength;
+      this.#spare.push(reply.buffer);
       this.#waiting.shift()?.();
-    } else if (message.op === 'digest' && message.id !== undefined) {
-      const pending = this.#digests.get(message.id);
-      this.#digests.delete(message.id);
-      pending?.resolve({ sha256: message.sha256 ?? '', crc32: message.crc32 ?? null });
     }
-    if (this.#digests.size === 0 && this.#inFlightBytes === 0) this.#worker?.unref();
+    if (reply.sha256 !== undefined) {
+      this.#digests.get(reply.id)?.resolve({ sha256: reply.sha256, crc32: reply.crc32 ?? null });
+      this.#digests.delete(reply.id);
+    }
+    if (this.#digests.size === 0 && this.#sentBytes === 0) this.#worker?.unref();
   }
 
   #fail(error: Error): void {
@@ -172,5 +170,51 @@ export class HashingThread {
 
   #check(): void {
     if (this.#failure) throw this.#failure;
+  }
+}
+
+/**
+ * One hash on the thread: bytes are copied into a transfer buffer, sent when it is full (or
+ * at the digest), so a small write (a zip header) costs a copy, not a message.
+ */
+class ThreadStream {
+  #buffer: ArrayBuffer | null = null;
+  #used = 0;
+  #opened = false;
+
+  constructor(
+    private readonly thread: HashingThread,
+    private readonly id: number,
+    private readonly crc: boolean,
+  ) {}
+
+  /** Resolves once `bytes` are copied: the caller may reuse them. */
+  async update(bytes: Uint8Array): Promise<void> {
+    for (let offset = 0; offset < bytes.length; ) {
+      this.#buffer ??= await this.thread.takeBuffer();
+      const length = Math.min(bytes.length - offset, transferBytes - this.#used);
+      new Uint8Array(this.#buffer, this.#used, length).set(bytes.subarray(offset, offset + length));
+      this.#used += length;
+      offset += length;
+      if (this.#used === transferBytes) this.#send(false);
+    }
+  }
+
+  digest(): Promise<Digest> {
+    return this.#send(true) as Promise<Digest>;
+  }
+
+  #send(digest: boolean): Promise<Digest> | undefined {
+    const batch: Batch = { id: this.id };
+    if (!this.#opened) batch.open = { crc: this.crc };
+    if (this.#buffer) {
+      batch.buffer = this.#buffer;
+      batch.length = this.#used;
+    }
+    if (digest) batch.digest = true;
+    this.#opened = true;
+    this.#buffer = null;
+    this.#used = 0;
+    return this.thread.send(batch);
   }
 }
