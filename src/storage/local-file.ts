@@ -33,6 +33,16 @@ class LocalByteSink implements ByteSink {
     if (!this.stream.write(bytes)) await once(this.stream, 'drain');
   }
 
+  /** Corked, so that the stream hands them to one writev. */
+  async writeMany(chunks: Uint8Array[]): Promise<void> {
+    if (this.#failure !== null) throw this.#failure;
+    this.stream.cork();
+    let ready = true;
+    for (const chunk of chunks) ready = this.stream.write(chunk);
+    this.stream.uncork();
+    if (!ready) await once(this.stream, 'drain');
+  }
+
   async end(): Promise<void> {
     if (this.#failure !== null) throw this.#failure;
     this.stream.end();

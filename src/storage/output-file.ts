@@ -13,6 +13,8 @@ import type { OutputFile, StoredFile } from './types.ts';
 export interface ByteSink {
   /** Resolves when the sink can take more (it may keep `bytes` until then). */
   write(bytes: Uint8Array): Promise<void>;
+  /** Several chunks in order, in one system call where the sink can (a zip header and its body). */
+  writeMany?(chunks: Uint8Array[]): Promise<void>;
   /** Every byte is stored and the file is complete under its name. */
   end(): Promise<void>;
   /** Stops and removes what was written. */
@@ -64,7 +66,9 @@ export class HashedOutputFile implements OutputFile {
   async write(chunk: string | Uint8Array): Promise<void> {
     this.#check();
     this.#bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
-    for (const bytes of this.#batch.add(chunk)) await this.#send(bytes);
+    const ready = this.#batch.add(chunk);
+    if (ready.length > 1 && this.#sink.writeMany) await this.#sendMany(ready, this.#sink.writeMany);
+    else for (const bytes of ready) await this.#send(bytes);
   }
 
   async close(): Promise<StoredFile> {
@@ -92,6 +96,14 @@ export class HashedOutputFile implements OutputFile {
     const hashing = this.#sha256.update(bytes);
     if (hashing) await this.#pass(() => hashing);
     await this.#pass(() => this.#sink.write(bytes));
+  }
+
+  async #sendMany(chunks: Uint8Array[], writeMany: (chunks: Uint8Array[]) => Promise<void>): Promise<void> {
+    for (const bytes of chunks) {
+      const hashing = this.#sha256.update(bytes);
+      if (hashing) await this.#pass(() => hashing);
+    }
+    await this.#pass(() => writeMany.call(this.#sink, chunks));
   }
 
   #check(): void {
