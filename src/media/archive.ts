@@ -140,15 +140,18 @@ export class ZipWriter implements MediaArchive {
       this.checkSize(entryName, size);
       this.checkOpen(); // again: the archive may have been aborted meanwhile
       const record = this.record(entryName, size, 0, true);
-      await this.guarded(() => this.copyFile(file, record));
+      await this.guarded(() => this.copyFile(file, record, body.crc32));
       this.records.push(record);
     } finally {
       await file.close().catch(() => {});
     }
   }
 
-  /** Header, the file's bytes through one reused buffer (CRC-32 on the way), data descriptor. */
-  private async copyFile(file: FileHandle, record: ZipEntryRecord): Promise<void> {
+  /**
+   * Header, the file's bytes through one reused buffer (CRC-32 on the way, unless the
+   * download computed it), data descriptor.
+   */
+  private async copyFile(file: FileHandle, record: ZipEntryRecord, knownCrc?: number): Promise<void> {
     await this.emit(localHeader(record));
     this.readBuffer ??= Buffer.allocUnsafeSlow(ioChunkBytes);
     const buffer = this.readBuffer;
@@ -158,7 +161,7 @@ export class ZipWriter implements MediaArchive {
       const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
       if (bytesRead === 0) break;
       const chunk = buffer.subarray(0, bytesRead);
-      crc = crc32(chunk, crc);
+      if (knownCrc === undefined) crc = crc32(chunk, crc);
       copied += bytesRead;
       await this.emit(chunk);
     }
@@ -167,7 +170,7 @@ export class ZipWriter implements MediaArchive {
         `${record.name.toString('utf8')} changed size while archived (${copied} of ${record.size} bytes)`,
       );
     }
-    record.crc32 = crc;
+    record.crc32 = knownCrc ?? crc;
     await this.emit(dataDescriptor(record));
   }
 

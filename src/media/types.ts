@@ -25,7 +25,12 @@ export type MediaBody =
       /** Its CRC-32 when the download computed it already (with its SHA-256, on the hashing thread). */
       crc32?: number;
     }
-  | { kind: 'file'; path: string };
+  | {
+      kind: 'file';
+      path: string;
+      /** Its CRC-32 when the download computed it already (on the hashing thread). */
+      crc32?: number;
+    };
 
 /** One entry of media.zip as a job hands it to the writer. */
 export interface ArchiveEntry {

@@ -53,6 +53,26 @@ describe('HashingThread', () => {
     expect(await running.digest()).toBe(sha256(Buffer.concat([Buffer.from('zip header'), body])));
   });
 
+  it('reads and digests a finished file itself, and names a file it cannot read', async () => {
+    thread = new HashingThread();
+    const dir = await mkdtemp(join(tmpdir(), 'hashing-thread-'));
+    try {
+      const body = randomBytes(2.5 * MiB + 7);
+      await writeFile(join(dir, 'body.part'), body);
+      expect(await thread.digestFile(join(dir, 'body.part'))).toEqual({
+        sha256: sha256(body),
+        crc32: crc32(body),
+      });
+      await expect(thread.digestFile(join(dir, 'gone.part'))).rejects.toThrow(
+        /hashing thread could not read a file: .*gone\.part/,
+      );
+      // The thread carries on.
+      expect((await thread.digestBody(body)).sha256).toBe(sha256(body));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('fails what is asked once it is closed, with a clear error', async () => {
     thread = new HashingThread();
     await thread.digestBody(Buffer.from('x'));

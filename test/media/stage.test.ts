@@ -152,6 +152,12 @@ describe('media stage on the sandbox', () => {
       true,
     ],
     ['through temporary files', () => new CountingBudget(0, 0), 'refused', false],
+    [
+      'through temporary files, hashed on the hashing thread',
+      () => new CountingBudget(0, 0),
+      'refused',
+      true,
+    ],
   ] as const)(
     'archives every audio and video file, stored, with the bytes the hosts serve (%s)',
     async (_, budget, path, onThread) => {
