@@ -131,8 +131,7 @@ export class HashingThread {
    * by the thread itself: no byte of it crosses to the event loop.
    */
   async digestFile(path: string): Promise<BodyDigest> {
-    const digest = this.send({ id: this.#nextId++, open: { crc: true }, file: path, digest: true });
-    const { sha256, crc32 } = await (digest as Promise<Digest>);
+    const { sha256, crc32 } = await this.ask({ id: this.#nextId++, open: { crc: true }, file: path });
     return { sha256, crc32: crc32 ?? 0 };
   }
 
@@ -161,17 +160,21 @@ export class HashingThread {
     return this.#spare.pop() ?? new ArrayBuffer(transferBytes);
   }
 
-  /** Sends a batch; with `digest`, resolves with the stream's digest. */
-  send(batch: Batch): Promise<Digest> | undefined {
+  /** Sends a batch that needs no answer. */
+  send(batch: Batch): void {
     this.#check();
     const worker = this.#start();
-    const answer = batch.digest
-      ? new Promise<Digest>((resolve, reject) => this.#digests.set(batch.id, { resolve, reject }))
-      : undefined;
     if (batch.buffer) this.#sentBytes += batch.buffer.byteLength;
     worker.postMessage(batch, batch.buffer ? [batch.buffer] : []);
     // The thread keeps the process alive only while it owes an answer or holds bytes.
     worker.ref();
+  }
+
+  /** Sends a stream's last batch; resolves with its digest. */
+  ask(batch: Batch): Promise<Digest> {
+    this.#check();
+    const answer = new Promise<Digest>((resolve, reject) => this.#digests.set(batch.id, { resolve, reject }));
+    this.send({ ...batch, digest: true });
     return answer;
   }
 
@@ -239,25 +242,25 @@ class ThreadStream {
       new Uint8Array(this.#buffer, this.#used, length).set(bytes.subarray(offset, offset + length));
       this.#used += length;
       offset += length;
-      if (this.#used === transferBytes) this.#send(false);
+      if (this.#used === transferBytes) this.thread.send(this.#nextBatch());
     }
   }
 
   digest(): Promise<Digest> {
-    return this.#send(true) as Promise<Digest>;
+    return this.thread.ask(this.#nextBatch());
   }
 
-  #send(digest: boolean): Promise<Digest> | undefined {
+  /** The bytes gathered so far, and the stream's opening if it is the first batch. */
+  #nextBatch(): Batch {
     const batch: Batch = { id: this.id };
     if (!this.#opened) batch.open = { crc: this.crc };
     if (this.#buffer) {
       batch.buffer = this.#buffer;
       batch.length = this.#used;
     }
-    if (digest) batch.digest = true;
     this.#opened = true;
     this.#buffer = null;
     this.#used = 0;
-    return this.thread.send(batch);
+    return batch;
   }
 }
