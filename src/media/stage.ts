@@ -42,7 +42,10 @@ export interface MediaStageOptions {
   /** Refresh links older than this before using them (default 50 minutes). */
   maxLinkAgeMs?: number;
   onBytes?: (n: number) => void;
-  /** Hashes the bodies (in memory or in temporary files) off the event loop; the run's, shared with media.zip. */
+  /**
+   * Hashes the bodies (in memory or in temporary files) off the event loop; the run's,
+   * shared with media.zip.
+   */
   hashing?: HashingThread;
   /** Downloads held in memory instead of temporary files (default: 32 MiB, 8 MiB a file). */
   memory?: MemoryBudget;
