@@ -105,8 +105,7 @@ export async function mediaDownload(input: MediaInput): Promise<MediaResult> {
   await forEachBounded(each(), input.concurrency + 1, async (detail) => {
     await stage.archiveResponse(contextOf(input, detail), detail, fetchedAt, async () => detail);
   });
-  const zip = await archive.finish();
-  await hashing.close();
+  const zip = await archive.finish().finally(() => hashing.close());
   await rm(tmpDir, { recursive: true, force: true });
   const ms = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);

@@ -1,9 +1,9 @@
 /**
- * SHA-256 and CRC-32 of media on a thread of their own. On the event loop, hashing every
- * body twice (its SHA-256 for the media table, then media.zip's SHA-256 for the manifest)
- * and its CRC-32 was about a third of the media step's CPU, and every socket chunk waited
- * behind it; here the bytes are copied into buffers that travel to the thread and back, so
- * the hashing runs on the second core while the event loop keeps downloading (bench/README.md).
+ * SHA-256 and CRC-32 of media on a thread of their own. Every body is hashed twice (its
+ * SHA-256 for the media table, then media.zip's SHA-256 for the manifest) and CRC'd; on the
+ * event loop every socket chunk would wait behind that. Here the bytes are copied into
+ * buffers that travel to the thread and back, so the hashing runs on another core while the
+ * event loop keeps downloading (bench/README.md has the measurements).
  *
  * The caller's bytes are never handed over, only copied: a body stays usable while it is
  * hashed, and nothing the zip writer or a stream still reads is detached. Each hash fills a

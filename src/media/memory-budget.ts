@@ -4,9 +4,8 @@
  * file instead, so the budget bounds memory without slowing anything.
  *
  * The budget hands out the buffers themselves and takes them back: a buffer given back is
- * handed out again to a later body that fits in it. A fresh megabyte per body cost garbage
- * collection and page faults on every file (bench/README.md: about a seventh of the media
- * step's CPU); reused, the bytes are allocated once per run.
+ * handed out again to a later body that fits in it, so the bytes are allocated once per run
+ * instead of once per file (each fresh buffer costs garbage collection and page faults).
  */
 
 /** Buffers are allocated in steps of this, so that bodies of similar sizes share them. */

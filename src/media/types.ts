@@ -18,19 +18,10 @@ export interface MediaJob {
  * file written and read back), larger ones, or any once the memory budget is spent, are
  * in a temporary file.
  */
-export type MediaBody =
-  | {
-      kind: 'memory';
-      data: Buffer;
-      /** Its CRC-32 when the download computed it already (with its SHA-256, on the hashing thread). */
-      crc32?: number;
-    }
-  | {
-      kind: 'file';
-      path: string;
-      /** Its CRC-32 when the download computed it already (on the hashing thread). */
-      crc32?: number;
-    };
+export type MediaBody = ({ kind: 'memory'; data: Buffer } | { kind: 'file'; path: string }) & {
+  /** Its CRC-32 when the download computed it already (with its SHA-256, on the hashing thread). */
+  crc32?: number;
+};
 
 /** One entry of media.zip as a job hands it to the writer. */
 export interface ArchiveEntry {

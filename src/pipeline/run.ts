@@ -322,21 +322,22 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
   // Hashing of media bodies and of media.zip on a second thread (started on first use).
   const hashing = config.media.enabled ? new HashingThread() : null;
   const archive = hashing ? await openMediaArchive(files, 'media.zip', { hashing }) : null;
-  const media: MediaStage | null = archive
-    ? createMediaStage({
-        archive,
-        ...(hashing ? { hashing } : {}),
-        tmpDir: join(scratchDir, 'media'),
-        concurrency: config.media.concurrency,
-        video: config.media.video,
-        retries: config.source.retries,
-        maxRetryAfterMs: config.source.max_retry_after_s * 1000,
-        timeoutMs: config.source.timeout_ms,
-        deadlineMs: config.media.deadline_ms,
-        maxFileBytes: config.media.max_file_mib * 1024 * 1024,
-        onBytes: (bytes) => reporter.tick('media', 0, bytes),
-      })
-    : null;
+  const media: MediaStage | null =
+    hashing && archive
+      ? createMediaStage({
+          archive,
+          hashing,
+          tmpDir: join(scratchDir, 'media'),
+          concurrency: config.media.concurrency,
+          video: config.media.video,
+          retries: config.source.retries,
+          maxRetryAfterMs: config.source.max_retry_after_s * 1000,
+          timeoutMs: config.source.timeout_ms,
+          deadlineMs: config.media.deadline_ms,
+          maxFileBytes: config.media.max_file_mib * 1024 * 1024,
+          onBytes: (bytes) => reporter.tick('media', 0, bytes),
+        })
+      : null;
   const sinks: ExtractSinks = {
     raw: {
       write(record) {

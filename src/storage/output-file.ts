@@ -67,14 +67,13 @@ export class HashedOutputFile implements OutputFile {
     this.#check();
     this.#bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     const ready = this.#batch.add(chunk);
-    if (ready.length > 1 && this.#sink.writeMany) await this.#sendMany(ready, this.#sink.writeMany);
-    else for (const bytes of ready) await this.#send(bytes);
+    if (ready.length > 0) await this.#send(ready);
   }
 
   async close(): Promise<StoredFile> {
     this.#check();
     const rest = this.#batch.take();
-    if (rest) await this.#send(rest);
+    if (rest) await this.#send([rest]);
     await this.#pass(() => this.#sink.end());
     let sha256 = '';
     await this.#pass(async () => {
@@ -91,19 +90,19 @@ export class HashedOutputFile implements OutputFile {
     await this.#sink.destroy();
   }
 
-  /** Hashed as gathered, not per write: one hash call per batch, and no string encoded twice. */
-  async #send(bytes: Uint8Array): Promise<void> {
-    const hashing = this.#sha256.update(bytes);
-    if (hashing) await this.#pass(() => hashing);
-    await this.#pass(() => this.#sink.write(bytes));
-  }
-
-  async #sendMany(chunks: Uint8Array[], writeMany: (chunks: Uint8Array[]) => Promise<void>): Promise<void> {
+  /**
+   * Hashed as gathered, not per write: one hash call per batch, and no string encoded twice.
+   * Chunks ready together go to the sink in one call where it can take several.
+   */
+  async #send(chunks: Uint8Array[]): Promise<void> {
     for (const bytes of chunks) {
       const hashing = this.#sha256.update(bytes);
       if (hashing) await this.#pass(() => hashing);
     }
-    await this.#pass(() => writeMany.call(this.#sink, chunks));
+    const sink = this.#sink;
+    const writeMany = chunks.length > 1 ? sink.writeMany?.bind(sink) : undefined;
+    if (writeMany) await this.#pass(() => writeMany(chunks));
+    else for (const bytes of chunks) await this.#pass(() => sink.write(bytes));
   }
 
   #check(): void {
