@@ -16,7 +16,7 @@
  * and the footer's version is rewritten (footerVersion1). Its pages are DataPage V2, which
  * those readers do read, and parquet-mr, the reference writer, also writes version 1 with them.
  */
-import type { SchemaElement } from 'hyparquet';
+import type { RowGroup, SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { RunError } from '../errors.ts';
@@ -97,36 +97,134 @@ function checkRequired(columns: readonly Column[], row: Record<string, unknown>,
   }
 }
 
-/** Initial size of a Parquet writer's buffer; it doubles while one row group is encoded. */
+/** Initial size of a row group's buffer; it doubles while the row group is encoded. */
 const initialBufferBytes = 1 << 20;
 
-/** A ByteWriter that hands its bytes to a file after each row group instead of growing. */
-class FileByteWriter extends ByteWriter {
-  readonly #sink: OutputFile;
+/**
+ * One row group, encoded once, with its metadata as if its bytes started at offset 0: any
+ * number of files can take the same bytes (a run's table and a study's current part), each
+ * recording the offsets where the bytes landed in it.
+ */
+export interface EncodedRowGroup {
+  readonly bytes: Uint8Array;
+  readonly metadata: RowGroup;
+}
 
-  constructor(sink: OutputFile) {
-    super(initialBufferBytes);
-    this.#sink = sink;
+const schemas = new Map<TableName, SchemaElement[]>();
+function schemaOf(table: TableName): SchemaElement[] {
+  let schema = schemas.get(table);
+  if (!schema) {
+    schema = parquetSchema(table);
+    schemas.set(table, schema);
+  }
+  return schema;
+}
+
+function parquetWriter(table: TableName, writer: ByteWriter): ParquetWriter {
+  return new ParquetWriter({ writer, schema: schemaOf(table), codec: 'SNAPPY', createdBy: 'study-export' });
+}
+
+/** The bytes a Parquet file starts with (and ends with). */
+const magic = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
+
+/** Encodes buffered values (column by column, `rows` of them) as one row group. */
+export function encodeRowGroup(
+  table: TableName,
+  values: readonly unknown[][],
+  rows: number,
+): EncodedRowGroup {
+  const columns: readonly Column[] = tables[table].columns;
+  const columnData = columns.map(
+    (column, i): ColumnSource => ({
+      name: column.name,
+      data: columnValues(column, values[i] as unknown[]),
+      nullable: column.nullable,
+      // No dictionary: hyparquet-writer labels dictionary-encoded pages RLE_DICTIONARY (format 2).
+      encoding: 'PLAIN',
+      // Page locations would be absolute offsets, and the same bytes land at different ones.
+      offsetIndex: false,
+    }),
+  );
+  const writer = new ByteWriter(initialBufferBytes);
+  const parquet = parquetWriter(table, writer);
+  // Synchronous: a ByteWriter has no flush to wait for.
+  void parquet.write({ columnData, rowGroupSize: rows });
+  const metadata = parquet.row_groups[0];
+  if (!metadata || parquet.row_groups.length !== 1) throw new Error('expected one row group');
+  return {
+    bytes: new Uint8Array(writer.buffer, magic.length, writer.index - magic.length),
+    metadata: placed(metadata, -magic.length),
+  };
+}
+
+/** A row group's metadata with every offset moved by `by` bytes. */
+function placed(group: RowGroup, by: number): RowGroup {
+  const shift = BigInt(by);
+  const moved = (offset: bigint | undefined) => (offset === undefined ? undefined : offset + shift);
+  return {
+    ...group,
+    columns: group.columns.map((chunk) => ({
+      ...chunk,
+      file_offset: chunk.file_offset + shift,
+      meta_data: chunk.meta_data && {
+        ...chunk.meta_data,
+        data_page_offset: chunk.meta_data.data_page_offset + shift,
+        dictionary_page_offset: moved(chunk.meta_data.dictionary_page_offset),
+        index_page_offset: moved(chunk.meta_data.index_page_offset),
+      },
+    })),
+  };
+}
+
+/**
+ * A Parquet file put together from encoded row groups: the magic, the groups' bytes as they
+ * come, then the footer (FileMetaData, with each group's offsets where it landed).
+ */
+export class ParquetFile {
+  readonly #groups: RowGroup[] = [];
+  #offset = magic.length;
+
+  private constructor(
+    readonly table: TableName,
+    readonly path: string,
+    private readonly sink: OutputFile,
+  ) {}
+
+  static async open(storage: Pick<Storage, 'create'>, path: string, table: TableName): Promise<ParquetFile> {
+    const sink = await storage.create(path);
+    await sink.write(magic);
+    return new ParquetFile(table, path, sink);
   }
 
-  /**
-   * Hands the filled buffer itself to the file and starts a fresh one of the initial size:
-   * no copy, and a buffer grown for one large row group is not kept by every table's
-   * writer for the rest of the run (a large run's peak memory would carry it).
-   */
-  flush(): Promise<void> {
-    if (this.index === 0) return Promise.resolve();
-    const bytes = new Uint8Array(this.buffer, 0, this.index);
-    this.buffer = new ArrayBuffer(initialBufferBytes);
-    this.view = new DataView(this.buffer);
-    this.index = 0;
-    return this.#sink.write(bytes);
+  /** The bytes are not copied: they must not change until written. */
+  append(group: EncodedRowGroup): Promise<void> {
+    this.#groups.push(placed(group.metadata, this.#offset));
+    this.#offset += group.bytes.length;
+    return this.sink.write(group.bytes);
   }
 
-  /** Called by ParquetWriter.finish() once the footer is in the buffer. */
-  override finish(): void {
-    footerVersion1(new Uint8Array(this.buffer, 0, this.index));
+  /** Writes the footer and closes the file; returns the number of row groups. */
+  async close(): Promise<number> {
+    await this.sink.write(footer(this.table, this.#groups));
+    await this.sink.close();
+    return this.#groups.length;
   }
+
+  abort(): Promise<void> {
+    return this.sink.abort();
+  }
+}
+
+/** FileMetaData, its length and the magic, as hyparquet-writer writes them, in format version 1. */
+function footer(table: TableName, groups: RowGroup[]): Uint8Array {
+  const writer = new ByteWriter();
+  const parquet = parquetWriter(table, writer);
+  parquet.row_groups = groups;
+  parquet.num_rows = groups.reduce((sum, group) => sum + group.num_rows, 0n);
+  void parquet.finish();
+  const bytes = new Uint8Array(writer.buffer, magic.length, writer.index - magic.length);
+  footerVersion1(bytes);
+  return bytes;
 }
 
 /**
@@ -148,83 +246,102 @@ export function footerVersion1(tail: Uint8Array): void {
 export interface ParquetTableWriter<T extends TableName> {
   readonly path: string;
   write(rows: readonly Row<T>[]): Promise<void>;
-  /** Writes the last row group and the footer; returns the number of row groups. */
+  /** Writes the study's buffered rows as a row group (with `perStudy`; else nothing). */
+  endStudy(studyId: string): Promise<void>;
+  /** Writes the last row groups and the footer; returns the number of row groups. */
   close(): Promise<number>;
   abort(): Promise<void>;
+}
+
+export interface ParquetWriterOptions {
+  rowGroupSize?: number;
+  rowGroupBytes?: number;
+  /**
+   * Row groups hold one study's rows each (by study_id), and each is also handed to
+   * `onRowGroup`: encoded once, it can go into the study's own file as well. The rows of
+   * studies written together are buffered apart, up to twice `rowGroupBytes` in all before
+   * the largest study's rows are written early.
+   */
+  perStudy?: { onRowGroup(studyId: string, group: EncodedRowGroup): Promise<void> };
+}
+
+/** Values buffered column by column (the row objects are not kept), for one row group. */
+class ColumnBuffers {
+  values: unknown[][];
+  rows = 0;
+  bytes = 0;
+
+  constructor(private readonly columns: readonly Column[]) {
+    this.values = columns.map(() => []);
+  }
+
+  add(row: Record<string, unknown>): void {
+    const { columns, values } = this;
+    for (let i = 0; i < columns.length; i++) {
+      const value = row[(columns[i] as Column).name] ?? null;
+      (values[i] as unknown[]).push(value);
+      this.bytes += typeof value === 'string' ? value.length : 8;
+    }
+    this.rows++;
+  }
 }
 
 export async function createParquetWriter<T extends TableName>(
   storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
-  options: { rowGroupSize?: number; rowGroupBytes?: number } = {},
+  options: ParquetWriterOptions = {},
 ): Promise<ParquetTableWriter<T>> {
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
+  const perStudy = options.perStudy;
   const columns: readonly Column[] = tables[table].columns;
-  const names = columns.map((column) => column.name);
   const where = storage.describe(path);
-  const sink = await storage.create(path);
-  const writer = new FileByteWriter(sink);
-  const parquet = new ParquetWriter({
-    writer,
-    schema: parquetSchema(table),
-    codec: 'SNAPPY',
-    createdBy: 'study-export',
-  });
-  let buffer: unknown[][] = names.map(() => []);
-  let bufferedRows = 0;
+  const file = await ParquetFile.open(storage, path, table);
+  /** By study id with `perStudy`, else one under ''. */
+  const buffers = new Map<string, ColumnBuffers>();
   let bufferedBytes = 0;
-  let rowGroups = 0;
 
-  async function writeRowGroup(): Promise<void> {
-    const values = buffer;
-    const rows = bufferedRows;
-    buffer = names.map(() => []);
-    bufferedRows = 0;
-    bufferedBytes = 0;
-    const columnData = columns.map(
-      (column, i): ColumnSource => ({
-        name: column.name,
-        data: columnValues(column, values[i] as unknown[]),
-        nullable: column.nullable,
-        // No dictionary: hyparquet-writer labels dictionary-encoded pages RLE_DICTIONARY (format 2).
-        encoding: 'PLAIN',
-      }),
-    );
-    // write() flushes the row group to the file through writer.flush() and waits for it.
-    await parquet.write({ columnData, rowGroupSize: rows });
-    rowGroups++;
+  async function writeRowGroup(key: string): Promise<void> {
+    const buffer = buffers.get(key);
+    if (!buffer) return;
+    buffers.delete(key);
+    bufferedBytes -= buffer.bytes;
+    const group = encodeRowGroup(table, buffer.values, buffer.rows);
+    await file.append(group);
+    await perStudy?.onRowGroup(key, group);
   }
 
-  /** Appends one row's values to the column buffers; returns their estimated bytes. */
-  function bufferRow(row: Record<string, unknown>): number {
-    checkRequired(columns, row, where);
-    let bytes = 0;
-    for (let i = 0; i < names.length; i++) {
-      const value = row[names[i] as string] ?? null;
-      (buffer[i] as unknown[]).push(value);
-      bytes += typeof value === 'string' ? value.length : 8;
-    }
-    return bytes;
+  function largest(): string {
+    let key = '';
+    let bytes = -1;
+    for (const [k, buffer] of buffers) if (buffer.bytes > bytes) [key, bytes] = [k, buffer.bytes];
+    return key;
   }
 
   return {
     path,
     async write(rows) {
-      for (const row of rows) {
-        bufferedBytes += bufferRow(row as Record<string, unknown>);
-        bufferedRows++;
-        if (bufferedRows >= rowGroupSize || bufferedBytes >= rowGroupBytes) await writeRowGroup();
+      for (const row of rows as readonly Record<string, unknown>[]) {
+        checkRequired(columns, row, where);
+        const key = perStudy ? String(row.study_id) : '';
+        let buffer = buffers.get(key);
+        if (!buffer) {
+          buffer = new ColumnBuffers(columns);
+          buffers.set(key, buffer);
+        }
+        const before = buffer.bytes;
+        buffer.add(row);
+        bufferedBytes += buffer.bytes - before;
+        if (buffer.rows >= rowGroupSize || buffer.bytes >= rowGroupBytes) await writeRowGroup(key);
+        else if (bufferedBytes >= 2 * rowGroupBytes) await writeRowGroup(largest());
       }
     },
+    endStudy: (studyId) => (perStudy ? writeRowGroup(studyId) : Promise.resolve()),
     async close() {
-      if (bufferedRows > 0) await writeRowGroup();
-      parquet.finish();
-      await writer.flush();
-      await sink.close();
-      return rowGroups;
+      for (const key of [...buffers.keys()]) await writeRowGroup(key);
+      return await file.close();
     },
-    abort: () => sink.abort(),
+    abort: () => file.abort(),
   };
 }
