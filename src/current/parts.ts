@@ -6,9 +6,9 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
-import { type CsvOptions, createTableCsvWriter } from '../load/csv.ts';
-import { createParquetWriter } from '../load/parquet.ts';
-import { type Row, type TableName, tables } from '../load/tables.ts';
+import { type CsvOptions, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
+import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
+import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { CurrentStore } from './store.ts';
@@ -127,37 +127,93 @@ export async function createPartWriter<T extends TableName>(
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
 ): Promise<PartWriter<T>> {
   const local = new LocalStorage(options.dir);
-  const writers: { name: string; target: string; writer: TableFileWriter<T> }[] = [];
+  const writers: TableFileWriter<T>[] = [];
   try {
     for (const format of options.formats) {
       const name = `${table}.${format}`;
-      const target = `${partitionPath(table, studyId)}/${partFileName(runId, format)}`;
       const writer =
         format === 'parquet'
           ? await createParquetWriter(local, name, table)
           : await createTableCsvWriter(local, name, table, options.csv);
-      writers.push({ name, target, writer });
+      writers.push(writer);
     }
   } catch (error) {
-    for (const { writer } of writers) await writer.abort().catch(() => {});
+    for (const writer of writers) await writer.abort().catch(() => {});
     throw error;
   }
   return {
     table,
     async write(rows) {
       if (rows.length === 0) return;
-      for (const { writer } of writers) await writer.write(rows);
+      for (const writer of writers) await writer.write(rows);
     },
     async finish() {
-      for (const { writer } of writers) await writer.close();
-      const files = writers.map(({ name, target }) => ({ local: join(options.dir, name), target }));
-      const parquet = `${table}.parquet`;
-      if (!options.formats.includes('parquet')) return { files };
-      const bytes = (await stat(join(options.dir, parquet))).size;
-      return { files, parquet: { store: local, path: parquet, bytes } };
+      for (const writer of writers) await writer.close();
+      return await preparedPart(table, studyId, runId, options);
     },
     async abort() {
-      for (const { writer } of writers) await writer.abort().catch(() => {});
+      for (const writer of writers) await writer.abort().catch(() => {});
+    },
+  };
+}
+
+/** The closed files of a part in `dir`, one per format, and where they go in the store. */
+async function preparedPart(
+  table: TableName,
+  studyId: string,
+  runId: string,
+  options: { formats: readonly Format[]; dir: string },
+): Promise<PreparedPart> {
+  const files = options.formats.map((format) => ({
+    local: join(options.dir, `${table}.${format}`),
+    target: `${partitionPath(table, studyId)}/${partFileName(runId, format)}`,
+  }));
+  const parquet = `${table}.parquet`;
+  if (!options.formats.includes('parquet')) return { files };
+  const bytes = (await stat(join(options.dir, parquet))).size;
+  return { files, parquet: { store: new LocalStorage(options.dir), path: parquet, bytes } };
+}
+
+/**
+ * A new part that takes the run's own bytes (the run's StudyCopy): its row groups and CSV
+ * text exactly as written into the run's tables. For a study with no previous part, whose
+ * merged part is every row the run writes for it.
+ */
+export interface PartCopy {
+  readonly table: TableName;
+  rowGroup(group: EncodedRowGroup): Promise<void>;
+  csvText(text: string): Promise<void>;
+  finish(): Promise<PreparedPart>;
+  abort(): Promise<void>;
+}
+
+/** `options.formats`: Parquet first (package.ts: currentFormats), as the run also writes them. */
+export async function createPartCopy(
+  table: TableName,
+  studyId: string,
+  runId: string,
+  options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
+): Promise<PartCopy> {
+  const local = new LocalStorage(options.dir);
+  const parquet = await ParquetFile.open(local, `${table}.parquet`, table);
+  const csv = options.formats.includes('csv')
+    ? await createCsvWriter(local, `${table}.csv`, columnNames(table), options.csv).catch(async (error) => {
+        await parquet.abort();
+        throw error;
+      })
+    : null;
+  return {
+    table,
+    rowGroup: (group) => parquet.append(group),
+    csvText: async (text) => csv?.writeText(text),
+    async finish() {
+      await parquet.close();
+      await csv?.close();
+      return await preparedPart(table, studyId, runId, options);
+    },
+    async abort() {
+      await parquet.abort().catch(() => {});
+      await csv?.abort().catch(() => {});
     },
   };
 }

@@ -99,13 +99,22 @@ export class CurrentStaging {
   }
 }
 
-/** The run's writers, with every row of one study also staged for the current dataset. */
-export function stagingWriters(writers: TableWriters, stage: StudyStage): TableWriters {
+/**
+ * The run's writers, with the rows of one study also staged for the current dataset, but for
+ * the tables in `copied` (its parts take the run's own bytes: StudyCopy).
+ */
+export function stagingWriters(
+  writers: TableWriters,
+  stage: StudyStage,
+  copied: ReadonlySet<TableName> = new Set(),
+): TableWriters {
   return {
     async write(table, rows) {
       await writers.write(table, rows);
-      await stage.write(table, rows);
+      if (!copied.has(table)) await stage.write(table, rows);
     },
+    copyStudy: (studyId, copy) => writers.copyStudy(studyId, copy),
+    endStudy: (studyId) => writers.endStudy(studyId),
     close: () => writers.close(),
     abort: () => writers.abort(),
   };

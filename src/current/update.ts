@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
+import type { StudyCopy } from '../load/table-writers.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
 import { killPoint } from '../util/kill-point.ts';
 import {
@@ -26,12 +27,15 @@ import {
   MergePlanner,
   mergeQuestions,
   type ResponseTable,
+  responseTables,
 } from './merge.ts';
 import { currentFormats, currentPackage } from './package.ts';
 import {
   CURRENT_DIR,
+  createPartCopy,
   createPartWriter,
   newestPart,
+  type PartCopy,
   type PartSource,
   type PartWriter,
   type PreparedPart,
@@ -91,11 +95,32 @@ export async function publishCurrent(
 export class CurrentPreparation {
   readonly #queue = pLimit(1);
   readonly #prepared: Promise<PreparedStudy>[] = [];
+  readonly #started = new Map<string, StudyStart>();
 
   constructor(private readonly context: CurrentContext) {}
 
+  /**
+   * Called before the study's first row is written to the run's tables. A study none of whose
+   * response tables has a part yet (its first run, or the first since current/ was emptied)
+   * gets parts that take the run's own bytes for those tables: returned is the copy to give
+   * the run's writers (TableWriters.copyStudy), and those tables need no staging. Else null.
+   */
+  async begin(studyId: string): Promise<StudyCopy | null> {
+    const start = await startStudy(this.context, studyId);
+    this.#started.set(studyId, start);
+    const copies = start.copies;
+    if (!copies) return null;
+    return {
+      rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
+      csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
+    };
+  }
+
   add(study: CurrentStudy): void {
-    const prepared = this.#queue(() => prepareStudy(this.context, study));
+    // From here its preparation owns the study's copies (and aborts them if it fails).
+    const start = this.#started.get(study.study_id);
+    this.#started.delete(study.study_id);
+    const prepared = this.#queue(() => prepareStudy(this.context, study, start));
     // Reported by done(); the run fails there, before it is committed.
     prepared.catch(() => {});
     this.#prepared.push(prepared);
@@ -105,6 +130,48 @@ export class CurrentPreparation {
   done(): Promise<PreparedStudy[]> {
     return Promise.all(this.#prepared);
   }
+
+  /** Closes the copies of studies never added: their export failed (the files are in scratch). */
+  async discard(): Promise<void> {
+    for (const start of this.#started.values()) {
+      for (const copy of start.copies?.values() ?? []) await copy.abort();
+    }
+  }
+}
+
+/** What a study's preparation starts from: its partitions as they were, and its copies, if any. */
+interface StudyStart {
+  partitions: Map<TableName, Partition>;
+  /** The study's folder in scratch, where its new parts are written. */
+  dir: string;
+  copies: Map<ResponseTable, PartCopy> | null;
+}
+
+async function startStudy(update: CurrentContext, studyId: string): Promise<StudyStart> {
+  const listed = await Promise.all(tableNames.map((table) => partitionOf(update.store, table, studyId)));
+  const partitions = new Map(tableNames.map((table, i) => [table, listed[i] as Partition]));
+  const dir = await mkdtemp(join(update.scratchDir, 'current-'));
+  // The copies take the run's Parquet row groups: only when the run writes Parquet.
+  const fresh =
+    update.formats.includes('parquet') && responseTables.every((table) => !partitions.get(table)?.previous);
+  if (!fresh) return { partitions, dir, copies: null };
+  const copies = new Map<ResponseTable, PartCopy>();
+  try {
+    for (const table of responseTables) {
+      copies.set(
+        table,
+        await createPartCopy(table, studyId, update.runId, {
+          formats: currentFormats(update.formats),
+          csv: update.csv,
+          dir: await mkdtemp(join(dir, `${table}-`)),
+        }),
+      );
+    }
+  } catch (error) {
+    for (const copy of copies.values()) await copy.abort();
+    throw error;
+  }
+  return { partitions, dir, copies };
 }
 
 interface Partition {
@@ -127,13 +194,19 @@ async function partitionOf(store: CurrentStore, table: TableName, studyId: strin
   return { path, files, previous };
 }
 
-/** Writes the study's new parts into scratch; nothing in the store changes yet. */
-export async function prepareStudy(update: CurrentContext, study: CurrentStudy): Promise<PreparedStudy> {
+/**
+ * Writes the study's new parts into scratch; nothing in the store changes yet. `start`: what
+ * CurrentPreparation.begin found and opened before the study's export (else found now).
+ */
+export async function prepareStudy(
+  update: CurrentContext,
+  study: CurrentStudy,
+  start?: StudyStart,
+): Promise<PreparedStudy> {
   const { store, staging } = update;
   const id = study.study_id;
   const replace = study.since === null && study.lossless;
-  const partitions = new Map<TableName, Partition>();
-  for (const table of tableNames) partitions.set(table, await partitionOf(store, table, id));
+  const { partitions, dir: studyDir, copies } = start ?? (await startStudy({ ...update, formats: [] }, id));
   const partition = (table: TableName) => partitions.get(table) as Partition;
   const hasStaged = async (table: TableName) => {
     for await (const _ of staging.rows(id, table)) return true;
@@ -153,7 +226,6 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
   }
 
   const parts: PreparedPart[] = [];
-  const studyDir = await mkdtemp(join(update.scratchDir, 'current-'));
   const open = async <T extends TableName>(table: T) =>
     createPartWriter(table, id, update.runId, {
       formats: currentFormats(update.formats),
@@ -175,7 +247,17 @@ export async function prepareStudy(update: CurrentContext, study: CurrentStudy):
   };
 
   let plan: MergePlan | null = null;
-  if (rewrite.has('responses')) {
+  if (copies) {
+    // No previous part: the run's rows of the study are its parts, already written.
+    for (const copy of copies.values()) {
+      const part = await copy.finish().catch(async (error: unknown) => {
+        for (const other of copies.values()) await other.abort();
+        throw error;
+      });
+      if (part.parquet) preparedParquet.set(copy.table, part.parquet);
+      parts.push(part);
+    }
+  } else if (rewrite.has('responses')) {
     const planner = new MergePlanner({ replace, incomplete: staging.incompleteOf(id) });
     for await (const row of staging.rows(id, 'responses')) planner.addIncoming(row);
     const writer = await open('responses');

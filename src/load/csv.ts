@@ -45,6 +45,8 @@ export function csvRecord<T extends TableName>(columns: readonly string[], row: 
 export interface CsvWriter {
   readonly path: string;
   write(records: readonly (readonly CsvCell[])[]): Promise<void>;
+  /** Records already made CSV text (csvText), with the same options. */
+  writeText(text: string): Promise<void>;
   /** Flushes and closes the file; returns its size in bytes. */
   close(): Promise<number>;
   abort(): Promise<void>;
@@ -65,6 +67,9 @@ export async function createCsvWriter(
       const text = csvText(records, options);
       if (text) await sink.write(text);
     },
+    async writeText(text) {
+      if (text) await sink.write(text);
+    },
     async close() {
       return (await sink.close()).bytes;
     },
@@ -72,12 +77,17 @@ export async function createCsvWriter(
   };
 }
 
-/** A CSV writer for one declared table: rows in, records in declaration order out. */
+/**
+ * A CSV writer for one declared table: rows in, records in declaration order out. With
+ * `perStudy`, the text of each study's rows (by study_id) is also handed to `onText`, so that
+ * it can go into the study's own file as well without being made twice.
+ */
 export async function createTableCsvWriter<T extends TableName>(
   storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
   options: CsvOptions,
+  perStudy?: { onText(studyId: string, text: string): Promise<void> },
 ): Promise<{
   write(rows: readonly Row<T>[]): Promise<void>;
   close(): Promise<number>;
@@ -85,9 +95,33 @@ export async function createTableCsvWriter<T extends TableName>(
 }> {
   const columns = columnNames(table);
   const writer = await createCsvWriter(storage, path, columns, options);
+  const text = (rows: readonly Row<T>[]) =>
+    csvText(
+      rows.map((row) => csvRecord(columns, row)),
+      options,
+    );
   return {
-    write: (rows) => writer.write(rows.map((row) => csvRecord(columns, row))),
+    async write(rows) {
+      if (!perStudy) return writer.writeText(text(rows));
+      for (const [studyId, ofStudy] of byStudy(rows)) {
+        const studyText = text(ofStudy);
+        await writer.writeText(studyText);
+        await perStudy.onText(studyId, studyText);
+      }
+    },
     close: () => writer.close(),
     abort: () => writer.abort(),
   };
+}
+
+/** Rows in runs of one study_id each, in their order. */
+function byStudy<T extends TableName>(rows: readonly Row<T>[]): [string, Row<T>[]][] {
+  const runs: [string, Row<T>[]][] = [];
+  for (const row of rows) {
+    const studyId = String((row as { study_id?: unknown }).study_id);
+    const last = runs.at(-1);
+    if (last?.[0] === studyId) last[1].push(row);
+    else runs.push([studyId, [row]]);
+  }
+  return runs;
 }

@@ -2,12 +2,16 @@
  * One writer per table and format for a run: <table>.csv and/or <table>.parquet,
  * every table present (with its header) even when it has no rows. Writes to one table are
  * chained, so callers may write concurrently.
+ *
+ * The tables named `perStudy` keep each study's rows in row groups of their own, and a study
+ * can be given a copy (StudyCopy) that receives its row groups and CSV text exactly as they
+ * are written into the run's files: its current parts, without encoding the rows twice.
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
 import { allSettled } from '../util/concurrency.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
-import { createParquetWriter, defaultRowGroupSize } from './parquet.ts';
+import { createParquetWriter, defaultRowGroupSize, type EncodedRowGroup } from './parquet.ts';
 import { type Row, type TableName, tableNames } from './tables.ts';
 
 export interface TableWritersOptions {
@@ -15,6 +19,14 @@ export interface TableWritersOptions {
   csv: CsvOptions;
   /** Rows per Parquet row group. */
   rowGroupSize?: number;
+  /** Tables whose Parquet row groups hold one study each, and which a StudyCopy receives. */
+  perStudy?: readonly TableName[];
+}
+
+/** Receives one study's bytes of the `perStudy` tables, as they are written into the run's files. */
+export interface StudyCopy {
+  rowGroup(table: TableName, group: EncodedRowGroup): Promise<void>;
+  csvText(table: TableName, text: string): Promise<void>;
 }
 
 export interface TableFiles {
@@ -26,6 +38,10 @@ export interface TableFiles {
 
 export interface TableWriters {
   write<T extends TableName>(table: T, rows: readonly Row<T>[]): Promise<void>;
+  /** From now on the study's rows of the `perStudy` tables also go to `copy`. */
+  copyStudy(studyId: string, copy: StudyCopy): void;
+  /** After the study's last write: its buffered rows are written (and copied) now. */
+  endStudy(studyId: string): Promise<void>;
   close(): Promise<TableFiles[]>;
   abort(): Promise<void>;
 }
@@ -34,6 +50,7 @@ export interface TableWriters {
 interface FormatWriter {
   path: string;
   write(rows: readonly Row<TableName>[]): Promise<void>;
+  endStudy?(studyId: string): Promise<void>;
   close(): Promise<unknown>;
   abort(): Promise<void>;
 }
@@ -51,9 +68,15 @@ export async function createTableWriters(
 ): Promise<TableWriters> {
   // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
   const formats = [...new Set(options.formats.filter(isTableFormat))];
+  const copies = new Map<string, StudyCopy>();
+  const perStudy = new Set(options.perStudy ?? []);
   // Every file opened at once; if one cannot be, those that were are removed.
   const opening = tableNames.map((table) =>
-    Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
+    Promise.allSettled(
+      formats.map((format) =>
+        openWriter(storage, table, format, options, perStudy.has(table) ? copies : null),
+      ),
+    ),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
@@ -75,18 +98,35 @@ export async function createTableWriters(
     return state;
   };
 
+  /** Chained after the table's writes: a failed one poisons the table for later ones and close. */
+  const enqueue = (state: TableState, work: () => Promise<void>): Promise<void> => {
+    state.queue = state.queue.then(work);
+    return state.queue;
+  };
+
   return {
     write(table, rows) {
       const state = stateOf(table);
       if (rows.length === 0) return state.queue;
-      const next = state.queue.then(async () => {
+      return enqueue(state, async () => {
         // Row<T> of the declared table; the writers serialize by column name.
         for (const writer of state.writers) await writer.write(rows as readonly Row<TableName>[]);
         state.rows += rows.length;
       });
-      // A failed write poisons the table: later writes and close report the same error.
-      state.queue = next;
-      return next;
+    },
+    copyStudy(studyId, copy) {
+      copies.set(studyId, copy);
+    },
+    async endStudy(studyId) {
+      await Promise.all(
+        [...perStudy].map((table) => {
+          const state = stateOf(table);
+          return enqueue(state, async () => {
+            for (const writer of state.writers) await writer.endStudy?.(studyId);
+          });
+        }),
+      );
+      copies.delete(studyId);
     },
     // All at once: one file's last row group is encoded while another's bytes are written.
     close: () =>
@@ -101,22 +141,29 @@ export async function createTableWriters(
   };
 }
 
+/** `copies`: by study id, for a `perStudy` table; null for the others. */
 async function openWriter(
   storage: Storage,
   table: TableName,
   format: TableFormat,
   options: TableWritersOptions,
+  copies: ReadonlyMap<string, StudyCopy> | null,
 ): Promise<FormatWriter> {
   const path = `${table}.${format}`;
   if (format === 'csv') {
+    const onText = async (studyId: string, text: string) => copies?.get(studyId)?.csvText(table, text);
     // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
     // resources, and its JavaScript reference reader takes a BOM for part of the first header.
     // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
-    const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
+    const csv = { ...options.csv, bom: false };
+    const writer = await createTableCsvWriter(storage, path, table, csv, copies ? { onText } : undefined);
     return { path, ...writer };
   }
+  const onRowGroup = async (studyId: string, group: EncodedRowGroup) =>
+    copies?.get(studyId)?.rowGroup(table, group);
   return await createParquetWriter(storage, path, table, {
     rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize,
+    ...(copies ? { perStudy: { onRowGroup } } : {}),
   });
 }
 

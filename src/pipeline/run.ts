@@ -9,6 +9,7 @@ import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
+import { responseTables } from '../current/merge.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import { CurrentPreparation, publishCurrent } from '../current/update.ts';
 import { ConfigError } from '../errors.ts';
@@ -162,6 +163,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         await run.discard();
         throw describeSystemError(error, { path: run.location });
       } finally {
+        await current?.discard();
         await staging.remove();
       }
     } finally {
@@ -318,7 +320,12 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
   const files = run.files;
   const raw = createRawArchive(files, 'raw');
   const rejects = createRejectsFile(files, 'rejects.jsonl');
-  const writers = await createTableWriters(files, { formats: config.output.formats, csv: config.output.csv });
+  const writers = await createTableWriters(files, {
+    formats: config.output.formats,
+    csv: config.output.csv,
+    // A response's rows go and come with it in the current dataset: its parts are per study.
+    perStudy: responseTables,
+  });
   // Hashing of media bodies and of media.zip on a second thread (started on first use).
   const hashing = config.media.enabled ? new HashingThread() : null;
   const archive = hashing ? await openMediaArchive(files, 'media.zip', { hashing }) : null;
@@ -372,6 +379,8 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
       studies.map((study, index) =>
         studyLimit(async () => {
           const stage = staging.forStudy(study.id);
+          const copy = current ? await current.begin(study.id) : null;
+          if (copy) writers.copyStudy(study.id, copy);
           const outcome = await exportStudy({
             study,
             since: sinceFor(study, state, options, config),
@@ -381,13 +390,16 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
             files,
             scratchDir,
             sinks,
-            writers: current ? stagingWriters(writers, stage) : writers,
+            writers: current
+              ? stagingWriters(writers, stage, copy ? new Set(responseTables) : undefined)
+              : writers,
             onIncompleteResponse: (id) => stage.markIncomplete(id),
             media,
             reporter,
             pageGate: (takePage) => pageGate(index, takePage),
             detailsSlot: detailsLimit,
           });
+          await writers.endStudy(study.id);
           await stage.close();
           current?.add(outcome);
           reporter.tick('studies');
