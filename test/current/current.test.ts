@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tableNames } from '../../src/load/tables.ts';
+import { tableNames, tables } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { duckdb, readCsv } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
@@ -135,6 +135,43 @@ describe('the current dataset', () => {
           `select count(*)::int n from read_csv('${currentOf(out)}/answers/*/*.csv', hive_partitioning = true)`,
         );
         expect(csv?.n).toBe(current.answers.length);
+      });
+    });
+  });
+
+  it("gives a study new to it the run's own rows, in their order, as Parquet and as CSV", async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, {
+        output: { formats: ['csv', 'parquet'], csv: { bom: true } },
+      });
+      const run = (await runAgainst(sandbox, config)).runDir!;
+      await duckdb(async (query) => {
+        for (const table of ['responses', 'answers', 'transcript', 'attributes'] as const) {
+          for (const study of sandbox.studies()) {
+            const part = join(
+              currentOf(out),
+              table,
+              `study_id=${study.id}`,
+              `part-${run.split(/[/\\]/).at(-1)}`,
+            );
+            const columns = tables[table].columns.map((column) => `"${column.name}"`).join(', ');
+            // File order, no sorting: the part holds the run's rows of the study as written.
+            const inRun = await query(
+              `select ${columns} from read_parquet('${join(run, `${table}.parquet`)}') where study_id = '${study.id}'`,
+            );
+            expect(inRun.length, `${table} of ${study.link_id}`).toBeGreaterThan(0);
+            expect(await query(`select ${columns} from read_parquet('${part}.parquet')`)).toEqual(inRun);
+            // The CSV part: the table's header after a byte order mark (csv.bom), then the same records.
+            const runCsv = (await readCsv(join(run, `${table}.csv`))).records;
+            const studyColumn = (runCsv[0] as string[]).indexOf('study_id');
+            const partCsv = await readCsv(`${part}.csv`);
+            expect(partCsv.text.startsWith('\ufeff')).toBe(true);
+            expect(partCsv.records).toEqual([
+              runCsv[0],
+              ...runCsv.slice(1).filter((record) => record[studyColumn] === study.id),
+            ]);
+          }
+        }
       });
     });
   });
