@@ -11,13 +11,16 @@
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import type { StudyCopy } from '../load/table-writers.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
+import { safeFileName } from '../load/wide.ts';
+import { LocalStorage } from '../storage/local.ts';
+import type { Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
 import {
   isResponseTable,
@@ -105,14 +108,17 @@ export class CurrentPreparation {
    * gets parts that take the run's own bytes for those tables: returned is the copy to give
    * the run's writers (TableWriters.copyStudy), and those tables need no staging. Else null.
    */
-  async begin(studyId: string): Promise<StudyCopy | null> {
+  async begin(studyId: string): Promise<{ tables: StudyCopy; wide: Storage } | null> {
     const start = await startStudy(this.context, studyId);
     this.#started.set(studyId, start);
     const copies = start.copies;
     if (!copies) return null;
     return {
-      rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
-      csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
+      tables: {
+        rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
+        csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
+      },
+      wide: new LocalStorage(wideCopyDir(start.dir)),
     };
   }
 
@@ -139,6 +145,28 @@ export class CurrentPreparation {
   }
 }
 
+/**
+ * Where a study new to the current dataset has its run's wide sheet written again: the sheet
+ * of its parts is that sheet, which the run builds anyway.
+ */
+function wideCopyDir(studyDir: string): string {
+  return join(studyDir, 'wide-copy');
+}
+
+/**
+ * The study's wide sheet as its run wrote it, if the run finished writing it (a study that
+ * failed half way has none: the writer removes what it began).
+ */
+async function copiedWide(start: StudyStart, studyId: string, linkId: string): Promise<PreparedPart | null> {
+  const name = `${safeFileName(linkId)}.csv`;
+  const local = join(wideCopyDir(start.dir), 'wide', name);
+  const exists = await stat(local).then(
+    () => true,
+    () => false,
+  );
+  return exists ? { files: [{ local, target: `${wideFolder(studyId)}/${name}` }] } : null;
+}
+
 /** What a study's preparation starts from: its partitions as they were, and its copies, if any. */
 interface StudyStart {
   partitions: Map<TableName, Partition>;
@@ -155,6 +183,7 @@ async function startStudy(update: CurrentContext, studyId: string): Promise<Stud
   const fresh =
     update.formats.includes('parquet') && responseTables.every((table) => !partitions.get(table)?.previous);
   if (!fresh) return { partitions, dir, copies: null };
+  await mkdir(wideCopyDir(dir));
   const copies = new Map<ResponseTable, PartCopy>();
   try {
     for (const table of responseTables) {
@@ -292,9 +321,11 @@ export async function prepareStudy(
 
   const linkId = studyRows[0]?.link_id;
   const wideChanged = rewrite.has('responses') || rewrite.has('questions') || !(await hasWide(store, id));
+  const copied = start?.copies && linkId !== undefined ? await copiedWide(start, id, linkId) : null;
   const wide =
     linkId !== undefined && wideChanged
-      ? await prepareCurrentWide({
+      ? (copied ??
+        (await prepareCurrentWide({
           studyId: id,
           linkId,
           questions,
@@ -302,7 +333,7 @@ export async function prepareStudy(
           answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
           csv: update.csv,
           scratchDir: studyDir,
-        })
+        })))
       : null;
   return { studyId: id, parts, rewrite, partitions, wide };
 }

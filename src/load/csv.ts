@@ -9,6 +9,7 @@
  */
 import Papa from 'papaparse';
 import type { Storage } from '../storage/types.ts';
+import type { ColumnBuffers } from './column-buffers.ts';
 import { columnNames, type Row, type TableName } from './tables.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
@@ -77,51 +78,38 @@ export async function createCsvWriter(
   };
 }
 
-/**
- * A CSV writer for one declared table: rows in, records in declaration order out. With
- * `perStudy`, the text of each study's rows (by study_id) is also handed to `onText`, so that
- * it can go into the study's own file as well without being made twice.
- */
+/** A CSV writer for one declared table: rows in, records in declaration order out. */
 export async function createTableCsvWriter<T extends TableName>(
   storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
   options: CsvOptions,
-  perStudy?: { onText(studyId: string, text: string): Promise<void> },
 ): Promise<{
   write(rows: readonly Row<T>[]): Promise<void>;
+  /** Writes values buffered column by column (ColumnBuffers of this table); returns their text. */
+  writeValues(buffers: ColumnBuffers): Promise<string>;
   close(): Promise<number>;
   abort(): Promise<void>;
 }> {
   const columns = columnNames(table);
   const writer = await createCsvWriter(storage, path, columns, options);
-  const text = (rows: readonly Row<T>[]) =>
-    csvText(
-      rows.map((row) => csvRecord(columns, row)),
-      options,
-    );
   return {
-    async write(rows) {
-      if (!perStudy) return writer.writeText(text(rows));
-      for (const [studyId, ofStudy] of byStudy(rows)) {
-        const studyText = text(ofStudy);
-        await writer.writeText(studyText);
-        await perStudy.onText(studyId, studyText);
-      }
+    write: (rows) => writer.write(rows.map((row) => csvRecord(columns, row))),
+    async writeValues(buffers) {
+      const text = csvText(recordsOf(buffers), options);
+      await writer.writeText(text);
+      return text;
     },
     close: () => writer.close(),
     abort: () => writer.abort(),
   };
 }
 
-/** Rows in runs of one study_id each, in their order. */
-function byStudy<T extends TableName>(rows: readonly Row<T>[]): [string, Row<T>[]][] {
-  const runs: [string, Row<T>[]][] = [];
-  for (const row of rows) {
-    const studyId = String((row as { study_id?: unknown }).study_id);
-    const last = runs.at(-1);
-    if (last?.[0] === studyId) last[1].push(row);
-    else runs.push([studyId, [row]]);
+/** Column-wise values as records, row by row: the declared column order, as csvRecord makes them. */
+function recordsOf(buffers: ColumnBuffers): CsvCell[][] {
+  const records: CsvCell[][] = [];
+  for (let row = 0; row < buffers.rows; row++) {
+    records.push(buffers.values.map((column) => column[row] as CsvCell));
   }
-  return runs;
+  return records;
 }

@@ -19,8 +19,8 @@
 import type { RowGroup, SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import { RunError } from '../errors.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
+import { ColumnBuffers } from './column-buffers.ts';
 import { type Column, type Row, type TableName, tables } from './tables.ts';
 
 export const defaultRowGroupSize = 50_000;
@@ -83,17 +83,6 @@ function columnValues(column: Column, values: unknown[]): unknown[] {
       return values.map((v) => (v === null ? null : Buffer.from(v as string, 'utf8')));
     default:
       return values;
-  }
-}
-
-/** hyparquet-writer does not check flat REQUIRED columns; a null there would corrupt the file. */
-function checkRequired(columns: readonly Column[], row: Record<string, unknown>, path: string): void {
-  for (const column of columns) {
-    if (!column.nullable && (row[column.name] ?? null) === null) {
-      throw new RunError(`${column.name} is required but a row has no value for it`, {
-        context: { file: path },
-      });
-    }
   }
 }
 
@@ -246,100 +235,51 @@ export function footerVersion1(tail: Uint8Array): void {
 export interface ParquetTableWriter<T extends TableName> {
   readonly path: string;
   write(rows: readonly Row<T>[]): Promise<void>;
-  /** Writes the study's buffered rows as a row group (with `perStudy`; else nothing). */
-  endStudy(studyId: string): Promise<void>;
-  /** Writes the last row groups and the footer; returns the number of row groups. */
+  /**
+   * Writes values buffered elsewhere (ColumnBuffers of this table) as one row group, after any
+   * written before; returns it encoded, for another file to take as well.
+   */
+  writeGroup(buffers: ColumnBuffers): Promise<EncodedRowGroup>;
+  /** Writes the last row group and the footer; returns the number of row groups. */
   close(): Promise<number>;
   abort(): Promise<void>;
-}
-
-export interface ParquetWriterOptions {
-  rowGroupSize?: number;
-  rowGroupBytes?: number;
-  /**
-   * Row groups hold one study's rows each (by study_id), and each is also handed to
-   * `onRowGroup`: encoded once, it can go into the study's own file as well. The rows of
-   * studies written together are buffered apart, up to twice `rowGroupBytes` in all before
-   * the largest study's rows are written early.
-   */
-  perStudy?: { onRowGroup(studyId: string, group: EncodedRowGroup): Promise<void> };
-}
-
-/** Values buffered column by column (the row objects are not kept), for one row group. */
-class ColumnBuffers {
-  values: unknown[][];
-  rows = 0;
-  bytes = 0;
-
-  constructor(private readonly columns: readonly Column[]) {
-    this.values = columns.map(() => []);
-  }
-
-  add(row: Record<string, unknown>): void {
-    const { columns, values } = this;
-    for (let i = 0; i < columns.length; i++) {
-      const value = row[(columns[i] as Column).name] ?? null;
-      (values[i] as unknown[]).push(value);
-      this.bytes += typeof value === 'string' ? value.length : 8;
-    }
-    this.rows++;
-  }
 }
 
 export async function createParquetWriter<T extends TableName>(
   storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
-  options: ParquetWriterOptions = {},
+  options: { rowGroupSize?: number; rowGroupBytes?: number } = {},
 ): Promise<ParquetTableWriter<T>> {
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
-  const perStudy = options.perStudy;
-  const columns: readonly Column[] = tables[table].columns;
   const where = storage.describe(path);
   const file = await ParquetFile.open(storage, path, table);
-  /** By study id with `perStudy`, else one under ''. */
-  const buffers = new Map<string, ColumnBuffers>();
-  let bufferedBytes = 0;
+  let buffer = new ColumnBuffers(table, where);
 
-  async function writeRowGroup(key: string): Promise<void> {
-    const buffer = buffers.get(key);
-    if (!buffer) return;
-    buffers.delete(key);
-    bufferedBytes -= buffer.bytes;
-    const group = encodeRowGroup(table, buffer.values, buffer.rows);
+  async function writeGroup(buffers: ColumnBuffers): Promise<EncodedRowGroup> {
+    const group = encodeRowGroup(table, buffers.values, buffers.rows);
     await file.append(group);
-    await perStudy?.onRowGroup(key, group);
+    return group;
   }
 
-  function largest(): string {
-    let key = '';
-    let bytes = -1;
-    for (const [k, buffer] of buffers) if (buffer.bytes > bytes) [key, bytes] = [k, buffer.bytes];
-    return key;
+  async function writeBuffer(): Promise<void> {
+    const full = buffer;
+    buffer = new ColumnBuffers(table, where);
+    await writeGroup(full);
   }
 
   return {
     path,
     async write(rows) {
-      for (const row of rows as readonly Record<string, unknown>[]) {
-        checkRequired(columns, row, where);
-        const key = perStudy ? String(row.study_id) : '';
-        let buffer = buffers.get(key);
-        if (!buffer) {
-          buffer = new ColumnBuffers(columns);
-          buffers.set(key, buffer);
-        }
-        const before = buffer.bytes;
-        buffer.add(row);
-        bufferedBytes += buffer.bytes - before;
-        if (buffer.rows >= rowGroupSize || buffer.bytes >= rowGroupBytes) await writeRowGroup(key);
-        else if (bufferedBytes >= 2 * rowGroupBytes) await writeRowGroup(largest());
+      for (const row of rows) {
+        buffer.add(row as Record<string, unknown>);
+        if (buffer.rows >= rowGroupSize || buffer.bytes >= rowGroupBytes) await writeBuffer();
       }
     },
-    endStudy: (studyId) => (perStudy ? writeRowGroup(studyId) : Promise.resolve()),
+    writeGroup,
     async close() {
-      for (const key of [...buffers.keys()]) await writeRowGroup(key);
+      if (buffer.rows > 0) await writeBuffer();
       return await file.close();
     },
     abort: () => file.abort(),

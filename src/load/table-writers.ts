@@ -3,15 +3,22 @@
  * every table present (with its header) even when it has no rows. Writes to one table are
  * chained, so callers may write concurrently.
  *
- * The tables named `perStudy` keep each study's rows in row groups of their own, and a study
+ * The tables named `perStudy` buffer each study's rows apart and write them together, as one
+ * Parquet row group and the same records in the CSV, so both files keep one order. A study
  * can be given a copy (StudyCopy) that receives its row groups and CSV text exactly as they
  * are written into the run's files: its current parts, without encoding the rows twice.
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
 import { allSettled } from '../util/concurrency.ts';
+import { ColumnBuffers } from './column-buffers.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
-import { createParquetWriter, defaultRowGroupSize, type EncodedRowGroup } from './parquet.ts';
+import {
+  createParquetWriter,
+  defaultRowGroupBytes,
+  defaultRowGroupSize,
+  type EncodedRowGroup,
+} from './parquet.ts';
 import { type Row, type TableName, tableNames } from './tables.ts';
 
 export interface TableWritersOptions {
@@ -19,7 +26,9 @@ export interface TableWritersOptions {
   csv: CsvOptions;
   /** Rows per Parquet row group. */
   rowGroupSize?: number;
-  /** Tables whose Parquet row groups hold one study each, and which a StudyCopy receives. */
+  /** Buffered value bytes at which a study's rows of a `perStudy` table are written. */
+  rowGroupBytes?: number;
+  /** Tables whose row groups hold one study each, and which a StudyCopy receives. */
   perStudy?: readonly TableName[];
 }
 
@@ -50,16 +59,21 @@ export interface TableWriters {
 interface FormatWriter {
   path: string;
   write(rows: readonly Row<TableName>[]): Promise<void>;
-  endStudy?(studyId: string): Promise<void>;
+  /** Writes the buffered rows of one study; returns what another file can take of them. */
+  writeStudy(buffers: ColumnBuffers): Promise<(copy: StudyCopy) => Promise<void>>;
   close(): Promise<unknown>;
   abort(): Promise<void>;
 }
 
 interface TableState {
+  table: TableName;
   writers: FormatWriter[];
   rows: number;
   /** The tail of this table's chain of writes. */
   queue: Promise<void>;
+  /** A `perStudy` table's rows not yet written, by study id; null for the other tables. */
+  studies: Map<string, ColumnBuffers> | null;
+  bufferedBytes: number;
 }
 
 export async function createTableWriters(
@@ -68,15 +82,13 @@ export async function createTableWriters(
 ): Promise<TableWriters> {
   // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
   const formats = [...new Set(options.formats.filter(isTableFormat))];
-  const copies = new Map<string, StudyCopy>();
   const perStudy = new Set(options.perStudy ?? []);
+  const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
+  const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
+  const copies = new Map<string, StudyCopy>();
   // Every file opened at once; if one cannot be, those that were are removed.
   const opening = tableNames.map((table) =>
-    Promise.allSettled(
-      formats.map((format) =>
-        openWriter(storage, table, format, options, perStudy.has(table) ? copies : null),
-      ),
-    ),
+    Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
@@ -84,7 +96,8 @@ export async function createTableWriters(
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );
-    states.set(table, { writers, rows: 0, queue: Promise.resolve() });
+    const studies = perStudy.has(table) ? new Map<string, ColumnBuffers>() : null;
+    states.set(table, { table, writers, rows: 0, queue: Promise.resolve(), studies, bufferedBytes: 0 });
   });
   const failure = opened.flat().find((result) => result.status === 'rejected');
   if (failure) {
@@ -104,13 +117,46 @@ export async function createTableWriters(
     return state.queue;
   };
 
+  async function writeStudy(state: TableState, studyId: string): Promise<void> {
+    const buffers = state.studies?.get(studyId);
+    if (!buffers) return;
+    state.studies?.delete(studyId);
+    state.bufferedBytes -= buffers.bytes;
+    const copy = copies.get(studyId);
+    for (const writer of state.writers) {
+      const copyTo = await writer.writeStudy(buffers);
+      if (copy) await copyTo(copy);
+    }
+  }
+
+  /** Buffers rows by study; a study is written once it fills a row group, the largest when all fill two. */
+  async function bufferByStudy(
+    state: TableState,
+    studies: Map<string, ColumnBuffers>,
+    rows: readonly Row<TableName>[],
+  ) {
+    for (const row of rows) {
+      const studyId = String(row.study_id);
+      let buffers = studies.get(studyId);
+      if (!buffers) {
+        buffers = new ColumnBuffers(state.table, `${state.table} of study ${studyId}`);
+        studies.set(studyId, buffers);
+      }
+      state.bufferedBytes += buffers.add(row as Record<string, unknown>);
+      if (buffers.rows >= rowGroupSize || buffers.bytes >= rowGroupBytes) await writeStudy(state, studyId);
+      else if (state.bufferedBytes >= 2 * rowGroupBytes) await writeStudy(state, largest(studies));
+    }
+  }
+
   return {
     write(table, rows) {
       const state = stateOf(table);
       if (rows.length === 0) return state.queue;
       return enqueue(state, async () => {
         // Row<T> of the declared table; the writers serialize by column name.
-        for (const writer of state.writers) await writer.write(rows as readonly Row<TableName>[]);
+        const written = rows as readonly Row<TableName>[];
+        if (state.studies) await bufferByStudy(state, state.studies, written);
+        else for (const writer of state.writers) await writer.write(written);
         state.rows += rows.length;
       });
     },
@@ -118,21 +164,17 @@ export async function createTableWriters(
       copies.set(studyId, copy);
     },
     async endStudy(studyId) {
-      await Promise.all(
-        [...perStudy].map((table) => {
-          const state = stateOf(table);
-          return enqueue(state, async () => {
-            for (const writer of state.writers) await writer.endStudy?.(studyId);
-          });
-        }),
-      );
+      const perStudyStates = [...states.values()].filter((state) => state.studies);
+      await Promise.all(perStudyStates.map((state) => enqueue(state, () => writeStudy(state, studyId))));
       copies.delete(studyId);
     },
     // All at once: one file's last row group is encoded while another's bytes are written.
     close: () =>
       allSettled(
         [...states].map(async ([table, state]): Promise<TableFiles> => {
-          await state.queue;
+          await enqueue(state, async () => {
+            for (const studyId of [...(state.studies?.keys() ?? [])]) await writeStudy(state, studyId);
+          });
           await allSettled(state.writers.map((writer) => writer.close()));
           return { table, rows: state.rows, files: state.writers.map((w) => w.path) };
         }),
@@ -141,30 +183,45 @@ export async function createTableWriters(
   };
 }
 
-/** `copies`: by study id, for a `perStudy` table; null for the others. */
+function largest(studies: ReadonlyMap<string, ColumnBuffers>): string {
+  let key = '';
+  let bytes = -1;
+  for (const [studyId, buffers] of studies)
+    if (buffers.bytes > bytes) [key, bytes] = [studyId, buffers.bytes];
+  return key;
+}
+
 async function openWriter(
   storage: Storage,
   table: TableName,
   format: TableFormat,
   options: TableWritersOptions,
-  copies: ReadonlyMap<string, StudyCopy> | null,
 ): Promise<FormatWriter> {
   const path = `${table}.${format}`;
   if (format === 'csv') {
-    const onText = async (studyId: string, text: string) => copies?.get(studyId)?.csvText(table, text);
     // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
     // resources, and its JavaScript reference reader takes a BOM for part of the first header.
     // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
-    const csv = { ...options.csv, bom: false };
-    const writer = await createTableCsvWriter(storage, path, table, csv, copies ? { onText } : undefined);
-    return { path, ...writer };
+    const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
+    return {
+      path,
+      ...writer,
+      async writeStudy(buffers) {
+        const text = await writer.writeValues(buffers);
+        return (copy) => copy.csvText(table, text);
+      },
+    };
   }
-  const onRowGroup = async (studyId: string, group: EncodedRowGroup) =>
-    copies?.get(studyId)?.rowGroup(table, group);
-  return await createParquetWriter(storage, path, table, {
+  const writer = await createParquetWriter(storage, path, table, {
     rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize,
-    ...(copies ? { perStudy: { onRowGroup } } : {}),
   });
+  return {
+    ...writer,
+    async writeStudy(buffers) {
+      const group = await writer.writeGroup(buffers);
+      return (copy) => copy.rowGroup(table, group);
+    },
+  };
 }
 
 async function abortAll(states: Map<TableName, TableState>): Promise<void> {

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
-import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter } from './csv.ts';
+import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
 
 const maxNameLength = 100;
 const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
@@ -70,53 +70,57 @@ export interface WideWriter {
   abort(): Promise<void>;
 }
 
-/** The sheet goes to `storage`; its spill to `scratchDir`, a local folder of the run's own. */
+/**
+ * The sheet goes to `storage`, and the same text to `alsoTo` when given (the study's current
+ * sheet, when it is new to the current dataset); its spill to `scratchDir`, a local folder of
+ * the run's own.
+ */
 export function createWideWriter(
   storage: Storage,
   scratchDir: string,
   linkId: string,
-  options: CsvOptions,
-  runBytes?: number,
+  options: CsvOptions & { alsoTo?: Pick<Storage, 'create' | 'describe'> },
 ): WideWriter {
   const name = safeFileName(linkId);
   const csvPath = `wide/${name}.csv`;
-  const spill = wideRowSpill(scratchDir, `wide-${name}`, runBytes);
-  let csv: CsvWriter | null = null;
+  const spill = wideRowSpill(scratchDir, `wide-${name}`);
+  const sheets: CsvWriter[] = [];
 
   return {
     add: (row) => spill.add(row),
     async finish(columns) {
-      csv = await createCsvWriter(
-        storage,
-        csvPath,
-        [...wideFixedColumns, ...columns.map((c) => c.header)],
-        options,
-      );
-      await copyRows(spill.sorted(), csv, columns);
-      await csv.close();
+      const header = [...wideFixedColumns, ...columns.map((c) => c.header)];
+      for (const target of options.alsoTo ? [storage, options.alsoTo] : [storage]) {
+        sheets.push(await createCsvWriter(target, csvPath, header, options));
+      }
+      await copyRows(spill.sorted(), sheets, columns, options);
+      for (const sheet of sheets) await sheet.close();
       return csvPath;
     },
     async abort() {
       await spill.remove();
-      await csv?.abort();
+      for (const sheet of sheets) await sheet.abort();
     },
   };
 }
 
 async function copyRows(
   rows: AsyncIterable<WideRow>,
-  csv: CsvWriter,
+  sheets: readonly CsvWriter[],
   columns: readonly WideColumn[],
+  options: CsvOptions,
 ): Promise<void> {
   let batch: CsvCell[][] = [];
+  const flush = async () => {
+    const text = csvText(batch, options);
+    for (const sheet of sheets) await sheet.writeText(text);
+    batch = [];
+  };
   for await (const row of rows) {
     batch.push(wideRecord(row, columns));
-    if (batch.length >= batchSize) {
-      await csv.write(batch);
-      batch = [];
-    }
+    if (batch.length >= batchSize) await flush();
   }
-  await csv.write(batch);
+  await flush();
 }
 
 function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {

@@ -44,6 +44,8 @@ export interface ExportStudyInput {
   detailsSlot?: <T>(fetchDetails: () => Promise<T>) => Promise<T>;
   /** A response whose detail could not be fetched: its rows are incomplete. */
   onIncompleteResponse?: (responseId: string) => void;
+  /** Where the study's wide sheet is also written: its current sheet, when it is new there. */
+  wideCopy?: Pick<Storage, 'create' | 'describe'>;
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
@@ -70,7 +72,10 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
   }
   const studySinks = trackLoss(sinks, outcome);
-  const wide = createWideWriter(input.files, input.scratchDir, study.link_id, config.output.csv);
+  const wide = createWideWriter(input.files, input.scratchDir, study.link_id, {
+    ...config.output.csv,
+    ...(input.wideCopy ? { alsoTo: input.wideCopy } : {}),
+  });
   const workbook = config.output.formats.includes('xlsx')
     ? createXlsxWriter(input.files, input.scratchDir, study.link_id, (cut) =>
         sinks.warn({

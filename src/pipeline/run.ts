@@ -380,7 +380,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
         studyLimit(async () => {
           const stage = staging.forStudy(study.id);
           const copy = current ? await current.begin(study.id) : null;
-          if (copy) writers.copyStudy(study.id, copy);
+          if (copy) writers.copyStudy(study.id, copy.tables);
           const outcome = await exportStudy({
             study,
             since: sinceFor(study, state, options, config),
@@ -394,6 +394,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
               ? stagingWriters(writers, stage, copy ? new Set(responseTables) : undefined)
               : writers,
             onIncompleteResponse: (id) => stage.markIncomplete(id),
+            ...(copy ? { wideCopy: copy.wide } : {}),
             media,
             reporter,
             pageGate: (takePage) => pageGate(index, takePage),

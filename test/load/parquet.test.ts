@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
+import { ColumnBuffers } from '../../src/load/column-buffers.ts';
 import {
   createParquetWriter,
   defaultRowGroupBytes,
@@ -266,79 +267,41 @@ describe('Parquet tables', () => {
   });
 });
 
-describe('Parquet row groups kept per study', () => {
-  const studies = ['s-a', 's-b', 's-c'];
-  /** Rows of three studies interleaved, as studies exported together write them. */
-  const rows = Array.from({ length: 240 }, (_, i) => ({
-    ...answerRow(i, `${awkwardTexts[i % awkwardTexts.length]} ${'x'.repeat(i % 40)}`),
-    study_id: studies[i % 3] as string,
-    answer_id: `a-${i}`,
-  }));
-  const ofStudy = (study: string) => rows.filter((row) => row.study_id === study);
-
-  it("holds one study per row group, and the same bytes make each study's own file, read back by three readers", async () => {
+describe('Parquet row groups encoded once', () => {
+  it('make two files where they land at other offsets, each read back by three readers', async () => {
     await withTempDir(async (dir) => {
-      const own = new Map<string, ParquetFile>();
-      for (const study of studies) {
-        own.set(study, await ParquetFile.open(localFolder(dir), `${study}.parquet`, 'answers'));
-      }
-      const path = join(dir, 'answers.parquet');
-      // Small row groups, so that groups of the three studies alternate in the table's file.
-      const writer = await createParquetWriter(...localFile(path), 'answers', {
-        rowGroupBytes: 1500,
-        perStudy: { onRowGroup: (study, group) => (own.get(study) as ParquetFile).append(group) },
-      });
-      for (let i = 0; i < rows.length; i += 7) await writer.write(rows.slice(i, i + 7));
-      // The study's rows still buffered are written by endStudy, so its own file is complete.
-      await writer.endStudy('s-b');
-      await own.get('s-b')?.close();
-      const ownB = join(dir, 's-b.parquet');
-      expect((await readHyparquet(ownB)).map(normaliseRow)).toEqual(ofStudy('s-b'));
-      await writer.close();
-      for (const study of ['s-a', 's-c']) await own.get(study)?.close();
+      const rows = awkwardAnswers.map((row, i) => ({ ...row, answer: `${row.answer} ${'x'.repeat(i * 7)}` }));
+      const [first, second] = [rows.slice(0, 9), rows.slice(9)];
+      const buffers = (part: typeof rows) => {
+        const buffered = new ColumnBuffers('answers', 'test');
+        for (const row of part) buffered.add(row);
+        return buffered;
+      };
+      // The table's file: a group written through write() first, so the shared one lands further in.
+      const tablePath = join(dir, 'answers.parquet');
+      const table = await createParquetWriter(...localFile(tablePath), 'answers');
+      const ownFirst = await table.writeGroup(buffers(first));
+      const shared = await table.writeGroup(buffers(second));
+      await table.close();
+      // A second file that takes only the second group, at offset 4.
+      const ownPath = join(dir, 'own.parquet');
+      const own = await ParquetFile.open(localFolder(dir), 'own.parquet', 'answers');
+      await own.append(shared);
+      await own.close();
+      expect(ownFirst.bytes.length).toBeGreaterThan(0);
 
-      // The table's file: every row, each study's in its order, no row group mixing studies.
-      const all = (await readHyparquet(path)).map(normaliseRow);
-      expect(all).toHaveLength(rows.length);
-      for (const study of studies)
-        expect(all.filter((row) => row.study_id === study)).toEqual(ofStudy(study));
-      await duckdb(async (query) => {
-        const groups = await query(
-          `select row_group_id, stats_min_value lo, stats_max_value hi from parquet_metadata('${path}') where path_in_schema = 'study_id'`,
-        );
-        expect(groups.length).toBeGreaterThan(6);
-        for (const group of groups) expect(group.lo).toBe(group.hi);
-        expect(new Set(groups.map((group) => group.lo))).toEqual(new Set(studies));
-      });
-
-      // Each study's own file: the same bytes, at other offsets.
-      for (const study of studies) {
-        const file = join(dir, `${study}.parquet`);
-        const expected = ofStudy(study);
-        expect((await readHyparquet(file)).map(normaliseRow)).toEqual(expected);
+      for (const [path, expected] of [
+        [tablePath, rows],
+        [ownPath, second],
+      ] as const) {
+        expect((await readHyparquet(path)).map(normaliseRow)).toEqual(expected);
         const answers = (row: Record<string, unknown>) => tableRow('answers', row);
-        expect((await readParquetjsLite(file)).rows.map(answers)).toEqual(expected);
-        const fromDuck = await duckdb((query) => query(`select * from read_parquet('${file}')`));
+        expect((await readParquetjsLite(path)).rows.map(answers)).toEqual(expected);
+        const fromDuck = await duckdb((query) => query(`select * from read_parquet('${path}')`));
         expect(fromDuck.map(normaliseRow)).toEqual(expected);
-        expect(await rowGroupCount(file)).toBeGreaterThan(1);
       }
-    });
-  });
-
-  it('writes a study early when the studies together buffer more than twice the row-group bytes', async () => {
-    await withTempDir(async (dir) => {
-      const path = join(dir, 'answers.parquet');
-      const written: string[] = [];
-      const writer = await createParquetWriter(...localFile(path), 'answers', {
-        rowGroupBytes: 10_000,
-        perStudy: { onRowGroup: async (study) => void written.push(study) },
-      });
-      // Each study alone stays under 10 000 bytes; the three together pass 20 000.
-      const big = (study: string, i: number) => ({ ...answerRow(i, 'y'.repeat(700)), study_id: study });
-      for (let i = 0; i < 11; i++) await writer.write(studies.map((study) => big(study, i)));
-      expect(written.length).toBeGreaterThan(0);
-      await writer.close();
-      expect((await readHyparquet(path)).length).toBe(33);
+      expect(await rowGroupCount(tablePath)).toBe(2);
+      expect(await rowGroupCount(ownPath)).toBe(1);
     });
   });
 });

@@ -1,11 +1,31 @@
 import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
+import { formulaPattern } from '../../src/load/csv.ts';
+import { ParquetFile } from '../../src/load/parquet.ts';
 import { createTableWriters } from '../../src/load/table-writers.ts';
 import { columnNames, tableNames } from '../../src/load/tables.ts';
 import { localFolder } from '../storage/helpers.ts';
-import { duckdb, readCsv, rowGroupCount, withTempDir } from './readers.ts';
-import { answerRow, responseRow } from './samples.ts';
+import {
+  duckdb,
+  readCsv,
+  readHyparquet,
+  readParquetjsLite,
+  rowGroupCount,
+  tableRow,
+  withTempDir,
+} from './readers.ts';
+import { answerRow, awkwardTexts, responseRow } from './samples.ts';
+
+/** A value read back, in the row convention: numbers for integers. */
+const normalised = (row: Record<string, unknown>) =>
+  Object.fromEntries(
+    Object.entries(row).map(([key, value]) => [
+      key,
+      typeof value === 'bigint' ? Number(value) : (value ?? null),
+    ]),
+  );
 
 const csv = { bom: false, escape_formulae: true };
 
@@ -93,6 +113,117 @@ describe('createTableWriters', () => {
       });
       await expect(access(missing)).rejects.toThrow();
       expect(await readdir(dir)).toEqual([]);
+    });
+  });
+
+  describe('per study', () => {
+    const studies = ['s-a', 's-b', 's-c'];
+    /** Rows of three studies interleaved, as studies exported together write them. */
+    const rows = Array.from({ length: 240 }, (_, i) => ({
+      ...answerRow(i, `${awkwardTexts[i % awkwardTexts.length]} ${'x'.repeat(i % 40)}`),
+      study_id: studies[i % 3] as string,
+      answer_id: `a-${i}`,
+    }));
+    const ofStudy = (study: string) => rows.filter((row) => row.study_id === study);
+    const records = (part: typeof rows) => part.map((row) => csvRecordText(row));
+    /** A record as papaparse reads it back: every cell text, null as '', formulae escaped. */
+    const csvRecordText = (row: (typeof rows)[number]) =>
+      columnNames('answers').map((column) => {
+        const value = (row as Record<string, unknown>)[column] ?? '';
+        const text = String(value);
+        return formulaPattern.test(text) ? `'${text}` : text;
+      });
+
+    it("keeps one study per row group, CSV and Parquet in one order, and hands each study's bytes to its copy", async () => {
+      await withTempDir(async (dir) => {
+        const own = new Map<string, { parquet: ParquetFile; csv: string[] }>();
+        for (const study of studies) {
+          own.set(study, {
+            parquet: await ParquetFile.open(localFolder(dir), `${study}.parquet`, 'answers'),
+            csv: [],
+          });
+        }
+        // Small row groups, so that the three studies' groups alternate in the table's file.
+        const writers = await createTableWriters(localFolder(dir), {
+          formats: ['csv', 'parquet'],
+          csv,
+          perStudy: ['answers'],
+          rowGroupBytes: 1500,
+        });
+        for (const study of studies) {
+          const copy = own.get(study)!;
+          writers.copyStudy(study, {
+            rowGroup: (table, group) =>
+              table === 'answers' ? copy.parquet.append(group) : Promise.resolve(),
+            csvText: async (_table, text) => void copy.csv.push(text),
+          });
+        }
+        for (let i = 0; i < rows.length; i += 7) await writers.write('answers', rows.slice(i, i + 7));
+        // A study's rows still buffered are written by endStudy, so its copy is complete.
+        await writers.endStudy('s-b');
+        await own.get('s-b')!.parquet.close();
+        expect((await readHyparquet(join(dir, 's-b.parquet'))).map(normalised)).toEqual(ofStudy('s-b'));
+        await writers.close();
+        for (const study of ['s-a', 's-c']) await own.get(study)!.parquet.close();
+
+        // The table: every row, each study's in its order, CSV and Parquet row for row alike.
+        const parquet = (await readHyparquet(join(dir, 'answers.parquet'))).map(normalised);
+        expect(parquet).toHaveLength(rows.length);
+        for (const study of studies)
+          expect(parquet.filter((row) => row.study_id === study)).toEqual(ofStudy(study));
+        const table = (await readCsv(join(dir, 'answers.csv'))).records;
+        expect(table.slice(1)).toEqual(records(parquet as typeof rows));
+        await duckdb(async (query) => {
+          const groups = await query(
+            `select row_group_id, stats_min_value lo, stats_max_value hi from parquet_metadata('${join(dir, 'answers.parquet')}') where path_in_schema = 'study_id'`,
+          );
+          expect(groups.length).toBeGreaterThan(6);
+          for (const group of groups) expect(group.lo).toBe(group.hi);
+          expect(new Set(groups.map((group) => group.lo))).toEqual(new Set(studies));
+        });
+
+        // Each study's copy: the same rows from the same bytes, read by three readers and papaparse.
+        for (const study of studies) {
+          const file = join(dir, `${study}.parquet`);
+          const expected = ofStudy(study);
+          expect((await readHyparquet(file)).map(normalised)).toEqual(expected);
+          const answers = (row: Record<string, unknown>) => tableRow('answers', row);
+          expect((await readParquetjsLite(file)).rows.map(answers)).toEqual(expected);
+          const fromDuck = await duckdb((query) => query(`select * from read_parquet('${file}')`));
+          expect(fromDuck.map(normalised)).toEqual(expected);
+          expect(await rowGroupCount(file)).toBeGreaterThan(1);
+          const copied = Papa.parse<string[]>(own.get(study)!.csv.join(''), { skipEmptyLines: true }).data;
+          expect(copied).toEqual(records(expected));
+        }
+      });
+    });
+
+    it('writes a study early when the studies together buffer more than twice the row-group bytes', async () => {
+      await withTempDir(async (dir) => {
+        const written: string[] = [];
+        const writers = await createTableWriters(localFolder(dir), {
+          formats: ['parquet'],
+          csv,
+          perStudy: ['answers'],
+          rowGroupBytes: 10_000,
+        });
+        for (const study of studies) {
+          writers.copyStudy(study, {
+            rowGroup: async () => void written.push(study),
+            csvText: async () => {},
+          });
+        }
+        // Each study alone stays under 10 000 bytes; the three together pass 20 000.
+        const big = (study: string, i: number) => ({ ...answerRow(i, 'y'.repeat(700)), study_id: study });
+        for (let i = 0; i < 11; i++)
+          await writers.write(
+            'answers',
+            studies.map((study) => big(study, i)),
+          );
+        expect(written.length).toBeGreaterThan(0);
+        await writers.close();
+        expect((await readHyparquet(join(dir, 'answers.parquet'))).length).toBe(33);
+      });
     });
   });
 });
