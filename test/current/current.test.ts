@@ -173,6 +173,13 @@ describe('the current dataset', () => {
           }
         }
       });
+      // Its current wide sheet is the run's, byte for byte.
+      for (const study of sandbox.studies()) {
+        const sheet = `${study.link_id}.csv`;
+        const current = await readFile(join(currentOf(out), 'wide', `study_id=${study.id}`, sheet), 'utf8');
+        expect(current.startsWith('\ufeff')).toBe(true);
+        expect(current).toBe(await readFile(join(run, 'wide', sheet), 'utf8'));
+      }
     });
   });
 
