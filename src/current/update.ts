@@ -109,7 +109,7 @@ export class CurrentPreparation {
    * the run's writers (TableWriters.copyStudy), and those tables need no staging. Else null.
    */
   async begin(studyId: string): Promise<{ tables: StudyCopy; wide: Storage } | null> {
-    const start = await startStudy(this.context, studyId);
+    const start = await startStudy(this.context, studyId, { copy: true });
     this.#started.set(studyId, start);
     const copies = start.copies;
     if (!copies) return null;
@@ -175,13 +175,19 @@ interface StudyStart {
   copies: Map<ResponseTable, PartCopy> | null;
 }
 
-async function startStudy(update: CurrentContext, studyId: string): Promise<StudyStart> {
+async function startStudy(
+  update: CurrentContext,
+  studyId: string,
+  options: { copy: boolean },
+): Promise<StudyStart> {
   const listed = await Promise.all(tableNames.map((table) => partitionOf(update.store, table, studyId)));
   const partitions = new Map(tableNames.map((table, i) => [table, listed[i] as Partition]));
   const dir = await mkdtemp(join(update.scratchDir, 'current-'));
   // The copies take the run's Parquet row groups: only when the run writes Parquet.
   const fresh =
-    update.formats.includes('parquet') && responseTables.every((table) => !partitions.get(table)?.previous);
+    options.copy &&
+    update.formats.includes('parquet') &&
+    responseTables.every((table) => !partitions.get(table)?.previous);
   if (!fresh) return { partitions, dir, copies: null };
   await mkdir(wideCopyDir(dir));
   const copies = new Map<ResponseTable, PartCopy>();
@@ -227,7 +233,7 @@ async function partitionOf(store: CurrentStore, table: TableName, studyId: strin
  * Writes the study's new parts into scratch; nothing in the store changes yet. `start`: what
  * CurrentPreparation.begin found and opened before the study's export (else found now).
  */
-export async function prepareStudy(
+async function prepareStudy(
   update: CurrentContext,
   study: CurrentStudy,
   start?: StudyStart,
@@ -235,7 +241,7 @@ export async function prepareStudy(
   const { store, staging } = update;
   const id = study.study_id;
   const replace = study.since === null && study.lossless;
-  const { partitions, dir: studyDir, copies } = start ?? (await startStudy({ ...update, formats: [] }, id));
+  const { partitions, dir: studyDir, copies } = start ?? (await startStudy(update, id, { copy: false }));
   const partition = (table: TableName) => partitions.get(table) as Partition;
   const hasStaged = async (table: TableName) => {
     for await (const _ of staging.rows(id, table)) return true;

@@ -74,6 +74,8 @@ interface TableState {
   /** A `perStudy` table's rows not yet written, by study id; null for the other tables. */
   studies: Map<string, ColumnBuffers> | null;
   bufferedBytes: number;
+  /** The table's first file, as a refused row names it. */
+  where: string;
 }
 
 export async function createTableWriters(
@@ -97,7 +99,16 @@ export async function createTableWriters(
       result.status === 'fulfilled' ? [result.value] : [],
     );
     const studies = perStudy.has(table) ? new Map<string, ColumnBuffers>() : null;
-    states.set(table, { table, writers, rows: 0, queue: Promise.resolve(), studies, bufferedBytes: 0 });
+    const where = storage.describe(writers[0]?.path ?? table);
+    states.set(table, {
+      table,
+      writers,
+      rows: 0,
+      queue: Promise.resolve(),
+      studies,
+      bufferedBytes: 0,
+      where,
+    });
   });
   const failure = opened.flat().find((result) => result.status === 'rejected');
   if (failure) {
@@ -139,7 +150,7 @@ export async function createTableWriters(
       const studyId = String(row.study_id);
       let buffers = studies.get(studyId);
       if (!buffers) {
-        buffers = new ColumnBuffers(state.table, `${state.table} of study ${studyId}`);
+        buffers = new ColumnBuffers(state.table, state.where);
         studies.set(studyId, buffers);
       }
       state.bufferedBytes += buffers.add(row as Record<string, unknown>);

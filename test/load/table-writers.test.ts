@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { formulaPattern } from '../../src/load/csv.ts';
 import { ParquetFile } from '../../src/load/parquet.ts';
 import { createTableWriters } from '../../src/load/table-writers.ts';
-import { columnNames, tableNames } from '../../src/load/tables.ts';
+import { columnNames, type Row, tableNames } from '../../src/load/tables.ts';
 import { localFolder } from '../storage/helpers.ts';
 import {
   duckdb,
@@ -195,6 +195,23 @@ describe('createTableWriters', () => {
           const copied = Papa.parse<string[]>(own.get(study)!.csv.join(''), { skipEmptyLines: true }).data;
           expect(copied).toEqual(records(expected));
         }
+      });
+    });
+
+    it("refuses a null in a required column, naming the table's file", async () => {
+      await withTempDir(async (dir) => {
+        const writers = await createTableWriters(localFolder(dir), {
+          formats: ['csv', 'parquet'],
+          csv,
+          perStudy: ['answers'],
+        });
+        const broken = { ...answerRow(1, 'x'), question: null } as unknown as Row<'answers'>;
+        await expect(writers.write('answers', [broken])).rejects.toMatchObject({
+          code: 'E_RUN',
+          message: expect.stringContaining('question'),
+          context: { file: join(dir, 'answers.csv') },
+        });
+        await writers.abort();
       });
     });
 
