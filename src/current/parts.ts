@@ -182,7 +182,7 @@ async function preparedPart(
 export interface PartCopy {
   readonly table: TableName;
   rowGroup(group: EncodedRowGroup): Promise<void>;
-  csvText(text: string): Promise<void>;
+  csvText(text: Uint8Array): Promise<void>;
   finish(): Promise<PreparedPart>;
   abort(): Promise<void>;
 }

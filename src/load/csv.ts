@@ -46,8 +46,8 @@ export function csvRecord<T extends TableName>(columns: readonly string[], row: 
 export interface CsvWriter {
   readonly path: string;
   write(records: readonly (readonly CsvCell[])[]): Promise<void>;
-  /** Records already made CSV text (csvText), with the same options. */
-  writeText(text: string): Promise<void>;
+  /** Records already made CSV text (csvText) with the same options, or that text's UTF-8 bytes. */
+  writeText(text: string | Uint8Array): Promise<void>;
   /** Flushes and closes the file; returns its size in bytes. */
   close(): Promise<number>;
   abort(): Promise<void>;
@@ -69,7 +69,7 @@ export async function createCsvWriter(
       if (text) await sink.write(text);
     },
     async writeText(text) {
-      if (text) await sink.write(text);
+      if (text.length > 0) await sink.write(text);
     },
     async close() {
       return (await sink.close()).bytes;
@@ -86,8 +86,11 @@ export async function createTableCsvWriter<T extends TableName>(
   options: CsvOptions,
 ): Promise<{
   write(rows: readonly Row<T>[]): Promise<void>;
-  /** Writes values buffered column by column (ColumnBuffers of this table); returns their text. */
-  writeValues(buffers: ColumnBuffers): Promise<string>;
+  /**
+   * Writes values buffered column by column (ColumnBuffers of this table); returns the bytes
+   * written, encoded once for another file to take as well.
+   */
+  writeValues(buffers: ColumnBuffers): Promise<Uint8Array>;
   close(): Promise<number>;
   abort(): Promise<void>;
 }> {
@@ -96,9 +99,9 @@ export async function createTableCsvWriter<T extends TableName>(
   return {
     write: (rows) => writer.write(rows.map((row) => csvRecord(columns, row))),
     async writeValues(buffers) {
-      const text = csvText(recordsOf(buffers), options);
-      await writer.writeText(text);
-      return text;
+      const bytes = Buffer.from(csvText(recordsOf(buffers), options), 'utf8');
+      await writer.writeText(bytes);
+      return bytes;
     },
     close: () => writer.close(),
     abort: () => writer.abort(),

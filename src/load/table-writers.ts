@@ -35,7 +35,8 @@ export interface TableWritersOptions {
 /** Receives one study's bytes of the `perStudy` tables, as they are written into the run's files. */
 export interface StudyCopy {
   rowGroup(table: TableName, group: EncodedRowGroup): Promise<void>;
-  csvText(table: TableName, text: string): Promise<void>;
+  /** CSV records as UTF-8 bytes, without a header. */
+  csvText(table: TableName, text: Uint8Array): Promise<void>;
 }
 
 export interface TableFiles {

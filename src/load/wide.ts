@@ -113,7 +113,9 @@ async function copyRows(
   let batch: CsvCell[][] = [];
   const flush = async () => {
     const text = csvText(batch, options);
-    for (const sheet of sheets) await sheet.writeText(text);
+    // Encoded once for two sheets, rather than by each.
+    const chunk = sheets.length > 1 ? Buffer.from(text, 'utf8') : text;
+    for (const sheet of sheets) await sheet.writeText(chunk);
     batch = [];
   };
   for await (const row of rows) {

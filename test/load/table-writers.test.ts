@@ -155,7 +155,7 @@ describe('createTableWriters', () => {
           writers.copyStudy(study, {
             rowGroup: (table, group) =>
               table === 'answers' ? copy.parquet.append(group) : Promise.resolve(),
-            csvText: async (_table, text) => void copy.csv.push(text),
+            csvText: async (_table, text) => void copy.csv.push(Buffer.from(text).toString('utf8')),
           });
         }
         for (let i = 0; i < rows.length; i += 7) await writers.write('answers', rows.slice(i, i + 7));
