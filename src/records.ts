@@ -32,6 +32,25 @@ export interface ReceivedPayload {
   status: number;
   receivedAt: string;
   payload: unknown;
+  /** The body as received and the value parsed from it, when the client has them. */
+  json?: ReceivedJson;
+}
+
+export interface ReceivedJson {
+  bytes: Uint8Array;
+  /** The payload these bytes parsed as. */
+  of: unknown;
+}
+
+/**
+ * The body as received when it is still exactly the record's payload (not replaced, for
+ * example by its JSON text when it nests too deep): raw/ can store those bytes instead of
+ * writing the payload out again.
+ */
+export function receivedJson(received: ReceivedPayload): Uint8Array | undefined {
+  return received.json !== undefined && received.json.of === received.payload
+    ? received.json.bytes
+    : undefined;
 }
 
 /** The one place a raw record is built from a response as received. */
@@ -52,7 +71,8 @@ export function rawRecord(
 }
 
 export interface RawSink {
-  write(record: RawRecord): void;
+  /** `json`: the payload's bytes as received (receivedJson), which may be stored as they are. */
+  write(record: RawRecord, json?: Uint8Array): void;
 }
 
 export interface Reject extends Omit<RecordOrigin, 'page'> {

@@ -20,6 +20,7 @@ import { apiDeadlineMs, type PipelineConfig } from '../config/schema.ts';
 import { HttpError } from '../errors.ts';
 import { type Agents, type GetResponse, httpGet } from '../http/get.ts';
 import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
+import type { ReceivedJson } from '../records.ts';
 import { redact, registerSecret } from '../redact.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
 import { ApiCounters } from './counters.ts';
@@ -81,6 +82,8 @@ export interface ListResponsesQuery {
 
 export interface Fetched {
   payload: unknown;
+  /** The body as received, which parsed as `payload`. */
+  json?: ReceivedJson;
   /** The request URL without its query string. */
   url: string;
   query?: Record<string, string>;
@@ -229,12 +232,13 @@ class HttpApiClient implements ApiClient {
       retries: (failure: TryAgain) =>
         this.serviceDown && failure.kind === 'network' ? 0 : this.policy.retries,
     };
-    const { payload, status, bytes } = await withRetries(this.policy, hooks, () =>
+    const { payload, status, bytes, body } = await withRetries(this.policy, hooks, () =>
       this.limit(() => this.attempt(spec)),
     );
     this.adaptive.onSuccess();
     const fetched: Fetched = {
       payload,
+      json: { bytes: body, of: payload },
       url: redact(spec.url),
       status,
       bytes,
@@ -260,7 +264,9 @@ class HttpApiClient implements ApiClient {
   }
 
   /** One HTTP exchange: its payload, or TryAgain / a final error; counted whatever happens. */
-  private async attempt(spec: RequestSpec): Promise<{ payload: unknown; status: number; bytes: number }> {
+  private async attempt(
+    spec: RequestSpec,
+  ): Promise<{ payload: unknown; status: number; bytes: number; body: Buffer }> {
     const started = performance.now();
     let answer: RawAnswer;
     try {
@@ -282,7 +288,7 @@ class HttpApiClient implements ApiClient {
       answer.body.length,
     );
     const payload = readAnswer(spec, answer, this.identity);
-    return { payload, status: answer.status, bytes: answer.body.length };
+    return { payload, status: answer.status, bytes: answer.body.length, body: answer.body };
   }
 
   /** The whole answer; the body cap is enforced as the (decompressed) bytes arrive. */

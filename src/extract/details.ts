@@ -10,7 +10,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, type ListedResponse, SingleResponse, type Study } from '../api/resources.ts';
 import { HttpError, NetworkError, PayloadError } from '../errors.ts';
-import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
+import { type ExtractSinks, rawRecord, receivedJson, rejectRecord } from '../records.ts';
 import { storable, tooDeepReason } from './nesting.ts';
 
 export interface DetailResult {
@@ -96,12 +96,14 @@ async function fetchOne(
   }
   const fetchedAt = Date.now();
   const payload = storable(fetched.payload);
+  const received = { ...fetched, payload };
   sinks.raw.write(
-    rawRecord(
-      'get_response',
-      { ...fetched, payload },
-      { link_id: study.link_id, study_id: study.id, response_id: listed.id },
-    ),
+    rawRecord('get_response', received, {
+      link_id: study.link_id,
+      study_id: study.id,
+      response_id: listed.id,
+    }),
+    receivedJson(received),
   );
   if (payload !== fetched.payload) {
     rejectDetail(sinks, study, listed.id, tooDeepReason, payload);

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
-import { type ExtractSinks, rawRecord, rejectRecord } from '../records.ts';
+import { type ExtractSinks, rawRecord, receivedJson, rejectRecord } from '../records.ts';
 import { jsonText, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { SpillFile } from './spill.ts';
 
@@ -236,6 +236,7 @@ async function fetchPage(
   const received = tooDeep ? { ...fetched, payload: jsonText(fetched.payload) } : fetched;
   sinks.raw.write(
     rawRecord('list_responses', received, { link_id: study.link_id, study_id: study.id, page }),
+    receivedJson(received),
   );
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(

@@ -347,8 +347,8 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
       : null;
   const sinks: ExtractSinks = {
     raw: {
-      write(record) {
-        raw.write(record);
+      write(record, json) {
+        raw.write(record, json);
         if (record.operation === 'list_responses') reporter.tick('pages');
       },
     },

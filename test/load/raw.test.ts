@@ -52,4 +52,31 @@ describe('raw archive', () => {
     expect(archive.count).toBe(500);
     expect(() => archive.write(record('list_surveys', 1))).toThrow(/after close/);
   });
+
+  it('stores a body received on one line of UTF-8 as its bytes, and any other as the payload written out', async () => {
+    const archive = createRawArchive(...localFile(join(dir, 'raw')));
+    const base = record('get_response', 0);
+    // As a service may send it: an escaped character and spaces, which JSON.stringify would not write.
+    const asSent = '{ "n": 1, "text": "caf\\u00e9 \\"quoted\\"" }';
+    const payload = JSON.parse(asSent);
+    const cases = [
+      Buffer.from(asSent), // one line: stored as it is
+      Buffer.from(asSent.replace(', ', ',\n')), // a line break between tokens
+      Buffer.from(asSent.replace(', ', ',\r')), // a carriage return, which line readers split on too
+      Buffer.concat([Buffer.from(asSent.slice(0, -2)), Buffer.from([0xff]), Buffer.from(' }')]), // not UTF-8
+    ];
+    for (const bytes of cases) archive.write({ ...base, payload }, bytes);
+    archive.write({ ...base, payload }); // no bytes at all
+    await archive.close();
+    const text = gunzipSync(await readFile(join(dir, 'raw', 'get_response.jsonl.gz'))).toString('utf8');
+    const lines = text.split('\n');
+    expect(lines.at(-1)).toBe('');
+    expect(lines).toHaveLength(cases.length + 2);
+    for (const line of lines.slice(0, -1)) {
+      expect(line).not.toContain('\r');
+      expect(JSON.parse(line)).toEqual({ ...base, payload });
+    }
+    expect(lines[0]).toContain(`"payload":${asSent}}`);
+    for (const line of lines.slice(1, -1)) expect(line).toContain(`"payload":${JSON.stringify(payload)}}`);
+  });
 });
