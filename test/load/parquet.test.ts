@@ -16,23 +16,17 @@ import {
   duckdb,
   duckdbTypes,
   expectedTypes,
+  normalise,
+  normaliseRow,
   readHyparquet,
   readParquetjsLite,
   readParquetWasm,
+  readThreeWays,
   rowGroupCount,
   tableRow,
   withTempDir,
 } from './readers.ts';
 import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from './samples.ts';
-
-/** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */
-function normalise(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (value instanceof Date) return value.toISOString();
-  return value ?? null;
-}
-const normaliseRow = (row: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(row).map(([key, value]) => [key, normalise(value)]));
 
 const responses = [
   responseRow('r1'),
@@ -294,11 +288,9 @@ describe('Parquet row groups encoded once', () => {
         [tablePath, rows],
         [ownPath, second],
       ] as const) {
-        expect((await readHyparquet(path)).map(normaliseRow)).toEqual(expected);
-        const answers = (row: Record<string, unknown>) => tableRow('answers', row);
-        expect((await readParquetjsLite(path)).rows.map(answers)).toEqual(expected);
-        const fromDuck = await duckdb((query) => query(`select * from read_parquet('${path}')`));
-        expect(fromDuck.map(normaliseRow)).toEqual(expected);
+        for (const [reader, read] of Object.entries(await readThreeWays(path, 'answers'))) {
+          expect(read, `${reader}: ${path}`).toEqual(expected);
+        }
       }
       expect(await rowGroupCount(tablePath)).toBe(2);
       expect(await rowGroupCount(ownPath)).toBe(1);

@@ -15,6 +15,26 @@ import { type ColumnType, columnNames, type TableName, tables } from '../../src/
 
 export { withTempDir } from '../shared.ts';
 
+/** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */
+export function normalise(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Date) return value.toISOString();
+  return value ?? null;
+}
+
+/** A row read back, every value in the row convention. */
+export const normaliseRow = (row: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(row).map(([key, value]) => [key, normalise(value)]));
+
+/** A table's Parquet file as hyparquet, parquetjs-lite and DuckDB each read it, in the row convention. */
+export async function readThreeWays(path: string, table: TableName): Promise<Record<string, unknown[]>> {
+  return {
+    hyparquet: (await readHyparquet(path)).map(normaliseRow),
+    'parquetjs-lite': (await readParquetjsLite(path)).rows.map((row) => tableRow(table, row)),
+    duckdb: (await duckdb((query) => query(`select * from read_parquet('${path}')`))).map(normaliseRow),
+  };
+}
+
 /** Runs queries against one in-memory DuckDB; results as JSON-safe objects (bigint and timestamps as strings). */
 export async function duckdb<T>(
   use: (query: (sql: string) => Promise<Record<string, unknown>[]>) => Promise<T>,

@@ -9,23 +9,14 @@ import { columnNames, type Row, tableNames } from '../../src/load/tables.ts';
 import { localFolder } from '../storage/helpers.ts';
 import {
   duckdb,
+  normaliseRow,
   readCsv,
   readHyparquet,
-  readParquetjsLite,
+  readThreeWays,
   rowGroupCount,
-  tableRow,
   withTempDir,
 } from './readers.ts';
 import { answerRow, awkwardTexts, responseRow } from './samples.ts';
-
-/** A value read back, in the row convention: numbers for integers. */
-const normalised = (row: Record<string, unknown>) =>
-  Object.fromEntries(
-    Object.entries(row).map(([key, value]) => [
-      key,
-      typeof value === 'bigint' ? Number(value) : (value ?? null),
-    ]),
-  );
 
 const csv = { bom: false, escape_formulae: true };
 
@@ -162,12 +153,12 @@ describe('createTableWriters', () => {
         // A study's rows still buffered are written by endStudy, so its copy is complete.
         await writers.endStudy('s-b');
         await own.get('s-b')!.parquet.close();
-        expect((await readHyparquet(join(dir, 's-b.parquet'))).map(normalised)).toEqual(ofStudy('s-b'));
+        expect((await readHyparquet(join(dir, 's-b.parquet'))).map(normaliseRow)).toEqual(ofStudy('s-b'));
         await writers.close();
         for (const study of ['s-a', 's-c']) await own.get(study)!.parquet.close();
 
         // The table: every row, each study's in its order, CSV and Parquet row for row alike.
-        const parquet = (await readHyparquet(join(dir, 'answers.parquet'))).map(normalised);
+        const parquet = (await readHyparquet(join(dir, 'answers.parquet'))).map(normaliseRow);
         expect(parquet).toHaveLength(rows.length);
         for (const study of studies)
           expect(parquet.filter((row) => row.study_id === study)).toEqual(ofStudy(study));
@@ -186,11 +177,9 @@ describe('createTableWriters', () => {
         for (const study of studies) {
           const file = join(dir, `${study}.parquet`);
           const expected = ofStudy(study);
-          expect((await readHyparquet(file)).map(normalised)).toEqual(expected);
-          const answers = (row: Record<string, unknown>) => tableRow('answers', row);
-          expect((await readParquetjsLite(file)).rows.map(answers)).toEqual(expected);
-          const fromDuck = await duckdb((query) => query(`select * from read_parquet('${file}')`));
-          expect(fromDuck.map(normalised)).toEqual(expected);
+          for (const [reader, read] of Object.entries(await readThreeWays(file, 'answers'))) {
+            expect(read, `${reader}: ${study}`).toEqual(expected);
+          }
           expect(await rowGroupCount(file)).toBeGreaterThan(1);
           const copied = Papa.parse<string[]>(own.get(study)!.csv.join(''), { skipEmptyLines: true }).data;
           expect(copied).toEqual(records(expected));
