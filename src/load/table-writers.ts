@@ -26,7 +26,7 @@ export interface TableWritersOptions {
   csv: CsvOptions;
   /** Rows per Parquet row group. */
   rowGroupSize?: number;
-  /** Buffered value bytes at which a study's rows of a `perStudy` table are written. */
+  /** Buffered value bytes at which a study's rows of a `perStudy` table are written (all studies' together). */
   rowGroupBytes?: number;
   /** Tables whose row groups hold one study each, and which a StudyCopy receives. */
   perStudy?: readonly TableName[];
@@ -141,7 +141,10 @@ export async function createTableWriters(
     }
   }
 
-  /** Buffers rows by study; a study is written once it fills a row group, the largest when all fill two. */
+  /**
+   * Buffers rows by study; a study is written once it fills a row group, and the largest
+   * once the studies together hold a row group's bytes, so a table holds no more than before.
+   */
   async function bufferByStudy(
     state: TableState,
     studies: Map<string, ColumnBuffers>,
@@ -156,7 +159,7 @@ export async function createTableWriters(
       }
       state.bufferedBytes += buffers.add(row as Record<string, unknown>);
       if (buffers.rows >= rowGroupSize || buffers.bytes >= rowGroupBytes) await writeStudy(state, studyId);
-      else if (state.bufferedBytes >= 2 * rowGroupBytes) await writeStudy(state, largest(studies));
+      else if (state.bufferedBytes >= rowGroupBytes) await writeStudy(state, largest(studies));
     }
   }
 

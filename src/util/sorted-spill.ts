@@ -32,7 +32,7 @@ export interface SortedSpill<T> {
   remove(): Promise<void>;
 }
 
-export const DEFAULT_RUN_BYTES = 4 * 2 ** 20;
+export const DEFAULT_RUN_BYTES = 2 ** 20;
 const DEFAULT_FAN_IN = 32;
 
 interface Entry<K> {
