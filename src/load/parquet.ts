@@ -21,7 +21,7 @@ import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { ColumnBuffers } from './column-buffers.ts';
-import { type Column, type Row, type TableName, tables } from './tables.ts';
+import { type Column, type Row, type TableName, tableNames, tables } from './tables.ts';
 
 export const defaultRowGroupSize = 50_000;
 /**
@@ -99,18 +99,12 @@ export interface EncodedRowGroup {
   readonly metadata: RowGroup;
 }
 
-const schemas = new Map<TableName, SchemaElement[]>();
-function schemaOf(table: TableName): SchemaElement[] {
-  let schema = schemas.get(table);
-  if (!schema) {
-    schema = parquetSchema(table);
-    schemas.set(table, schema);
-  }
-  return schema;
-}
+/** Every row group and footer is encoded with its own ParquetWriter: the schemas are made once. */
+const schemas = new Map(tableNames.map((table) => [table, parquetSchema(table)]));
 
 function parquetWriter(table: TableName, writer: ByteWriter): ParquetWriter {
-  return new ParquetWriter({ writer, schema: schemaOf(table), codec: 'SNAPPY', createdBy: 'study-export' });
+  const schema = schemas.get(table) as SchemaElement[];
+  return new ParquetWriter({ writer, schema, codec: 'SNAPPY', createdBy: 'study-export' });
 }
 
 /** The bytes a Parquet file starts with (and ends with). */
@@ -175,14 +169,13 @@ export class ParquetFile {
 
   private constructor(
     readonly table: TableName,
-    readonly path: string,
     private readonly sink: OutputFile,
   ) {}
 
   static async open(storage: Pick<Storage, 'create'>, path: string, table: TableName): Promise<ParquetFile> {
     const sink = await storage.create(path);
     await sink.write(magic);
-    return new ParquetFile(table, path, sink);
+    return new ParquetFile(table, sink);
   }
 
   /** The bytes are not copied: they must not change until written. */

@@ -3,10 +3,11 @@
  * every table present (with its header) even when it has no rows. Writes to one table are
  * chained, so callers may write concurrently.
  *
- * The tables named `perStudy` buffer each study's rows apart and write them together, as one
- * Parquet row group and the same records in the CSV, so both files keep one order. A study
- * can be given a copy (StudyCopy) that receives its row groups and CSV text exactly as they
- * are written into the run's files: its current parts, without encoding the rows twice.
+ * Rows are buffered in blocks and each block is written as one Parquet row group and the
+ * same records in the CSV, so both files keep one order. The tables named `perStudy` keep a
+ * block per study, and a study can be given a copy (StudyCopy) that receives its row groups
+ * and CSV text exactly as they are written into the run's files: its current parts, without
+ * encoding the rows twice. The other tables keep one block.
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
@@ -26,7 +27,7 @@ export interface TableWritersOptions {
   csv: CsvOptions;
   /** Rows per Parquet row group. */
   rowGroupSize?: number;
-  /** Buffered value bytes at which a study's rows of a `perStudy` table are written (all studies' together). */
+  /** Buffered value bytes of a table (all its blocks together) at which a block is written. */
   rowGroupBytes?: number;
   /** Tables whose row groups hold one study each, and which a StudyCopy receives. */
   perStudy?: readonly TableName[];
@@ -56,12 +57,11 @@ export interface TableWriters {
   abort(): Promise<void>;
 }
 
-/** What each format's writer offers; rows are typed per table by the caller. */
+/** What each format's writer offers. */
 interface FormatWriter {
   path: string;
-  write(rows: readonly Row<TableName>[]): Promise<void>;
-  /** Writes the buffered rows of one study; returns what another file can take of them. */
-  writeStudy(buffers: ColumnBuffers): Promise<(copy: StudyCopy) => Promise<void>>;
+  /** Writes one block; returns what another file can take of it. */
+  writeBlock(buffers: ColumnBuffers): Promise<(copy: StudyCopy) => Promise<void>>;
   close(): Promise<unknown>;
   abort(): Promise<void>;
 }
@@ -72,12 +72,16 @@ interface TableState {
   rows: number;
   /** The tail of this table's chain of writes. */
   queue: Promise<void>;
-  /** A `perStudy` table's rows not yet written, by study id; null for the other tables. */
-  studies: Map<string, ColumnBuffers> | null;
+  /** Rows not yet written: by study id for a `perStudy` table, else all under one key. */
+  blocks: Map<string, ColumnBuffers>;
+  /** The study id of a row's block, or the one key of a table without studies' blocks. */
+  blockOf: (row: Row<TableName>) => string;
   bufferedBytes: number;
   /** The table's first file, as a refused row names it. */
   where: string;
 }
+
+const wholeTable = () => '';
 
 export async function createTableWriters(
   storage: Storage,
@@ -99,16 +103,15 @@ export async function createTableWriters(
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );
-    const studies = perStudy.has(table) ? new Map<string, ColumnBuffers>() : null;
-    const where = storage.describe(writers[0]?.path ?? table);
     states.set(table, {
       table,
       writers,
       rows: 0,
       queue: Promise.resolve(),
-      studies,
+      blocks: new Map(),
+      blockOf: perStudy.has(table) ? (row) => String(row.study_id) : wholeTable,
       bufferedBytes: 0,
-      where,
+      where: storage.describe(writers[0]?.path ?? table),
     });
   });
   const failure = opened.flat().find((result) => result.status === 'rejected');
@@ -129,37 +132,33 @@ export async function createTableWriters(
     return state.queue;
   };
 
-  async function writeStudy(state: TableState, studyId: string): Promise<void> {
-    const buffers = state.studies?.get(studyId);
+  async function writeBlock(state: TableState, key: string): Promise<void> {
+    const buffers = state.blocks.get(key);
     if (!buffers) return;
-    state.studies?.delete(studyId);
+    state.blocks.delete(key);
     state.bufferedBytes -= buffers.bytes;
-    const copy = copies.get(studyId);
+    const copy = copies.get(key);
     for (const writer of state.writers) {
-      const copyTo = await writer.writeStudy(buffers);
+      const copyTo = await writer.writeBlock(buffers);
       if (copy) await copyTo(copy);
     }
   }
 
   /**
-   * Buffers rows by study; a study is written once it fills a row group, and the largest
-   * once the studies together hold a row group's bytes, so a table holds no more than before.
+   * A block is written once it fills a row group, and the largest once the table's blocks
+   * together hold a row group's bytes: a table never buffers more than one row group.
    */
-  async function bufferByStudy(
-    state: TableState,
-    studies: Map<string, ColumnBuffers>,
-    rows: readonly Row<TableName>[],
-  ) {
+  async function buffer(state: TableState, rows: readonly Row<TableName>[]): Promise<void> {
     for (const row of rows) {
-      const studyId = String(row.study_id);
-      let buffers = studies.get(studyId);
+      const key = state.blockOf(row);
+      let buffers = state.blocks.get(key);
       if (!buffers) {
         buffers = new ColumnBuffers(state.table, state.where);
-        studies.set(studyId, buffers);
+        state.blocks.set(key, buffers);
       }
       state.bufferedBytes += buffers.add(row as Record<string, unknown>);
-      if (buffers.rows >= rowGroupSize || buffers.bytes >= rowGroupBytes) await writeStudy(state, studyId);
-      else if (state.bufferedBytes >= rowGroupBytes) await writeStudy(state, largest(studies));
+      if (buffers.rows >= rowGroupSize || buffers.bytes >= rowGroupBytes) await writeBlock(state, key);
+      else if (state.bufferedBytes >= rowGroupBytes) await writeBlock(state, largest(state.blocks));
     }
   }
 
@@ -169,9 +168,7 @@ export async function createTableWriters(
       if (rows.length === 0) return state.queue;
       return enqueue(state, async () => {
         // Row<T> of the declared table; the writers serialize by column name.
-        const written = rows as readonly Row<TableName>[];
-        if (state.studies) await bufferByStudy(state, state.studies, written);
-        else for (const writer of state.writers) await writer.write(written);
+        await buffer(state, rows as readonly Row<TableName>[]);
         state.rows += rows.length;
       });
     },
@@ -179,8 +176,8 @@ export async function createTableWriters(
       copies.set(studyId, copy);
     },
     async endStudy(studyId) {
-      const perStudyStates = [...states.values()].filter((state) => state.studies);
-      await Promise.all(perStudyStates.map((state) => enqueue(state, () => writeStudy(state, studyId))));
+      const ofStudies = [...perStudy].map(stateOf);
+      await Promise.all(ofStudies.map((state) => enqueue(state, () => writeBlock(state, studyId))));
       copies.delete(studyId);
     },
     // All at once: one file's last row group is encoded while another's bytes are written.
@@ -188,7 +185,7 @@ export async function createTableWriters(
       allSettled(
         [...states].map(async ([table, state]): Promise<TableFiles> => {
           await enqueue(state, async () => {
-            for (const studyId of [...(state.studies?.keys() ?? [])]) await writeStudy(state, studyId);
+            for (const key of [...state.blocks.keys()]) await writeBlock(state, key);
           });
           await allSettled(state.writers.map((writer) => writer.close()));
           return { table, rows: state.rows, files: state.writers.map((w) => w.path) };
@@ -198,12 +195,11 @@ export async function createTableWriters(
   };
 }
 
-function largest(studies: ReadonlyMap<string, ColumnBuffers>): string {
-  let key = '';
+function largest(blocks: ReadonlyMap<string, ColumnBuffers>): string {
+  let largestKey = '';
   let bytes = -1;
-  for (const [studyId, buffers] of studies)
-    if (buffers.bytes > bytes) [key, bytes] = [studyId, buffers.bytes];
-  return key;
+  for (const [key, buffers] of blocks) if (buffers.bytes > bytes) [largestKey, bytes] = [key, buffers.bytes];
+  return largestKey;
 }
 
 async function openWriter(
@@ -220,22 +216,24 @@ async function openWriter(
     const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
     return {
       path,
-      ...writer,
-      async writeStudy(buffers) {
+      async writeBlock(buffers) {
         const text = await writer.writeValues(buffers);
         return (copy) => copy.csvText(table, text);
       },
+      close: () => writer.close(),
+      abort: () => writer.abort(),
     };
   }
-  const writer = await createParquetWriter(storage, path, table, {
-    rowGroupSize: options.rowGroupSize ?? defaultRowGroupSize,
-  });
+  // Blocks are cut here (createTableWriters); the writer only encodes them.
+  const writer = await createParquetWriter(storage, path, table);
   return {
-    ...writer,
-    async writeStudy(buffers) {
+    path,
+    async writeBlock(buffers) {
       const group = await writer.writeGroup(buffers);
       return (copy) => copy.rowGroup(table, group);
     },
+    close: () => writer.close(),
+    abort: () => writer.abort(),
   };
 }
 
