@@ -43,22 +43,23 @@ export interface ReceivedJson {
 }
 
 /**
- * The body as received when it is still exactly the record's payload (not replaced, for
- * example by its JSON text when it nests too deep): raw/ can store those bytes instead of
- * writing the payload out again.
+ * Archives a response as received: its raw record, with the body's bytes when they are still
+ * exactly the record's payload (not replaced, for example by its JSON text when it nests too
+ * deep), so raw/ can store them instead of writing the payload out again.
  */
-export function receivedJson(received: ReceivedPayload): Uint8Array | undefined {
-  return received.json !== undefined && received.json.of === received.payload
-    ? received.json.bytes
-    : undefined;
-}
-
-/** The one place a raw record is built from a response as received. */
-export function rawRecord(
+export function archiveRaw(
+  sink: RawSink,
   operation: Operation,
   received: ReceivedPayload,
   origin: RecordOrigin = {},
-): RawRecord {
+): void {
+  const { json } = received;
+  const bytes = json !== undefined && json.of === received.payload ? json.bytes : undefined;
+  sink.write(rawRecord(operation, received, origin), bytes);
+}
+
+/** The one place a raw record is built from a response as received. */
+function rawRecord(operation: Operation, received: ReceivedPayload, origin: RecordOrigin = {}): RawRecord {
   return {
     operation,
     ...origin,
@@ -71,7 +72,7 @@ export function rawRecord(
 }
 
 export interface RawSink {
-  /** `json`: the payload's bytes as received (receivedJson), which may be stored as they are. */
+  /** `json`: the payload's bytes as received (archiveRaw), which may be stored as they are. */
   write(record: RawRecord, json?: Uint8Array): void;
 }
 

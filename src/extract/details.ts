@@ -10,7 +10,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, type ListedResponse, SingleResponse, type Study } from '../api/resources.ts';
 import { HttpError, NetworkError, PayloadError } from '../errors.ts';
-import { type ExtractSinks, rawRecord, receivedJson, rejectRecord } from '../records.ts';
+import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { storable, tooDeepReason } from './nesting.ts';
 
 export interface DetailResult {
@@ -96,14 +96,15 @@ async function fetchOne(
   }
   const fetchedAt = Date.now();
   const payload = storable(fetched.payload);
-  const received = { ...fetched, payload };
-  sinks.raw.write(
-    rawRecord('get_response', received, {
+  archiveRaw(
+    sinks.raw,
+    'get_response',
+    { ...fetched, payload },
+    {
       link_id: study.link_id,
       study_id: study.id,
       response_id: listed.id,
-    }),
-    receivedJson(received),
+    },
   );
   if (payload !== fetched.payload) {
     rejectDetail(sinks, study, listed.id, tooDeepReason, payload);

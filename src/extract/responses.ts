@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
-import { type ExtractSinks, rawRecord, receivedJson, rejectRecord } from '../records.ts';
+import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { jsonText, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { SpillFile } from './spill.ts';
 
@@ -234,10 +234,7 @@ async function fetchPage(
   );
   const tooDeep = nestsDeeperThan(fetched.payload);
   const received = tooDeep ? { ...fetched, payload: jsonText(fetched.payload) } : fetched;
-  sinks.raw.write(
-    rawRecord('list_responses', received, { link_id: study.link_id, study_id: study.id, page }),
-    receivedJson(received),
-  );
+  archiveRaw(sinks.raw, 'list_responses', received, { link_id: study.link_id, study_id: study.id, page });
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(
       `list_responses for study "${study.link_id}": page ${page} is not a JSON array of responses (${fetched.url})`,

@@ -8,7 +8,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { describeIssues, Study } from '../api/resources.ts';
 import { ConfigError, PayloadError } from '../errors.ts';
-import { type ExtractSinks, type Reject, rawRecord, receivedJson, rejectRecord } from '../records.ts';
+import { archiveRaw, type ExtractSinks, type Reject, rejectRecord } from '../records.ts';
 import { jsonText, nestsDeeperThan, tooDeepReason } from './nesting.ts';
 
 /** Lists the studies, archives the payload raw, and returns the valid ones (invalid ones go to rejects). */
@@ -16,7 +16,7 @@ export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promi
   const fetched = await client.listStudies();
   const tooDeep = nestsDeeperThan(fetched.payload);
   const received = tooDeep ? { ...fetched, payload: jsonText(fetched.payload) } : fetched;
-  sinks.raw.write(rawRecord('list_surveys', received), receivedJson(received));
+  archiveRaw(sinks.raw, 'list_surveys', received);
   if (!Array.isArray(fetched.payload)) {
     throw new PayloadError(`list_surveys: expected a JSON array of studies from ${fetched.url}`, {
       context: { operation: 'list_surveys', url: fetched.url, status: fetched.status },

@@ -15,7 +15,7 @@ import type { TableWriters } from '../load/table-writers.ts';
 import { createWideWriter, type WideWriter } from '../load/wide.ts';
 import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
-import { type ExtractSinks, type Reject, rawRecord, receivedJson } from '../records.ts';
+import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
@@ -192,14 +192,15 @@ async function refreshDetail(input: ExportStudyInput, responseId: string): Promi
   const fetched = await input.client.getResponse(input.study.link_id, responseId);
   const { study } = input;
   const payload = storable(fetched.payload);
-  const received = { ...fetched, payload };
-  input.sinks.raw.write(
-    rawRecord('get_response', received, {
+  archiveRaw(
+    input.sinks.raw,
+    'get_response',
+    { ...fetched, payload },
+    {
       link_id: study.link_id,
       study_id: study.id,
       response_id: responseId,
-    }),
-    receivedJson(received),
+    },
   );
   if (payload !== fetched.payload) {
     throw new PayloadError(`get_response for ${responseId}: ${tooDeepReason}`, {
