@@ -6,7 +6,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
-import { type CsvOptions, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
+import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
@@ -187,33 +187,44 @@ export interface PartCopy {
   abort(): Promise<void>;
 }
 
-/** `options.formats`: Parquet first (package.ts: currentFormats), as the run also writes them. */
-export async function createPartCopy(
+/**
+ * `options.formats`: Parquet first (package.ts: currentFormats), as the run also writes them.
+ * Each file is opened when its first bytes come (or at finish, for a table with no rows), not
+ * when the study starts: the study's first request does not wait for its parts' files.
+ */
+export function createPartCopy(
   table: TableName,
   studyId: string,
   runId: string,
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
-): Promise<PartCopy> {
+): PartCopy {
   const local = new LocalStorage(options.dir);
-  const parquet = await ParquetFile.open(local, `${table}.parquet`, table);
-  const csv = options.formats.includes('csv')
-    ? await createCsvWriter(local, `${table}.csv`, columnNames(table), options.csv).catch(async (error) => {
-        await parquet.abort();
-        throw error;
-      })
-    : null;
+  let parquet: Promise<ParquetFile> | null = null;
+  let csv: Promise<CsvWriter> | null = null;
+  const parquetFile = () => {
+    parquet ??= ParquetFile.open(local, `${table}.parquet`, table);
+    return parquet;
+  };
+  const csvFile = () => {
+    csv ??= createCsvWriter(local, `${table}.csv`, columnNames(table), options.csv);
+    return csv;
+  };
+  const withCsv = options.formats.includes('csv');
   return {
     table,
-    rowGroup: (group) => parquet.append(group),
-    csvText: async (text) => csv?.writeText(text),
+    rowGroup: async (group) => (await parquetFile()).append(group),
+    async csvText(text) {
+      if (withCsv) await (await csvFile()).writeText(text);
+    },
     async finish() {
-      await parquet.close();
-      await csv?.close();
+      await (await parquetFile()).close();
+      if (withCsv) await (await csvFile()).close();
       return await preparedPart(table, studyId, runId, options);
     },
     async abort() {
-      await parquet.abort().catch(() => {});
-      await csv?.abort().catch(() => {});
+      for (const opened of [parquet, csv]) {
+        await opened?.then((file) => file.abort()).catch(() => {});
+      }
     },
   };
 }

@@ -106,9 +106,12 @@ export class CurrentPreparation {
    * Called before the study's first row is written to the run's tables. A study none of whose
    * response tables has a part yet (its first run, or the first since current/ was emptied)
    * gets parts that take the run's own bytes for those tables: returned is the copy to give
-   * the run's writers (TableWriters.copyStudy), and those tables need no staging. Else null.
+   * the run's writers (TableWriters.copyStudy), the tables it takes (they need no staging) and
+   * where the run's wide sheet is written again. Else null.
    */
-  async begin(studyId: string): Promise<{ tables: StudyCopy; wide: Storage } | null> {
+  async begin(
+    studyId: string,
+  ): Promise<{ tables: StudyCopy; copied: ReadonlySet<TableName>; wide: Storage } | null> {
     const start = await startStudy(this.context, studyId, { copy: true });
     this.#started.set(studyId, start);
     const copies = start.copies;
@@ -118,7 +121,8 @@ export class CurrentPreparation {
         rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
         csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
       },
-      wide: new LocalStorage(wideCopyDir(start.dir)),
+      copied: new Set(copies.keys()),
+      wide: new LocalStorage(copiesDir(start.dir)),
     };
   }
 
@@ -146,11 +150,12 @@ export class CurrentPreparation {
 }
 
 /**
- * Where a study new to the current dataset has its run's wide sheet written again: the sheet
- * of its parts is that sheet, which the run builds anyway.
+ * Where a study new to the current dataset has its copies: its parts (<table>.parquet and
+ * .csv) and its run's wide sheet written again (wide/<link_id>.csv; the sheet of its parts is
+ * that sheet, which the run builds anyway).
  */
-function wideCopyDir(studyDir: string): string {
-  return join(studyDir, 'wide-copy');
+function copiesDir(studyDir: string): string {
+  return join(studyDir, 'copies');
 }
 
 /**
@@ -159,7 +164,7 @@ function wideCopyDir(studyDir: string): string {
  */
 async function copiedWide(start: StudyStart, studyId: string, linkId: string): Promise<PreparedPart | null> {
   const name = `${safeFileName(linkId)}.csv`;
-  const local = join(wideCopyDir(start.dir), 'wide', name);
+  const local = join(copiesDir(start.dir), 'wide', name);
   const exists = await stat(local).then(
     () => true,
     () => false,
@@ -189,23 +194,11 @@ async function startStudy(
     update.formats.includes('parquet') &&
     responseTables.every((table) => !partitions.get(table)?.previous);
   if (!fresh) return { partitions, dir, copies: null };
-  await mkdir(wideCopyDir(dir));
-  const copies = new Map<ResponseTable, PartCopy>();
-  try {
-    for (const table of responseTables) {
-      copies.set(
-        table,
-        await createPartCopy(table, studyId, update.runId, {
-          formats: currentFormats(update.formats),
-          csv: update.csv,
-          dir: await mkdtemp(join(dir, `${table}-`)),
-        }),
-      );
-    }
-  } catch (error) {
-    for (const copy of copies.values()) await copy.abort();
-    throw error;
-  }
+  await mkdir(copiesDir(dir));
+  const files = { formats: currentFormats(update.formats), csv: update.csv, dir: copiesDir(dir) };
+  const copies = new Map(
+    responseTables.map((table) => [table, createPartCopy(table, studyId, update.runId, files)]),
+  );
   return { partitions, dir, copies };
 }
 

@@ -390,9 +390,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
             files,
             scratchDir,
             sinks,
-            writers: current
-              ? stagingWriters(writers, stage, copy ? new Set(responseTables) : undefined)
-              : writers,
+            writers: current ? stagingWriters(writers, stage, copy?.copied) : writers,
             onIncompleteResponse: (id) => stage.markIncomplete(id),
             ...(copy ? { wideCopy: copy.wide } : {}),
             media,
