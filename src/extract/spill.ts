@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
+/** About how many characters of lines go to the stream in one write. */
+const pieceChars = 256 * 1024;
+
 export class SpillFile {
   private constructor(
     private readonly dir: string,
@@ -24,12 +27,21 @@ export class SpillFile {
     return new SpillFile(dir, path, stream);
   }
 
-  /** Appends one line per value in one write (a page at a time, not a line at a time). */
+  /**
+   * Appends one line per value, waiting for the stream once (a page at a time, not a line at
+   * a time). The lines go to the stream in pieces, so a page's text is never one string.
+   */
   async appendAll(values: readonly unknown[]): Promise<void> {
-    if (values.length === 0) return;
     let text = '';
-    for (const value of values) text += `${JSON.stringify(value)}\n`;
-    if (!this.stream.write(text)) await once(this.stream, 'drain');
+    for (const value of values) {
+      text += `${JSON.stringify(value)}\n`;
+      if (text.length >= pieceChars) {
+        this.stream.write(text);
+        text = '';
+      }
+    }
+    if (text !== '') this.stream.write(text);
+    if (this.stream.writableNeedDrain) await once(this.stream, 'drain');
   }
 
   async finish(): Promise<void> {
