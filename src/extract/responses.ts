@@ -27,15 +27,18 @@ export interface ListResponsesOptions {
   spillDir?: string;
   /**
    * Runs each page's fetch and handling (a page of 1000 responses is about 3 MB, several
-   * times that while parsed). A run passes one gate that admits a page at a time to all its
-   * studies, so listings running side by side do not add up their pages in memory.
+   * times that while parsed). A run passes one gate to all its studies that admits pages while
+   * the responses they are expected to hold add up to at most one full page, so listings
+   * running side by side do not add up their pages in memory, and small studies' pages go at
+   * once.
    */
   pageGate?: PageGate;
 }
 
-export type PageGate = <T>(takePage: () => Promise<T>) => Promise<T>;
+/** `expected`: the most responses the page should hold (see expectedOnPage). */
+export type PageGate = <T>(expected: number, takePage: () => Promise<T>) => Promise<T>;
 
-const ungated: PageGate = (takePage) => takePage();
+const ungated: PageGate = (_expected, takePage) => takePage();
 
 export interface ListingStats {
   pages: number;
@@ -212,10 +215,21 @@ async function pageIntoSpill(
       break;
     }
     const before = stats.listed + stats.rejected;
-    stats.stoppedBy = await gate(() => takePage(page));
+    stats.stoppedBy = await gate(expectedOnPage(stats, options.perPage), () => takePage(page));
     largestPage = Math.max(largestPage, stats.listed + stats.rejected - before);
   }
   return winners;
+}
+
+/**
+ * The most responses the next page should hold: what the study's desc declares is still to
+ * come (at least one), at most a page; a full page when the desc declares no count. A desc
+ * that undercounts lets a few pages overlap, never more than the studies listed at once.
+ */
+export function expectedOnPage(stats: ListingStats, perPage: number): number {
+  if (stats.expected === null) return perPage;
+  const toCome = stats.expected - stats.listed - stats.rejected;
+  return Math.min(perPage, Math.max(toCome, 1));
 }
 
 async function fetchPage(

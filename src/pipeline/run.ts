@@ -24,7 +24,7 @@ import type { ExtractSinks, Warning } from '../records.ts';
 import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { studyRow } from '../transform/index.ts';
-import { allSettled, rankedGate } from '../util/concurrency.ts';
+import { allSettled, weightedGate } from '../util/concurrency.ts';
 import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
@@ -371,9 +371,10 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     const studyLimit = pLimit(STUDIES_IN_PARALLEL + STUDIES_LISTED_AHEAD);
     const detailsLimit = pLimit(STUDIES_IN_PARALLEL);
     // Listing pages are large (about 3 MB at 1000 a page) and details are small: studies
-    // overlap, but take their pages one at a time, so their pages never add up in memory;
-    // earlier studies' pages first, so that their details can start.
-    const pageGate = rankedGate();
+    // overlap, but their pages in flight hold at most a full page's responses together (by
+    // the counts their descs declare), so their pages never add up in memory, while small
+    // studies list side by side; earlier studies' pages first, so that their details can start.
+    const pageGate = weightedGate(config.source.per_page);
     const exportStart = Date.now();
     const outcomes = await Promise.all(
       studies.map((study, index) =>
@@ -395,7 +396,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
             ...(copy ? { wideCopy: copy.wide } : {}),
             media,
             reporter,
-            pageGate: (takePage) => pageGate(index, takePage),
+            pageGate: (expected, takePage) => pageGate(index, expected, takePage),
             detailsSlot: detailsLimit,
           });
           await writers.endStudy(study.id);

@@ -29,27 +29,40 @@ export async function forEachBounded<T>(
 }
 
 /**
- * Runs one call at a time; of the calls waiting, the one with the lowest rank goes next
- * (first come among equals). A run ranks listing pages by study, so the first study's
+ * Admits calls while the weights of those running add up to at most `capacity` (a call with
+ * nothing else running is admitted whatever its weight); of the calls waiting, the lowest
+ * rank goes next (first come among equals) and none overtakes it. A run weighs listing pages
+ * by the responses they are expected to hold and ranks them by study, so the first study's
  * listing completes first and its details start while later studies still list.
  */
-export function rankedGate(): <T>(rank: number, fn: () => Promise<T>) => Promise<T> {
-  const waiting: { rank: number; seq: number; start: () => void }[] = [];
-  let busy = false;
+export function weightedGate(
+  capacity: number,
+): <T>(rank: number, weight: number, fn: () => Promise<T>) => Promise<T> {
+  const waiting: { rank: number; seq: number; weight: number; start: () => void }[] = [];
+  let runningWeight = 0;
+  let running = 0;
   let seq = 0;
-  const next = () => {
+  const admit = () => {
     waiting.sort((a, b) => a.rank - b.rank || a.seq - b.seq);
-    const first = waiting.shift();
-    if (first) first.start();
-    else busy = false;
+    for (let first = waiting[0]; first !== undefined; first = waiting[0]) {
+      if (running > 0 && runningWeight + first.weight > capacity) return;
+      waiting.shift();
+      runningWeight += first.weight;
+      running += 1;
+      first.start();
+    }
   };
-  return async (rank, fn) => {
-    if (busy) await new Promise<void>((start) => waiting.push({ rank, seq: seq++, start }));
-    busy = true;
+  return async (rank, weight, fn) => {
+    await new Promise<void>((start) => {
+      waiting.push({ rank, seq: seq++, weight, start });
+      admit();
+    });
     try {
       return await fn();
     } finally {
-      next();
+      runningWeight -= weight;
+      running -= 1;
+      admit();
     }
   };
 }

@@ -135,7 +135,7 @@ describe('extract against the sandbox', () => {
     async function listSideBySide(gate?: PageGate) {
       let taking = 0;
       let most = 0;
-      const counted: PageGate = async (takePage) => {
+      const counted: PageGate = async (expected, takePage) => {
         const run = async () => {
           most = Math.max(most, ++taking);
           try {
@@ -144,7 +144,7 @@ describe('extract against the sandbox', () => {
             taking--;
           }
         };
-        return gate ? gate(run) : run();
+        return gate ? gate(expected, run) : run();
       };
       const listed = await Promise.all(
         studies.map((study) =>
@@ -158,7 +158,35 @@ describe('extract against the sandbox', () => {
     }
 
     expect(await listSideBySide()).toBeGreaterThan(1); // without a gate, pages overlap
-    expect(await listSideBySide(pLimit(1))).toBe(1);
+    const onePage = pLimit(1);
+    expect(await listSideBySide((_expected, takePage) => onePage(takePage))).toBe(1);
+  });
+
+  it("each page passes the gate with the responses its study's desc says are still to come, at most a page", async () => {
+    const { sandbox, client, sinks } = await setup({ seed: 5, studies: 1, responses: 20, maxPerPage: 7 });
+    const study = sandbox.studies()[0]!;
+    const total = sandbox.responses(study.link_id).length;
+    expect(total).toBeGreaterThan(7);
+    const expectations: number[] = [];
+    const recording: PageGate = (expected, takePage) => {
+      expectations.push(expected);
+      return takePage();
+    };
+    await collect(listResponses(client, study, { ...listing, pageGate: recording }, sinks));
+    // Pages of 7 until an empty one; the empty page still weighs one response.
+    const seenBefore = Array.from({ length: Math.ceil(total / 7) + 1 }, (_, page) =>
+      Math.min(total, page * 7),
+    );
+    expect(expectations).toEqual(seenBefore.map((seen) => Math.max(total - seen, 1)));
+    const small = await collect(
+      listResponses(client, study, { perPage: 5, includeInProgress: true, pageGate: recording }, sinks),
+    );
+    expect(small).toHaveLength(total);
+    expect(Math.max(...expectations.slice(seenBefore.length))).toBe(5); // never more than a page
+    const undeclared = { ...study, desc: 'no count here' };
+    expectations.length = 0;
+    await collect(listResponses(client, undeclared, { ...listing, pageGate: recording }, sinks));
+    expect(new Set(expectations)).toEqual(new Set([1000])); // a full page each
   });
 
   it('a page identical to the previous one stops paging with a warning', async () => {

@@ -1,6 +1,6 @@
-/** The ranked gate (one call at a time, the lowest rank next) and allSettled. */
+/** The weighted gate (weights up to a capacity, the lowest rank next, no overtaking) and allSettled. */
 import { describe, expect, it } from 'vitest';
-import { allSettled, rankedGate } from '../../src/util/concurrency.ts';
+import { allSettled, weightedGate } from '../../src/util/concurrency.ts';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = () => {};
@@ -10,36 +10,74 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-describe('rankedGate', () => {
-  it('runs one call at a time and lets the lowest rank waiting go next, first come among equals', async () => {
-    const gate = rankedGate();
+describe('weightedGate', () => {
+  /** Calls through `gate`, recording the order they start in and the most running at once. */
+  function recorder(gate: ReturnType<typeof weightedGate>) {
     const order: string[] = [];
     let running = 0;
     let most = 0;
-    const first = deferred();
-    const call = (name: string, rank: number, hold?: Promise<void>) =>
-      gate(rank, async () => {
+    const call = (name: string, rank: number, weight: number, hold?: Promise<void>) =>
+      gate(rank, weight, async () => {
         running += 1;
         most = Math.max(most, running);
         order.push(name);
         await (hold ?? Promise.resolve());
         running -= 1;
       });
-    const calls = [call('first', 5, first.promise), call('c1', 2), call('a', 0), call('c2', 2), call('b', 1)];
-    await new Promise((resolve) => setImmediate(resolve));
+    return { order, call, most: () => most };
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('with weights filling the capacity, runs one call at a time: the lowest rank waiting next, first come among equals', async () => {
+    const { order, call, most } = recorder(weightedGate(1));
+    const first = deferred();
+    const calls = [
+      call('first', 5, 1, first.promise),
+      call('c1', 2, 1),
+      call('a', 0, 1),
+      call('c2', 2, 1),
+      call('b', 1, 1),
+    ];
+    await turn();
     expect(order).toEqual(['first']);
     first.resolve();
     await Promise.all(calls);
     expect(order).toEqual(['first', 'a', 'b', 'c1', 'c2']);
-    expect(most).toBe(1);
+    expect(most()).toBe(1);
+  });
+
+  it('runs calls side by side while their weights fit, lets none overtake the first waiting, and runs an overweight call alone', async () => {
+    const { order, call, most } = recorder(weightedGate(10));
+    const holdA = deferred();
+    const holdB = deferred();
+    const holdC = deferred();
+    const calls = [
+      call('a', 0, 4, holdA.promise),
+      call('b', 1, 5, holdB.promise),
+      call('c', 2, 3, holdC.promise), // 4 + 5 + 3 > 10: waits
+      call('d', 3, 1), // would fit, but c is first in line
+      call('big', 4, 50),
+    ];
+    await turn();
+    expect(order).toEqual(['a', 'b']);
+    holdA.resolve();
+    await turn();
+    expect(order).toEqual(['a', 'b', 'c', 'd']); // 5 + 3 + 1 fit once a is done
+    holdB.resolve();
+    await turn();
+    expect(order).toEqual(['a', 'b', 'c', 'd']); // big waits until nothing runs
+    holdC.resolve();
+    await Promise.all(calls);
+    expect(order).toEqual(['a', 'b', 'c', 'd', 'big']);
+    expect(most()).toBe(3);
   });
 
   it('goes on after a call fails, and passes the failure to its caller', async () => {
-    const gate = rankedGate();
-    const failed = gate(0, async () => {
+    const gate = weightedGate(1);
+    const failed = gate(0, 1, async () => {
       throw new Error('page failed');
     });
-    const next = gate(1, async () => 'next ran');
+    const next = gate(1, 1, async () => 'next ran');
     await expect(failed).rejects.toThrow('page failed');
     await expect(next).resolves.toBe('next ran');
   });
