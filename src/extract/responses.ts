@@ -168,7 +168,6 @@ async function pageIntoSpill(
       return 'repeated_page';
     }
     previousDigest = digest;
-    const valid: ListedResponse[] = [];
     for (const [index, raw] of items.entries()) {
       if (tooDeep && nestsDeeperThan(raw)) {
         stats.rejected += 1;
@@ -182,12 +181,13 @@ async function pageIntoSpill(
         continue;
       }
       stats.listed += 1;
-      valid.push(parsed.data);
+      // Into the spill at once: each validated copy is let go while the page is still read.
+      spill.add(parsed.data);
       keepNewest(winners, parsed.data, line);
       line += 1;
     }
-    // One write per page: the page is let go sooner than with a wait per line.
-    await spill.appendAll(valid);
+    // One wait per page, not per line: the page is let go sooner.
+    await spill.drained();
     return null;
   }
 

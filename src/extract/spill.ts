@@ -1,6 +1,7 @@
 /**
  * A temporary JSON-lines file: lets a stage see a whole study (to deduplicate) while keeping
- * only an index in memory. Writes wait for the stream to drain.
+ * only an index in memory. Values are added one at a time and written in pieces; a caller
+ * waits for the stream to drain once a batch (a page).
  */
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
@@ -13,6 +14,9 @@ import { createInterface } from 'node:readline';
 const pieceChars = 256 * 1024;
 
 export class SpillFile {
+  /** Lines added and not yet handed to the stream. */
+  private piece = '';
+
   private constructor(
     private readonly dir: string,
     readonly path: string,
@@ -28,24 +32,23 @@ export class SpillFile {
   }
 
   /**
-   * Appends one line per value, waiting for the stream once (a page at a time, not a line at
-   * a time). The lines go to the stream in pieces, so a page's text is never one string.
+   * Appends one line. Lines are gathered and handed to the stream in pieces, so a caller can
+   * let each value go as soon as it is added, and no page's text is ever one string.
    */
-  async appendAll(values: readonly unknown[]): Promise<void> {
-    let text = '';
-    for (const value of values) {
-      text += `${JSON.stringify(value)}\n`;
-      if (text.length >= pieceChars) {
-        this.stream.write(text);
-        text = '';
-      }
-    }
-    if (text !== '') this.stream.write(text);
+  add(value: unknown): void {
+    this.piece += `${JSON.stringify(value)}\n`;
+    if (this.piece.length >= pieceChars) this.flush();
+  }
+
+  /** Hands what was added to the stream and waits until it can take more (once a page). */
+  async drained(): Promise<void> {
+    this.flush();
     if (this.stream.writableNeedDrain) await once(this.stream, 'drain');
   }
 
   async finish(): Promise<void> {
     if (this.stream.writableFinished) return;
+    this.flush();
     this.stream.end();
     await once(this.stream, 'finish');
   }
@@ -60,6 +63,12 @@ export class SpillFile {
       lines.close();
       input.destroy();
     }
+  }
+
+  private flush(): void {
+    if (this.piece === '') return;
+    this.stream.write(this.piece);
+    this.piece = '';
   }
 
   async remove(): Promise<void> {
