@@ -118,6 +118,14 @@ export class HashingThread {
 
   constructor(private readonly maxInFlightBytes = defaultMaxInFlightBytes) {}
 
+  /**
+   * Starts the thread now rather than on the first bytes: it takes tens of milliseconds to
+   * come up, which the first downloads can hide.
+   */
+  warmUp(): void {
+    if (!this.#closed && !this.#failure) this.#start();
+  }
+
   /** SHA-256 and CRC-32 of one whole body (the media table's hash, the zip entry's CRC). */
   async digestBody(bytes: Uint8Array): Promise<BodyDigest> {
     const stream = new ThreadStream(this, this.#nextId++, true);
@@ -186,6 +194,8 @@ export class HashingThread {
     worker.on('exit', (code) => {
       if (!this.#closed) this.#fail(new MediaError(`the hashing thread stopped (exit code ${code})`));
     });
+    // Idle until asked: only what it owes keeps the process alive (send refs it).
+    worker.unref();
     this.#worker = worker;
     return worker;
   }

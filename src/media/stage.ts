@@ -144,6 +144,7 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
    * at once, so the next download starts while the single writer appends this one.
    */
   async function archiveJob(job: MediaJob, links: ResponseLinks): Promise<MediaOutcome> {
+    options.hashing?.warmUp();
     const scratch = jobScratch(options.tmpDir, memory);
     const base = { turn: job.turn, kind: job.kind, answer_id: job.answer_id };
     try {

@@ -80,7 +80,7 @@ describe('HashingThread', () => {
     await expect(thread.digestBody(Buffer.from('y'))).rejects.toThrow(/hashing thread was closed/);
   });
 
-  it('does not keep the process alive once it owes nothing, even if never closed', async () => {
+  it('does not keep the process alive once it owes nothing, even if never closed, nor when warmed up and never asked', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'hashing-thread-'));
     const script = join(dir, 'idle.mts');
     const module = new URL('../../src/media/hashing-thread.ts', import.meta.url).pathname;
@@ -89,7 +89,8 @@ describe('HashingThread', () => {
       `import { HashingThread } from ${JSON.stringify(module)};\n` +
         `const thread = new HashingThread();\n` +
         `const digest = await thread.digestBody(Buffer.from('abc'));\n` +
-        `console.log(digest.sha256);\n`,
+        `console.log(digest.sha256);\n` +
+        `new HashingThread().warmUp();\n`,
     );
     try {
       const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], {
