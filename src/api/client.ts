@@ -24,12 +24,14 @@ import type { ReceivedJson } from '../records.ts';
 import { redact, registerSecret } from '../redact.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
 import { ApiCounters } from './counters.ts';
+import type { JsonArrayElements } from './json-array.ts';
 import {
   bodyTooLarge,
   type ClientIdentity,
   giveUp,
   networkFailure,
   type RawAnswer,
+  type ReadBody,
   type RequestSpec,
   readAnswer,
 } from './outcome.ts';
@@ -81,7 +83,13 @@ export interface ListResponsesQuery {
 }
 
 export interface Fetched {
+  /** The body parsed; undefined when `elements` holds it instead. */
   payload: unknown;
+  /**
+   * A listing page's elements, each parsed when taken (src/api/json-array.ts): a page is
+   * never parsed whole. Absent when the body holds no well-formed array (then `payload` has it).
+   */
+  elements?: JsonArrayElements;
   /** The body as received, which parsed as `payload`. */
   json?: ReceivedJson;
   /** The request URL without its query string. */
@@ -196,7 +204,7 @@ class HttpApiClient implements ApiClient {
     };
     if (query.updatedSince !== undefined) params.updated_since = query.updatedSince;
     const url = this.url(`api/public/responses/${pathSegment(linkId, 'study link_id')}`, params);
-    return this.fetch({ operation: 'list_responses', url, query: params, study: linkId });
+    return this.fetch({ operation: 'list_responses', url, query: params, study: linkId, byElement: true });
   }
 
   async getResponse(linkId: string, responseId: string): Promise<Fetched> {
@@ -232,12 +240,13 @@ class HttpApiClient implements ApiClient {
       retries: (failure: TryAgain) =>
         this.serviceDown && failure.kind === 'network' ? 0 : this.policy.retries,
     };
-    const { payload, status, bytes, body } = await withRetries(this.policy, hooks, () =>
+    const { payload, elements, status, bytes, body } = await withRetries(this.policy, hooks, () =>
       this.limit(() => this.attempt(spec)),
     );
     this.adaptive.onSuccess();
     const fetched: Fetched = {
       payload,
+      ...(elements ? { elements } : {}),
       json: { bytes: body, of: payload },
       url: redact(spec.url),
       status,
@@ -266,7 +275,7 @@ class HttpApiClient implements ApiClient {
   /** One HTTP exchange: its payload, or TryAgain / a final error; counted whatever happens. */
   private async attempt(
     spec: RequestSpec,
-  ): Promise<{ payload: unknown; status: number; bytes: number; body: Buffer }> {
+  ): Promise<ReadBody & { status: number; bytes: number; body: Buffer }> {
     const started = performance.now();
     let answer: RawAnswer;
     try {
@@ -287,8 +296,8 @@ class HttpApiClient implements ApiClient {
       performance.now() - started,
       answer.body.length,
     );
-    const payload = readAnswer(spec, answer, this.identity);
-    return { payload, status: answer.status, bytes: answer.body.length, body: answer.body };
+    const read = readAnswer(spec, answer, this.identity);
+    return { ...read, status: answer.status, bytes: answer.body.length, body: answer.body };
   }
 
   /** The whole answer; the body cap is enforced as the (decompressed) bytes arrive. */

@@ -15,6 +15,7 @@ import {
 import { RequestTimeoutError } from '../http/get.ts';
 import { isRetryableStatus, networkReason, TryAgain } from '../http/retry.ts';
 import { redact } from '../redact.ts';
+import { type JsonArrayElements, splitJsonArray } from './json-array.ts';
 import type { Operation } from './resources.ts';
 
 export interface RequestSpec {
@@ -24,6 +25,8 @@ export interface RequestSpec {
   query?: Record<string, string>;
   study?: string;
   response?: string;
+  /** A JSON array expected (a listing page): its elements are parsed one at a time. */
+  byElement?: boolean;
 }
 
 export interface ClientIdentity {
@@ -80,9 +83,17 @@ export function networkFailure(error: unknown, deadlineMs: number): TryAgain {
  * The payload of an HTTP answer. Throws TryAgain for what another attempt may fix (408, 429,
  * 5xx, truncated or non-JSON bodies) and a typed final error for the rest.
  */
-export function readAnswer(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): unknown {
+/**
+ * A 2xx body read: its payload parsed whole, or, for a request by element whose body holds a
+ * well-formed array, its elements (src/api/json-array.ts), each parsed when taken.
+ */
+export type ReadBody =
+  | { payload: unknown; elements?: undefined }
+  | { payload?: undefined; elements: JsonArrayElements };
+
+export function readAnswer(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): ReadBody {
   const { status } = answer;
-  if (status >= 200 && status < 300) return readPayload(answer);
+  if (status >= 200 && status < 300) return readBody(answer, spec.byElement === true);
   if (isRetryableStatus(status)) {
     throw new TryAgain('status', String(status), `HTTP ${status}`, {
       status,
@@ -92,7 +103,13 @@ export function readAnswer(spec: RequestSpec, answer: RawAnswer, identity: Clien
   throw finalError(spec, answer, identity);
 }
 
-function readPayload(answer: RawAnswer): unknown {
+function readBody(answer: RawAnswer, byElement: boolean): ReadBody {
+  checkLength(answer);
+  const elements = byElement ? splitJsonArray(answer.body) : null;
+  return elements ? { elements } : { payload: parseWhole(answer) };
+}
+
+function checkLength(answer: RawAnswer): void {
   const declared = Number(answer.headers['content-length']);
   // With content-encoding, Content-Length counts compressed bytes: compare only plain bodies.
   const plain = answer.headers['content-encoding'] === undefined;
@@ -101,6 +118,9 @@ function readPayload(answer: RawAnswer): unknown {
       status: answer.status,
     });
   }
+}
+
+function parseWhole(answer: RawAnswer): unknown {
   const text = answer.body.toString('utf8');
   try {
     return JSON.parse(text);

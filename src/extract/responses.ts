@@ -11,10 +11,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { ApiClient, Fetched } from '../api/client.ts';
+import type { JsonArrayElements } from '../api/json-array.ts';
 import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
-import { jsonText, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
+import { redact } from '../redact.ts';
+import { jsonText, MAX_NESTING, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { SpillFile } from './spill.ts';
 
 export interface ListResponsesOptions {
@@ -153,11 +155,24 @@ async function pageIntoSpill(
   let previousDigest: string | null = null;
   let line = 0;
 
-  /** One page into raw and the spill; says why paging stops, or null to go on. */
+  /** One page into the spill and raw/; says why paging stops, or null to go on. */
   async function takePage(page: number): Promise<ListingStats['stoppedBy']> {
-    const { items, tooDeep, digest } = await fetchPage(client, study, options, page, sinks);
+    const fetched = await fetchPage(client, study, options, page, sinks);
     stats.pages += 1;
-    if (items.length === 0) return 'empty_page';
+    const stop = readPage(page, fetched);
+    // Into raw/ once read whole: a page with an element that is not JSON fails before it gets
+    // there, as a body that is not JSON never does.
+    fetched.archive();
+    // One wait per page, not per line: the page is let go sooner.
+    await spill.drained();
+    return stop;
+  }
+
+  function readPage(
+    page: number,
+    { elements, tooDeep, digest, url }: FetchedPage,
+  ): ListingStats['stoppedBy'] {
+    if (elements.length === 0) return 'empty_page';
     if (digest === previousDigest) {
       warn(
         sinks,
@@ -168,7 +183,11 @@ async function pageIntoSpill(
       return 'repeated_page';
     }
     previousDigest = digest;
-    for (const [index, raw] of items.entries()) {
+    // One element at a time, each let go once checked and spilled: the page is never whole in memory.
+    for (let index = 0; index < elements.length; index++) {
+      const element = elements.element(index);
+      if (!element.ok) throw pageError(study, `page ${page} [${index}] is ${element.reason}`, url);
+      const raw = element.value;
       if (tooDeep && nestsDeeperThan(raw)) {
         stats.rejected += 1;
         rejectItem(sinks, study, raw, `page ${page} [${index}] ${tooDeepReason}`);
@@ -186,8 +205,6 @@ async function pageIntoSpill(
       keepNewest(winners, parsed.data, line);
       line += 1;
     }
-    // One wait per page, not per line: the page is let go sooner.
-    await spill.drained();
     return null;
   }
 
@@ -232,48 +249,81 @@ export function expectedOnPage(stats: ListingStats, perPage: number): number {
   return Math.min(perPage, Math.max(toCome, 1));
 }
 
+/** A listing page as read: its elements, and its raw record to archive once they are read. */
+interface FetchedPage {
+  elements: JsonArrayElements;
+  tooDeep: boolean;
+  digest: string;
+  url: string;
+  archive(): void;
+}
+
 async function fetchPage(
   client: ApiClient,
   study: Study,
   options: ListResponsesOptions,
   page: number,
   sinks: ExtractSinks,
-): Promise<{ items: unknown[]; tooDeep: boolean; digest: string }> {
+): Promise<FetchedPage> {
   const query = { page, perPage: options.perPage, includeInProgress: options.includeInProgress };
   const fetched = await client.listResponses(
     study.link_id,
     options.updatedSince === undefined ? query : { ...query, updatedSince: options.updatedSince },
   );
-  const tooDeep = nestsDeeperThan(fetched.payload);
-  const received = tooDeep ? { ...fetched, payload: jsonText(fetched.payload) } : fetched;
-  archiveRaw(sinks.raw, 'list_responses', received, { link_id: study.link_id, study_id: study.id, page });
-  if (!Array.isArray(fetched.payload)) {
-    throw new PayloadError(
-      `list_responses for study "${study.link_id}": page ${page} is not a JSON array of responses (${fetched.url})`,
-      {
-        context: {
-          operation: 'list_responses',
-          study: study.link_id,
-          url: fetched.url,
-          status: fetched.status,
-        },
-      },
-    );
+  const elements =
+    fetched.elements ?? (Array.isArray(fetched.payload) ? parsedElements(fetched.payload) : null);
+  const tooDeep = elements ? elements.nestsDeeperThan(MAX_NESTING) : nestsDeeperThan(fetched.payload);
+  // A page too deep to write out as it is goes to raw/ as its JSON text (written without recursion).
+  const received = tooDeep ? { ...fetched, payload: jsonText(wholePage(fetched, elements)) } : fetched;
+  const archive = () =>
+    archiveRaw(sinks.raw, 'list_responses', received, { link_id: study.link_id, study_id: study.id, page });
+  if (!elements) {
+    archive();
+    throw pageError(study, `page ${page} is not a JSON array of responses`, fetched.url, fetched.status);
   }
-  return { items: fetched.payload, tooDeep, digest: pageDigest(fetched, tooDeep) };
+  return { elements, tooDeep, digest: pageDigest(received), url: fetched.url, archive };
+}
+
+function pageError(study: Study, what: string, url: string, status?: number): PayloadError {
+  return new PayloadError(`list_responses for study "${study.link_id}": ${redact(what)} (${url})`, {
+    context: {
+      operation: 'list_responses',
+      study: study.link_id,
+      url,
+      ...(status === undefined ? {} : { status }),
+    },
+  });
+}
+
+/** A page that arrived parsed (a recorded answer, or a body that could not be split), element by element. */
+function parsedElements(values: readonly unknown[]): JsonArrayElements {
+  return {
+    length: values.length,
+    nestsDeeperThan: (limit) => nestsDeeperThan(values, limit),
+    element: (index) => ({ ok: true, value: values[index] }),
+  };
+}
+
+/** The page as one value: only for a page too deep to keep as received. */
+function wholePage(fetched: Fetched, elements: JsonArrayElements | null): unknown {
+  if (fetched.elements === undefined || elements === null) return fetched.payload;
+  return Array.from({ length: elements.length }, (_, index) => {
+    const element = elements.element(index);
+    return element.ok ? element.value : element.text;
+  });
 }
 
 /**
  * What tells a page from the one before: the SHA-256 of its body as received, else (no bytes
- * kept, or a page too deep to keep them) of the page written out again. The bytes spare a
+ * kept, or a page too deep to keep them) of its payload written out. The bytes spare a
  * second page-sized string (a page of 1 000 responses is several MB of text) per page.
  */
-function pageDigest(fetched: Fetched, tooDeep: boolean): string {
+function pageDigest(received: Fetched): string {
   const hash = createHash('sha256');
-  const { json } = fetched;
-  const bytes = json !== undefined && json.of === fetched.payload ? json.bytes : undefined;
-  if (bytes !== undefined && !tooDeep) return `body:${hash.update(bytes).digest('hex')}`;
-  const text = tooDeep ? jsonText(fetched.payload) : JSON.stringify(fetched.payload);
+  const { json } = received;
+  if (json !== undefined && json.of === received.payload)
+    return `body:${hash.update(json.bytes).digest('hex')}`;
+  const text = typeof received.payload === 'string' ? received.payload : JSON.stringify(received.payload);
   return `text:${hash.update(text).digest('hex')}`;
 }
 

@@ -11,8 +11,8 @@
  * A payload whose body as received is one line of UTF-8 is stored as those bytes, not written
  * out again from the parsed value: the same JSON, as the service sent it, for less CPU.
  */
-import { isUtf8 } from 'node:buffer';
 import { createGzip, type Gzip } from 'node:zlib';
+import { oneLineOfUtf8 } from '../api/json-array.ts';
 import type { Operation } from '../api/resources.ts';
 import type { RawRecord, RawSink } from '../records.ts';
 import { ByteBatch } from '../storage/byte-batch.ts';
@@ -100,9 +100,4 @@ function recordLine(record: RawRecord, json: Uint8Array | undefined): (string | 
   if (json === undefined || !oneLineOfUtf8(json)) return [`${JSON.stringify(record)}\n`];
   const rest = JSON.stringify({ ...record, payload: undefined });
   return [`${rest.slice(0, -1)},"payload":`, json, '}\n'];
-}
-
-/** No line break (JSON allows them between tokens; readers split lines on CR as well as LF). */
-function oneLineOfUtf8(bytes: Uint8Array): boolean {
-  return bytes.indexOf(0x0a) === -1 && bytes.indexOf(0x0d) === -1 && bytes.length > 0 && isUtf8(bytes);
 }

@@ -190,7 +190,11 @@ describe('api client against the sandbox', () => {
     sandbox.addStudy({ link_id: linkId, responses: 0, responseIds });
     const client = sandboxClient(sandbox);
     const page = await client.listResponses(linkId, { page: 0, perPage: 100, includeInProgress: true });
-    const ids = (page.payload as { id: string }[]).map((item) => item.id);
+    const elements = page.elements!;
+    const ids = Array.from({ length: elements.length }, (_, index) => {
+      const element = elements.element(index);
+      return element.ok ? (element.value as { id: string }).id : element.text;
+    });
     expect(ids.sort()).toEqual([...responseIds].sort());
     for (const id of responseIds) {
       const detail = (await client.getResponse(linkId, id)).payload as SingleResponse;

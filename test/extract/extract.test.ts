@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.ts';
 import type { ListedResponse, Study } from '../../src/api/resources.ts';
-import { AuthError } from '../../src/errors.ts';
+import { AuthError, PayloadError } from '../../src/errors.ts';
 import {
   fetchDetails,
   listResponses,
@@ -187,6 +187,20 @@ describe('extract against the sandbox', () => {
     expectations.length = 0;
     await collect(listResponses(client, undeclared, { ...listing, pageGate: recording }, sinks));
     expect(new Set(expectations)).toEqual(new Set([1000])); // a full page each
+  });
+
+  it('a page with an element that is not JSON fails the listing, naming the page and the element, and stays out of raw/', async () => {
+    const { sandbox, client, sinks } = await setup({ seed: 5, studies: 1, responses: 20, maxPerPage: 7 });
+    const study = sandbox.studies()[0]!;
+    const [first, second] = sandbox.responses(study.link_id);
+    sandbox.overrideNext(
+      { listener: 'api', pathIncludes: `/responses/${encodeURIComponent(study.link_id)}?page=1&` },
+      { status: 200, body: `[${JSON.stringify(first)}, {"id": tru}, ${JSON.stringify(second)}]` },
+    );
+    const error = await collect(listResponses(client, study, listing, sinks)).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PayloadError);
+    expect((error as Error).message).toMatch(/^list_responses for study ".+": page 1 \[1\] is not JSON/);
+    expect(sinks.rawRecords.map((record) => record.query?.page)).toEqual(['0']);
   });
 
   it('a page identical to the previous one stops paging with a warning', async () => {

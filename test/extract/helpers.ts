@@ -17,7 +17,14 @@ export function memorySinks(): MemorySinks {
     rawRecords,
     rejected,
     warnings,
-    raw: { write: (record) => rawRecords.push(record) },
+    // As raw/ stores a record: with the body's bytes as its payload when they came with it
+    // (a listing page is never parsed whole, so its record has no other payload).
+    raw: {
+      write: (record, json) =>
+        rawRecords.push(
+          json ? { ...record, payload: JSON.parse(Buffer.from(json).toString('utf8')) } : record,
+        ),
+    },
     rejects: { write: (reject) => rejected.push(reject) },
     warn: (warning) => warnings.push(warning),
   };

@@ -1,0 +1,75 @@
+/** A JSON array split into its elements by one pass over its bytes, each parsed when taken. */
+import { describe, expect, it } from 'vitest';
+import { type JsonArrayElements, splitJsonArray } from '../../src/api/json-array.ts';
+
+const split = (text: string) => splitJsonArray(Buffer.from(text, 'utf8'));
+
+function values(elements: JsonArrayElements | null): unknown[] {
+  if (!elements) throw new Error('not split');
+  return Array.from({ length: elements.length }, (_, index) => {
+    const element = elements.element(index);
+    if (!element.ok) throw new Error(element.reason);
+    return element.value;
+  });
+}
+
+describe('splitJsonArray', () => {
+  it('gives each element as JSON.parse gives it: strings holding brackets, commas, quotes and escapes; nesting; unicode; spaces', () => {
+    const page = [
+      { id: 'a', answers: { Q1: 'yes, [really] {no}', 'Q,2': '"quoted" \\ back\\slash ]' } },
+      { id: 'b', list: [1, [2, [3, {}]], []], nothing: null, t: true, f: false, n: -1.5e3 },
+      '回答 ✓ — émoji 🎉 \u2028 \\u0000',
+      [],
+      {},
+      0,
+    ];
+    const compact = JSON.stringify(page);
+    expect(values(split(compact))).toEqual(page);
+    const spaced = ` \t[ ${page.map((value) => JSON.stringify(value)).join(' ,\t')} ]  `;
+    expect(values(split(spaced))).toEqual(page);
+  });
+
+  it('splits an empty array into no elements', () => {
+    expect(split('[]')?.length).toBe(0);
+    expect(split(' [  ] ')?.length).toBe(0);
+  });
+
+  it('leaves to JSON.parse of the whole text what is no well-formed array', () => {
+    for (const text of [
+      '{"id":"a"}',
+      '"[1,2]"',
+      'Service temporarily unavailable',
+      '[1,2',
+      '[{"a":1]}',
+      '[{"a":"unterminated}]',
+      '[1,2]]',
+      '[1,2] trailing',
+      '[1,,2]',
+      '[1,]',
+      '[,1]',
+      '',
+      '\uFEFF[1]',
+      '[1,\n2]', // not one line: raw/ could not keep it as received
+    ]) {
+      expect(split(text), text).toBeNull();
+    }
+  });
+
+  it('gives an element that is balanced but not JSON as its text and the reason, and the others as values', () => {
+    const elements = split('[{"id":"a"}, {"id": tru}, {"id":"c"}]');
+    expect(elements?.length).toBe(3);
+    expect(elements?.element(0)).toEqual({ ok: true, value: { id: 'a' } });
+    const bad = elements?.element(1);
+    expect(bad).toMatchObject({ ok: false, text: '{"id": tru}' });
+    expect(bad?.ok === false && bad.reason).toMatch(/^not JSON/);
+    expect(elements?.element(2)).toEqual({ ok: true, value: { id: 'c' } });
+  });
+
+  it('measures nesting with the array itself as one level', () => {
+    const elements = split('[{"a":[[1]]}, 2]');
+    expect(elements?.nestsDeeperThan(3)).toBe(true);
+    expect(elements?.nestsDeeperThan(4)).toBe(false);
+    const deep = `[${'['.repeat(100_000)}${']'.repeat(100_000)}]`;
+    expect(split(deep)?.nestsDeeperThan(256)).toBe(true);
+  });
+});
