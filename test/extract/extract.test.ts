@@ -197,7 +197,9 @@ describe('extract against the sandbox', () => {
       { listener: 'api', pathIncludes: `/responses/${encodeURIComponent(study.link_id)}?page=1&` },
       { status: 200, body: `[${JSON.stringify(first)}, {"id": tru}, ${JSON.stringify(second)}]` },
     );
-    const error = await collect(listResponses(client, study, listing, sinks)).catch((caught: unknown) => caught);
+    const error = await collect(listResponses(client, study, listing, sinks)).catch(
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(PayloadError);
     expect((error as Error).message).toMatch(/^list_responses for study ".+": page 1 \[1\] is not JSON/);
     expect(sinks.rawRecords.map((record) => record.query?.page)).toEqual(['0']);
