@@ -9,7 +9,7 @@
  * The pass checks the structure (one array, brackets balanced and matched, strings closed,
  * nothing after the end); whatever fails it is left to JSON.parse of the whole text, so that
  * such a body fails exactly as before. An element that is balanced but still not JSON comes
- * back as its text and the reason, for the caller to keep as a reject.
+ * back as its text and the reason; extract fails the page with it (src/extract/responses.ts).
  */
 
 import { isUtf8 } from 'node:buffer';
