@@ -90,7 +90,7 @@ export interface Fetched {
    * never parsed whole. Absent when the body holds no well-formed array (then `payload` has it).
    */
   elements?: JsonArrayElements;
-  /** The body as received, which parsed as `payload`. */
+  /** The body as received, which parsed as `payload` (or holds `elements`, `payload` undefined). */
   json?: ReceivedJson;
   /** The request URL without its query string. */
   url: string;

@@ -1,8 +1,7 @@
 /**
- * A JSON array's elements, parsed one at a time. A listing page of 1 000 responses is about
- * 3.4 MB as received, twice that as a string, and several times that parsed: parsed whole,
- * all of it is alive at once, and at 50 000 responses that page is most of what a run's
- * memory grows by (bench/README.md). One pass over the bytes finds where each top-level
+ * A JSON array's elements, parsed one at a time. A listing page parsed whole is alive at once
+ * as its text, its parsed array and what is made from it, and in a large run that page is
+ * most of what memory grows by (bench/README.md). One pass over the bytes finds where each top-level
  * element starts and ends (strings and their escapes skipped, brackets matched), and each
  * element is decoded and parsed by JSON.parse only when it is taken, then let go.
  *

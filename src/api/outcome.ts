@@ -80,16 +80,17 @@ export function networkFailure(error: unknown, deadlineMs: number): TryAgain {
 }
 
 /**
- * The payload of an HTTP answer. Throws TryAgain for what another attempt may fix (408, 429,
- * 5xx, truncated or non-JSON bodies) and a typed final error for the rest.
- */
-/**
  * A 2xx body read: its payload parsed whole, or, for a request by element whose body holds a
  * well-formed array, its elements (src/api/json-array.ts), each parsed when taken.
  */
 export type ReadBody =
   | { payload: unknown; elements?: undefined }
   | { payload?: undefined; elements: JsonArrayElements };
+
+/**
+ * The body of an HTTP answer. Throws TryAgain for what another attempt may fix (408, 429,
+ * 5xx, truncated or non-JSON bodies) and a typed final error for the rest.
+ */
 
 export function readAnswer(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): ReadBody {
   const { status } = answer;

@@ -28,11 +28,10 @@ export interface ListResponsesOptions {
   /** Where the temporary spill file goes (default: the OS temp dir). */
   spillDir?: string;
   /**
-   * Runs each page's fetch and handling (a page of 1000 responses is about 3 MB, several
-   * times that while parsed). A run passes one gate to all its studies that admits pages while
-   * the responses they are expected to hold add up to at most one full page, so listings
-   * running side by side do not add up their pages in memory, and small studies' pages go at
-   * once.
+   * Runs each page's fetch and handling (a page is the largest thing a listing holds). A run
+   * passes one gate to all its studies that admits pages while the responses they are
+   * expected to hold add up to at most one full page, so listings running side by side do not
+   * add up their pages in memory, and small studies' pages go at once.
    */
   pageGate?: PageGate;
 }
@@ -243,7 +242,7 @@ async function pageIntoSpill(
  * come (at least one), at most a page; a full page when the desc declares no count. A desc
  * that undercounts lets a few pages overlap, never more than the studies listed at once.
  */
-export function expectedOnPage(stats: ListingStats, perPage: number): number {
+function expectedOnPage(stats: ListingStats, perPage: number): number {
   if (stats.expected === null) return perPage;
   const toCome = stats.expected - stats.listed - stats.rejected;
   return Math.min(perPage, Math.max(toCome, 1));
@@ -274,7 +273,7 @@ async function fetchPage(
     fetched.elements ?? (Array.isArray(fetched.payload) ? parsedElements(fetched.payload) : null);
   const tooDeep = elements ? elements.nestsDeeperThan(MAX_NESTING) : nestsDeeperThan(fetched.payload);
   // A page too deep to write out as it is goes to raw/ as its JSON text (written without recursion).
-  const received = tooDeep ? { ...fetched, payload: jsonText(wholePage(fetched, elements)) } : fetched;
+  const received = tooDeep ? { ...fetched, payload: jsonText(wholePage(fetched)) } : fetched;
   const archive = () =>
     archiveRaw(sinks.raw, 'list_responses', received, { link_id: study.link_id, study_id: study.id, page });
   if (!elements) {
@@ -305,8 +304,9 @@ function parsedElements(values: readonly unknown[]): JsonArrayElements {
 }
 
 /** The page as one value: only for a page too deep to keep as received. */
-function wholePage(fetched: Fetched, elements: JsonArrayElements | null): unknown {
-  if (fetched.elements === undefined || elements === null) return fetched.payload;
+function wholePage(fetched: Fetched): unknown {
+  const { elements } = fetched;
+  if (elements === undefined) return fetched.payload;
   return Array.from({ length: elements.length }, (_, index) => {
     const element = elements.element(index);
     return element.ok ? element.value : element.text;
@@ -316,7 +316,7 @@ function wholePage(fetched: Fetched, elements: JsonArrayElements | null): unknow
 /**
  * What tells a page from the one before: the SHA-256 of its body as received, else (no bytes
  * kept, or a page too deep to keep them) of its payload written out. The bytes spare a
- * second page-sized string (a page of 1 000 responses is several MB of text) per page.
+ * second page-sized string per page.
  */
 function pageDigest(received: Fetched): string {
   const hash = createHash('sha256');

@@ -119,8 +119,8 @@ export class HashingThread {
   constructor(private readonly maxInFlightBytes = defaultMaxInFlightBytes) {}
 
   /**
-   * Starts the thread now rather than on the first bytes: it takes tens of milliseconds to
-   * come up, which the first downloads can hide.
+   * Starts the thread now rather than on the first bytes: a worker takes a while to come up,
+   * which the first downloads can hide.
    */
   warmUp(): void {
     if (!this.#closed && !this.#failure) this.#start();

@@ -370,7 +370,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
 
     const studyLimit = pLimit(STUDIES_IN_PARALLEL + STUDIES_LISTED_AHEAD);
     const detailsLimit = pLimit(STUDIES_IN_PARALLEL);
-    // Listing pages are large (about 3 MB at 1000 a page) and details are small: studies
+    // Listing pages are large and details are small: studies
     // overlap, but their pages in flight hold at most a full page's responses together (by
     // the counts their descs declare), so their pages never add up in memory, while small
     // studies list side by side; earlier studies' pages first, so that their details can start.
