@@ -202,7 +202,9 @@ async function receiveToMemory(
   const length = data.length;
   let bytes = 0;
   body.on('data', (chunk: Buffer) => {
-    if (bytes + chunk.length <= length) chunk.copy(data, bytes);
+    // fill, not copy: the budget's memory is shared, and V8 copies into shared memory at an
+    // odd offset a byte at a time; fill is one native memcpy.
+    if (chunk.length > 0 && bytes + chunk.length <= length) data.fill(chunk, bytes, bytes + chunk.length);
     bytes += chunk.length;
     onBytes?.(chunk.length);
   });

@@ -5,10 +5,12 @@
  * buffers that travel to the thread and back, so the hashing runs on another core while the
  * event loop keeps downloading (bench/README.md has the measurements).
  *
- * The caller's bytes are never handed over, only copied: a body stays usable while it is
- * hashed, and nothing the zip writer or a stream still reads is detached. Each hash fills a
- * 1 MiB buffer before sending it (a message per megabyte, not per write); at most
- * `maxInFlightBytes` of buffers are sent and not yet back, beyond that `update` waits.
+ * The caller's bytes are never handed over. Bytes in shared memory (a body in the media
+ * memory budget, src/media/memory-budget.ts) are read by the thread where they lie: `update`
+ * resolves once the thread has hashed them, and the caller only reads them meanwhile (the zip
+ * writer, a stream). Other bytes are copied: each hash fills a 1 MiB buffer that travels to
+ * the thread and back (a message per megabyte, not per write); at most `maxInFlightBytes` of
+ * buffers are sent and not yet back, beyond that `update` waits.
  *
  * The thread's code is a few lines of plain JavaScript evaluated as a worker: it runs the
  * same under tsx (the tests, the bench) and from the bundle the CLI runs.
@@ -40,7 +42,7 @@ function updateFromFile(stream, path) {
     closeSync(fd);
   }
 }
-parentPort.on('message', ({ id, open, buffer, length, file, digest }) => {
+parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, digest }) => {
   if (open) streams.set(id, { hash: createHash('sha256'), crc: open.crc ? 0 : null });
   const stream = streams.get(id);
   const reply = { id };
@@ -49,6 +51,10 @@ parentPort.on('message', ({ id, open, buffer, length, file, digest }) => {
     update(stream, new Uint8Array(buffer, 0, length));
     reply.buffer = buffer;
     transfer.push(buffer);
+  }
+  if (shared) {
+    update(stream, new Uint8Array(shared, offset, length));
+    reply.released = true;
   }
   if (file) {
     try {
@@ -70,6 +76,8 @@ parentPort.on('message', ({ id, open, buffer, length, file, digest }) => {
 
 /** Size of the buffers the bytes travel in: each stream fills one, then sends it. */
 const transferBytes = 1024 * 1024;
+/** Shared bytes shorter than this are copied like any others: a message costs more than the copy. */
+const minSharedBytes = 64 * 1024;
 const defaultMaxInFlightBytes = 16 * transferBytes;
 
 export interface BodyDigest {
@@ -87,6 +95,9 @@ interface Batch {
   id: number;
   open?: { crc: boolean };
   buffer?: ArrayBuffer;
+  /** Bytes the thread reads in place: `length` of them from `offset`. */
+  shared?: SharedArrayBuffer;
+  offset?: number;
   length?: number;
   /** A local file the thread reads and hashes itself. */
   file?: string;
@@ -96,10 +107,17 @@ interface Batch {
 interface Reply {
   id: number;
   buffer?: ArrayBuffer;
+  /** The batch's shared bytes are hashed: the caller may reuse them. */
+  released?: true;
   sha256?: string;
   crc32?: number | null;
   /** Why the thread could not read a file. */
   error?: string;
+}
+
+interface Pending<T> {
+  resolve(value: T): void;
+  reject(error: Error): void;
 }
 
 export class HashingThread {
@@ -108,7 +126,9 @@ export class HashingThread {
   #closed = false;
   #nextId = 0;
   /** Digests asked for and not yet answered, by stream id. */
-  readonly #digests = new Map<number, { resolve(digest: Digest): void; reject(error: Error): void }>();
+  readonly #digests = new Map<number, Pending<Digest>>();
+  /** Shared bytes sent and not yet hashed, by stream id, oldest first. */
+  readonly #reading = new Map<number, Pending<void>[]>();
   /** Transfer buffers back from the thread, ready for more bytes. */
   readonly #spare: ArrayBuffer[] = [];
   /** Buffers sent and not yet back. */
@@ -178,6 +198,18 @@ export class HashingThread {
     worker.ref();
   }
 
+  /** Sends a batch of shared bytes; resolves once the thread has hashed them. */
+  readShared(batch: Batch): Promise<void> {
+    this.#check();
+    const released = new Promise<void>((resolve, reject) => {
+      const queue = this.#reading.get(batch.id) ?? [];
+      queue.push({ resolve, reject });
+      this.#reading.set(batch.id, queue);
+    });
+    this.send(batch);
+    return released;
+  }
+
   /** Sends a stream's last batch; resolves with its digest. */
   ask(batch: Batch): Promise<Digest> {
     this.#check();
@@ -206,6 +238,7 @@ export class HashingThread {
       this.#spare.push(reply.buffer);
       this.#waiting.shift()?.();
     }
+    if (reply.released) this.#released(reply.id);
     const pending = this.#digests.get(reply.id);
     if (pending && reply.error !== undefined) {
       this.#digests.delete(reply.id);
@@ -214,13 +247,21 @@ export class HashingThread {
       this.#digests.delete(reply.id);
       pending.resolve({ sha256: reply.sha256, crc32: reply.crc32 ?? null });
     }
-    if (this.#digests.size === 0 && this.#sentBytes === 0) this.#worker?.unref();
+    if (this.#digests.size === 0 && this.#reading.size === 0 && this.#sentBytes === 0) this.#worker?.unref();
+  }
+
+  #released(id: number): void {
+    const queue = this.#reading.get(id);
+    queue?.shift()?.resolve();
+    if (queue?.length === 0) this.#reading.delete(id);
   }
 
   #fail(error: Error): void {
     this.#failure ??= error;
     for (const pending of this.#digests.values()) pending.reject(this.#failure);
     this.#digests.clear();
+    for (const queue of this.#reading.values()) for (const pending of queue) pending.reject(this.#failure);
+    this.#reading.clear();
     for (const wake of this.#waiting.splice(0)) wake();
   }
 
@@ -231,7 +272,8 @@ export class HashingThread {
 
 /**
  * One hash on the thread: bytes are copied into a transfer buffer, sent when it is full (or
- * at the digest), so a small write (a zip header) costs a copy, not a message.
+ * at the digest), so a small write (a zip header) costs a copy, not a message. Large shared
+ * bytes go as they are, after what was gathered before them.
  */
 class ThreadStream {
   #buffer: ArrayBuffer | null = null;
@@ -244,8 +286,18 @@ class ThreadStream {
     private readonly crc: boolean,
   ) {}
 
-  /** Resolves once `bytes` are copied: the caller may reuse them. */
+  /** Resolves once `bytes` are copied or hashed: the caller may reuse them. */
   async update(bytes: Uint8Array): Promise<void> {
+    if (bytes.buffer instanceof SharedArrayBuffer && bytes.length >= minSharedBytes) {
+      if (this.#buffer) this.thread.send(this.#nextBatch());
+      const batch = {
+        ...this.#nextBatch(),
+        shared: bytes.buffer,
+        offset: bytes.byteOffset,
+        length: bytes.length,
+      };
+      return this.thread.readShared(batch);
+    }
     for (let offset = 0; offset < bytes.length; ) {
       this.#buffer ??= await this.thread.takeBuffer();
       const length = Math.min(bytes.length - offset, transferBytes - this.#used);

@@ -6,6 +6,9 @@
  * The budget hands out the buffers themselves and takes them back: a buffer given back is
  * handed out again to a later body that fits in it, so the bytes are allocated once per run
  * instead of once per file (each fresh buffer costs garbage collection and page faults).
+ *
+ * The memory is shared (SharedArrayBuffer), so that the hashing thread reads a body where it
+ * lies instead of from copies sent to it (src/media/hashing-thread.ts).
  */
 
 /** Buffers are allocated in steps of this, so that bodies of similar sizes share them. */
@@ -13,9 +16,9 @@ const defaultGranuleBytes = 64 * 1024;
 
 export class MemoryBudget {
   /** Handed out and not yet given back, by their memory. */
-  readonly #inUse = new Set<ArrayBuffer>();
+  readonly #inUse = new Set<SharedArrayBuffer>();
   /** Given back, waiting for another body. */
-  readonly #idle: ArrayBuffer[] = [];
+  readonly #idle: SharedArrayBuffer[] = [];
   #inUseBytes = 0;
   /** Bytes of every buffer the budget holds: in use and idle. */
   #heldBytes = 0;
@@ -45,7 +48,7 @@ export class MemoryBudget {
 
   /** Takes back a buffer `take` handed out (anything else is ignored). */
   give(body: Buffer): void {
-    const memory = body.buffer as ArrayBuffer;
+    const memory = body.buffer as SharedArrayBuffer;
     if (!this.#inUse.delete(memory)) return;
     this.#inUseBytes -= memory.byteLength;
     this.#idle.push(memory);
@@ -62,25 +65,25 @@ export class MemoryBudget {
   }
 
   /** The smallest idle buffer that holds `bytes`. */
-  #reuse(bytes: number): ArrayBuffer | null {
+  #reuse(bytes: number): SharedArrayBuffer | null {
     let best = -1;
     for (let i = 0; i < this.#idle.length; i++) {
-      const size = (this.#idle[i] as ArrayBuffer).byteLength;
-      if (size >= bytes && (best < 0 || size < (this.#idle[best] as ArrayBuffer).byteLength)) best = i;
+      const size = (this.#idle[i] as SharedArrayBuffer).byteLength;
+      if (size >= bytes && (best < 0 || size < (this.#idle[best] as SharedArrayBuffer).byteLength)) best = i;
     }
-    return best < 0 ? null : (this.#idle.splice(best, 1)[0] as ArrayBuffer);
+    return best < 0 ? null : (this.#idle.splice(best, 1)[0] as SharedArrayBuffer);
   }
 
   /** A new buffer, after dropping idle ones that are too small if the budget needs their room. */
-  #allocate(bytes: number): ArrayBuffer | null {
+  #allocate(bytes: number): SharedArrayBuffer | null {
     const size = Math.min(Math.ceil(bytes / this.granuleBytes) * this.granuleBytes, this.maxFileBytes);
     while (this.#heldBytes + size > this.totalBytes && this.#idle.length > 0) {
-      this.#heldBytes -= (this.#idle.pop() as ArrayBuffer).byteLength;
+      this.#heldBytes -= (this.#idle.pop() as SharedArrayBuffer).byteLength;
     }
     if (this.#heldBytes + size > this.totalBytes) return null;
     this.#heldBytes += size;
     this.#allocations++;
-    return Buffer.allocUnsafeSlow(size).buffer as ArrayBuffer;
+    return new SharedArrayBuffer(size);
   }
 }
 

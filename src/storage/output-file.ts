@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { RunError } from '../errors.ts';
+import { allSettled } from '../util/concurrency.ts';
 import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { ByteBatch } from './byte-batch.ts';
 import type { OutputFile, StoredFile } from './types.ts';
@@ -92,13 +93,21 @@ export class HashedOutputFile implements OutputFile {
 
   /**
    * Hashed as gathered, not per write: one hash call per batch, and no string encoded twice.
-   * Chunks ready together go to the sink in one call where it can take several.
+   * Chunks ready together go to the sink in one call where it can take several. The hash and
+   * the sink read the same bytes side by side (a hash on another thread may take a while).
    */
   async #send(chunks: Uint8Array[]): Promise<void> {
+    await allSettled([this.#hash(chunks), this.#store(chunks)]);
+  }
+
+  async #hash(chunks: Uint8Array[]): Promise<void> {
     for (const bytes of chunks) {
       const hashing = this.#sha256.update(bytes);
       if (hashing) await this.#pass(() => hashing);
     }
+  }
+
+  async #store(chunks: Uint8Array[]): Promise<void> {
     const sink = this.#sink;
     const writeMany = chunks.length > 1 ? sink.writeMany?.bind(sink) : undefined;
     if (writeMany) await this.#pass(() => writeMany(chunks));

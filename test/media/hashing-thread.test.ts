@@ -53,6 +53,26 @@ describe('HashingThread', () => {
     expect(await running.digest()).toBe(sha256(Buffer.concat([Buffer.from('zip header'), body])));
   });
 
+  it('reads shared bytes where they lie, in order with copied ones, and is done with them when update resolves', async () => {
+    thread = new HashingThread();
+    const shared = Buffer.from(new SharedArrayBuffer(3 * MiB));
+    const running = thread.runningSha256();
+    const whole = createHash('sha256');
+    // Small copied writes between large shared ones, and one shared write too short to be
+    // worth a message; the memory is overwritten as soon as each update resolves.
+    for (const [i, size] of [MiB, 100, 2 * MiB + 5, 70_000, 10, 3 * MiB].entries()) {
+      const header = Buffer.from(`header ${i}`);
+      const body = shared.subarray(0, size);
+      body.set(randomBytes(size));
+      whole.update(header).update(body);
+      expect(await thread.digestBody(body)).toEqual({ sha256: sha256(body), crc32: crc32(body) });
+      await running.update(header);
+      await running.update(body);
+      body.fill(0xff);
+    }
+    expect(await running.digest()).toBe(whole.digest('hex'));
+  });
+
   it('reads and digests a finished file itself, and names a file it cannot read', async () => {
     thread = new HashingThread();
     const dir = await mkdtemp(join(tmpdir(), 'hashing-thread-'));
