@@ -1,9 +1,8 @@
 /**
  * SHA-256 and CRC-32 of media on a thread of their own. Every body is hashed twice (its
  * SHA-256 for the media table, then media.zip's SHA-256 for the manifest) and CRC'd; on the
- * event loop every socket chunk would wait behind that. Here the bytes are copied into
- * buffers that travel to the thread and back, so the hashing runs on another core while the
- * event loop keeps downloading (bench/README.md has the measurements).
+ * event loop every socket chunk would wait behind that. Here the hashing runs on another
+ * core while the event loop keeps downloading (bench/README.md has the measurements).
  *
  * The caller's bytes are never handed over. Bytes in shared memory (a body in the media
  * memory budget, src/media/memory-budget.ts) are read by the thread where they lie: `update`
