@@ -49,6 +49,36 @@ export function oneLineOfUtf8(bytes: Uint8Array): boolean {
   return bytes.indexOf(0x0a) === -1 && bytes.indexOf(0x0d) === -1 && bytes.length > 0 && isUtf8(bytes);
 }
 
+/** Bytes of a string looked at one by one before the rest is searched by indexOf. */
+const SHORT_STRING = 4;
+
+/**
+ * Offset of the quote that closes the string whose text starts at `from`; -1 if none. Most of
+ * a page's bytes are in long strings (answers, transcripts), which indexOf crosses natively
+ * several times faster than a loop here; keys end within a few bytes, before it is worth a call.
+ */
+function stringEnd(bytes: Buffer, from: number): number {
+  const n = bytes.length;
+  const shortEnd = Math.min(n, from + SHORT_STRING);
+  let i = from;
+  for (; i < shortEnd; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) return i;
+    if (byte === BACKSLASH) i++;
+  }
+  for (let at = i; at < n; ) {
+    const quote = bytes.indexOf(QUOTE, at);
+    if (quote < 0) return -1;
+    // Escaped when an odd number of backslashes stand right before it (the string's opening
+    // quote stops the count).
+    let backslashes = 0;
+    while (bytes[quote - backslashes - 1] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    at = quote + 1;
+  }
+  return -1;
+}
+
 /**
  * The elements of the array `bytes` holds; null when they hold no well-formed array, or are
  * not one line of UTF-8 (so that a page split here is always stored in raw/ as received).
@@ -68,8 +98,8 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
   for (i += 1; i < n; i++) {
     const byte = bytes[i];
     if (byte === QUOTE) {
-      for (i += 1; i < n && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++;
-      if (i >= n) return null;
+      i = stringEnd(bytes, i + 1);
+      if (i < 0) return null;
     } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
       closers.push(byte === OPEN_ARRAY ? CLOSE_ARRAY : CLOSE_OBJECT);
       depth = Math.max(depth, closers.length);

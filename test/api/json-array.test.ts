@@ -32,6 +32,22 @@ describe('splitJsonArray', () => {
     expect(values(split(spaced))).toEqual(page);
   });
 
+  it('finds the end of every string, short or long, whatever quotes and backslashes it holds and wherever', () => {
+    // Every string of up to 12 characters from these three, as values and as keys: escaped
+    // quotes and runs of backslashes land at each position, before and after the point where
+    // the scan moves from single bytes to indexOf.
+    const alphabet = ['a', '"', '\\'];
+    const strings = [''];
+    for (let length = 1; length <= 12; length++) {
+      for (let k = 0; k < 40; k++) {
+        strings.push(Array.from({ length }, (_, i) => alphabet[(k * 7 + i * i + length) % 3]).join(''));
+      }
+    }
+    const page = strings.map((text, i) => ({ [text]: text, i, after: `${text}]},"` }));
+    expect(values(split(JSON.stringify(page)))).toEqual(page);
+    expect(split(JSON.stringify(page).replace(/"}]$/, '}]'))).toBeNull();
+  });
+
   it('splits an empty array into no elements', () => {
     expect(split('[]')?.length).toBe(0);
     expect(split(' [  ] ')?.length).toBe(0);
