@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; exec node --max-old-space-size=1024 --initial-old-space-size=64 --heap-growing-percent=15 "$0" "$@"
+':' //; exec node --max-old-space-size=1024 --initial-old-space-size=64 "$0" "$@"
 // Line 2 is for sh, a no-op for JavaScript: run as a program (npx, npm start), the file
 // re-executes itself under node with these heap settings (bench/README.md has the figures):
 // - a 1 GiB limit, some twenty times the live heap the pipeline needs. Below 2 GiB V8
@@ -7,9 +7,7 @@
 //   4x: a 10k-response export peaked at 253 MB instead of 308-356 MB, in the same time;
 // - an initial old space of 64 MB, so a small live heap (the media step's is ~20 MB) is
 //   not fully collected every few dozen milliseconds, which had cost about a quarter of
-//   the download throughput;
-// - a heap that grows by 15 % of the live data between full collections rather than the 60 %
-//   V8 chooses: a 50k-response export peaked about 15-20 MB lower, in the same time.
+//   the download throughput.
 // `node bin/study-export.js` runs without them. (A shebang with `env -S` would say the
 // same, but BusyBox's env has no -S.)
 // Biome's formatter skips this file: it would add a `;` after ':' and break line 2 for sh.

@@ -35,11 +35,7 @@ describe('bin/study-export.js as a program', () => {
       expect(path.basename(argv[0] ?? '')).toBe('node');
       const script = argv.indexOf(bin);
       expect(script).toBeGreaterThan(0);
-      expect(argv.slice(1, script)).toEqual([
-        '--max-old-space-size=1024',
-        '--initial-old-space-size=64',
-        '--heap-growing-percent=15',
-      ]);
+      expect(argv.slice(1, script)).toEqual(['--max-old-space-size=1024', '--initial-old-space-size=64']);
       expect(argv.slice(script + 1)).toEqual(['sandbox', '--port', '0']);
       expect(productNodeFlags()).toEqual(argv.slice(1, script));
     } finally {
