@@ -29,6 +29,7 @@ import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
+import { growHeapSlowly } from './heap-growth.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -67,6 +68,7 @@ interface WarningLog {
 
 export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
+  if (!options.recorded) growHeapSlowly();
   const config = applyOverrides(options.config, options);
   if (options.since !== undefined && Number.isNaN(Date.parse(options.since))) {
     throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
