@@ -91,7 +91,6 @@ export type ReadBody =
  * The body of an HTTP answer. Throws TryAgain for what another attempt may fix (408, 429,
  * 5xx, truncated or non-JSON bodies) and a typed final error for the rest.
  */
-
 export function readAnswer(spec: RequestSpec, answer: RawAnswer, identity: ClientIdentity): ReadBody {
   const { status } = answer;
   if (status >= 200 && status < 300) return readBody(answer, spec.byElement === true);

@@ -372,10 +372,8 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
 
     const studyLimit = pLimit(STUDIES_IN_PARALLEL + STUDIES_LISTED_AHEAD);
     const detailsLimit = pLimit(STUDIES_IN_PARALLEL);
-    // Listing pages are large and details are small: studies
-    // overlap, but their pages in flight hold at most a full page's responses together (by
-    // the counts their descs declare), so their pages never add up in memory, while small
-    // studies list side by side; earlier studies' pages first, so that their details can start.
+    // Studies overlap, but their listing pages in flight hold at most one full page of
+    // responses together (weightedGate), earlier studies' pages first.
     const pageGate = weightedGate(config.source.per_page);
     const exportStart = Date.now();
     const outcomes = await Promise.all(
