@@ -74,6 +74,12 @@ function rawRecord(operation: Operation, received: ReceivedPayload, origin: Reco
 export interface RawSink {
   /** `json`: the payload's bytes as received (archiveRaw), which may be stored as they are. */
   write(record: RawRecord, json?: Uint8Array): void;
+  /**
+   * Resolves once the sink can take more (a sink that queues its writes, as raw/ does); the
+   * extract stage waits on it once a page and once a response, so a source faster than the
+   * writing does not pile records up in memory.
+   */
+  drained?(): Promise<void>;
 }
 
 export interface Reject extends Omit<RecordOrigin, 'page'> {

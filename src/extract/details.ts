@@ -43,6 +43,7 @@ export async function* fetchDetails(
   try {
     for (;;) {
       while (!exhausted && inFlight.size < window) {
+        await sinks.raw.drained?.();
         const next = await source.next();
         if (next.done) {
           exhausted = true;

@@ -164,6 +164,7 @@ async function pageIntoSpill(
     fetched.archive();
     // One wait per page, not per line: the page is let go sooner.
     await spill.drained();
+    await sinks.raw.drained?.();
     return stop;
   }
 

@@ -2,15 +2,19 @@
  * raw/<operation>.jsonl.gz: every payload as received, one JSON line per RawRecord, so a
  * run can be audited and re-transformed without calling the service again.
  *
- * RawSink.write is synchronous (extract must not wait on storage); each file is a gzip
- * stream whose output is copied into the stored file chunk by chunk, each copy waiting for
- * the storage to take the last, and close() waits until every byte is stored. Lines are gathered up to 64 KiB and handed to
- * gzip in one call (one zlib round trip per batch, not per record), at a fast level: raw/
- * is an audit copy, and on a busy machine CPU matters more than the last few percent of size.
+ * RawSink.write is synchronous (extract does not wait on storage for each record); each file is
+ * a gzip stream whose output is copied into the stored file chunk by chunk, each copy waiting
+ * for the storage to take the last, and close() waits until every byte is stored. drained()
+ * is the backpressure: once a file has more than `queuedBytes` waiting for gzip, it waits until
+ * gzip has taken them all, so a fast source (a replay reads its records from disk) cannot
+ * queue a run's raw/ in memory. Lines are gathered up to 64 KiB and handed to gzip in one call
+ * (one zlib round trip per batch, not per record), at a fast level: raw/ is an audit copy, and
+ * on a busy machine CPU matters more than the last few percent of size.
  *
  * A payload whose body as received is one line of UTF-8 is stored as those bytes, not written
  * out again from the parsed value: the same JSON, as the service sent it, for less CPU.
  */
+import { once } from 'node:events';
 import { createGzip, type Gzip } from 'node:zlib';
 import { oneLineOfUtf8 } from '../api/json-array.ts';
 import type { Operation } from '../api/resources.ts';
@@ -20,6 +24,7 @@ import { copyInto } from '../storage/copy.ts';
 import type { Storage } from '../storage/types.ts';
 
 export interface RawArchive extends RawSink {
+  drained(): Promise<void>;
   /** Records written so far, all operations together. */
   readonly count: number;
   /** Ends every file; resolves with the paths written in the storage (one per operation seen). */
@@ -37,6 +42,8 @@ interface OpenFile {
 }
 
 const gzipLevel = 3;
+/** Bytes handed to one file's gzip and not yet compressed, past which drained() waits. */
+const queuedBytes = 2 * 1024 * 1024;
 
 /** Writes into `folder` of `storage`; a file appears on the first record of each operation. */
 export function createRawArchive(storage: Storage, folder: string): RawArchive {
@@ -72,6 +79,13 @@ export function createRawArchive(storage: Storage, folder: string): RawArchive {
         for (const chunk of file.batch.add(part)) file.gzip.write(chunk);
       }
       count += 1;
+    },
+    async drained(): Promise<void> {
+      for (const file of files.values()) {
+        // A file that fails ends `done` instead of draining; close() reports the failure.
+        if (file.gzip.writableLength > queuedBytes)
+          await Promise.race([once(file.gzip, 'drain'), file.done]).catch(() => {});
+      }
     },
     async close(): Promise<string[]> {
       closed = true;

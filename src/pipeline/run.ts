@@ -353,6 +353,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
         raw.write(record, json);
         if (record.operation === 'list_responses') reporter.tick('pages');
       },
+      drained: () => raw.drained(),
     },
     rejects,
     warn: (warning) => log.warn(warning),

@@ -30,6 +30,16 @@ async function setup(options: Parameters<typeof startSandbox>[0], clientOptions 
 
 const listing = { perPage: 1000, includeInProgress: true };
 
+/** Makes raw/'s drained() wait until the returned release() is called. */
+function holdRaw(sinks: MemorySinks): () => void {
+  let release = () => {};
+  const holding = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  sinks.raw.drained = () => holding;
+  return release;
+}
+
 /** Everything one export extracts: every study's listed responses and details. */
 async function extractAll(client: ApiClient, sinks: MemorySinks) {
   const studies = await listStudies(client, sinks);
@@ -332,6 +342,30 @@ describe('extract against the sandbox', () => {
     }
     expect(received).toBe(12);
     expect(Math.max(...aheadAtEachResult)).toBeLessThanOrEqual(2);
+  });
+
+  it('listing and details ask for nothing more while raw/ says it is not drained', async () => {
+    const { sandbox, client, sinks } = await setup({ seed: 5, studies: 1, responses: 12 });
+    const study = sandbox.studies()[0]!;
+    const recorded = (operation: string) => sinks.rawRecords.filter((r) => r.operation === operation).length;
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
+
+    let release = holdRaw(sinks);
+    const listed = listResponses(client, study, { ...listing, perPage: 4 }, sinks);
+    const paged = listed.paged();
+    await settle();
+    expect(recorded('list_responses')).toBe(1); // the first page, then a wait
+    release();
+    await paged;
+    expect(recorded('list_responses')).toBe(4); // three pages of 4 and the empty one
+
+    release = holdRaw(sinks);
+    const details = collect(fetchDetails(client, study, listed, sinks, { window: 3 }));
+    await settle();
+    expect(recorded('get_response')).toBe(0);
+    release();
+    expect(await details).toHaveLength(12);
+    expect(recorded('get_response')).toBe(12);
   });
 
   it('a refused key ends fetchDetails with an AuthError', async () => {

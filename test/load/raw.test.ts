@@ -1,4 +1,5 @@
 /** raw/*.jsonl.gz: every payload as received, one gzipped JSON-lines file per operation. */
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,4 +80,39 @@ describe('raw archive', () => {
     expect(lines[0]).toContain(`"payload":${asSent}}`);
     for (const line of lines.slice(1, -1)) expect(line).toContain(`"payload":${JSON.stringify(payload)}}`);
   });
+
+  it('drained() waits while megabytes are queued for gzip, and nothing queued is lost', async () => {
+    const archive = createRawArchive(...localFile(join(dir, 'raw')));
+    const written: RawRecord[] = [];
+    const isPending = async (promise: Promise<void>) =>
+      Promise.race([
+        promise.then(() => false),
+        new Promise<boolean>((resolve) => setImmediate(() => resolve(true))),
+      ]);
+    // Nothing queued yet: drained at once.
+    expect(await isPending(archive.drained())).toBe(false);
+    // About 8 MB written in one go, faster than gzip can take it (as a replay reads records).
+    for (let n = 0; n < 200; n++) {
+      const r = { ...record('get_response', n), payload: { n, text: randomText(40_000) } };
+      archive.write(r);
+      written.push(r);
+    }
+    const drained = archive.drained();
+    expect(await isPending(drained)).toBe(true);
+    await drained;
+    expect(await isPending(archive.drained())).toBe(false);
+    await archive.close();
+    const text = gunzipSync(await readFile(join(dir, 'raw', 'get_response.jsonl.gz'))).toString('utf8');
+    expect(
+      text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual(written);
+  });
 });
+
+/** Text gzip cannot shrink much, so compressing it takes a while. */
+function randomText(length: number): string {
+  return randomBytes(length).toString('base64').slice(0, length);
+}
