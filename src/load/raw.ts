@@ -42,8 +42,12 @@ interface OpenFile {
 }
 
 const gzipLevel = 3;
-/** Bytes handed to one file's gzip and not yet compressed, past which drained() waits. */
-const queuedBytes = 2 * 1024 * 1024;
+/**
+ * Bytes handed to one file's gzip and not yet compressed, past which drained() waits: more than
+ * a listing page of 1 000 responses (about 3.5 MB), so an export paced by the network never
+ * waits on it.
+ */
+const queuedBytes = 8 * 1024 * 1024;
 
 /** Writes into `folder` of `storage`; a file appears on the first record of each operation. */
 export function createRawArchive(storage: Storage, folder: string): RawArchive {

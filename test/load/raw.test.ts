@@ -91,8 +91,8 @@ describe('raw archive', () => {
       ]);
     // Nothing queued yet: drained at once.
     expect(await isPending(archive.drained())).toBe(false);
-    // About 8 MB written in one go, faster than gzip can take it (as a replay reads records).
-    for (let n = 0; n < 200; n++) {
+    // About 16 MB written in one go, faster than gzip can take it (as a replay reads records).
+    for (let n = 0; n < 400; n++) {
       const r = { ...record('get_response', n), payload: { n, text: randomText(40_000) } };
       archive.write(r);
       written.push(r);
