@@ -11,7 +11,7 @@
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
-import { allSettled } from '../util/concurrency.ts';
+import { allSettled, nextTurn } from '../util/concurrency.ts';
 import { ColumnBuffers } from './column-buffers.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
 import {
@@ -139,6 +139,9 @@ export async function createTableWriters(
     state.bufferedBytes -= buffers.bytes;
     const copy = copies.get(key);
     for (const writer of state.writers) {
+      // Encoding a block takes milliseconds, and a study's end encodes every table's at once:
+      // answers that arrived meanwhile are taken first, so requests keep flowing.
+      await nextTurn();
       const copyTo = await writer.writeBlock(buffers);
       if (copy) await copyTo(copy);
     }

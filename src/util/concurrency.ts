@@ -1,4 +1,13 @@
 /**
+ * Resolves after the event loop has taken the I/O that is ready (answers, which start the next
+ * requests): awaited before a long piece of synchronous work, so that it does not hold up the
+ * requests in flight.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
  * Consume an async iterable with at most `limit` calls of `fn` in flight, pulling the next
  * item only when a slot is free, so memory stays bounded whatever the source's length.
  * Rejects with the first error after letting the calls in flight settle.
