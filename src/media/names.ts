@@ -16,6 +16,9 @@ const maxSegmentChars = 80;
 /** Letters (any script), marks, digits and a few punctuation characters safe everywhere. */
 const unsafeCharacter = /[^\p{L}\p{M}\p{N}._-]/gu;
 
+/** Short ASCII segments with nothing to change (ids, extensions): most of them, told apart cheaply. */
+const plainAscii = /^[A-Za-z0-9_-](?:[A-Za-z0-9._-]{0,78}[A-Za-z0-9_-])?$/;
+
 /** Names Windows refuses for a file or folder, whatever the extension. */
 const windowsReserved = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
 
@@ -25,6 +28,7 @@ function shortHash(value: string): string {
 
 /** One path segment, safe whatever `value` contains; unchanged when it already was. */
 export function safeSegment(value: string): string {
+  if (plainAscii.test(value) && !windowsReserved.test(value)) return value;
   let safe = value.normalize('NFC').replace(unsafeCharacter, '_');
   // Leading dots would make "..", "." or hidden files; trailing dots vanish on Windows.
   safe = safe.replace(/^\.+/, (dots) => '_'.repeat(dots.length)).replace(/\.+$/, '');

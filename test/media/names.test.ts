@@ -50,6 +50,27 @@ describe('mediaEntryName', () => {
     expect(changed.startsWith('études_日本語~')).toBe(true);
   });
 
+  it('keeps a plain ASCII segment exactly when it has no leading or trailing dot, fits 80 characters and is not a Windows name', () => {
+    const alphabet = ['a', 'Z', '9', '.', '_', '-'];
+    const values = [...alphabet];
+    for (let length = 2; length <= 4; length++) {
+      for (const value of values.filter((v) => v.length === length - 1)) {
+        for (const c of alphabet) values.push(value + c);
+      }
+    }
+    values.push('x'.repeat(80), 'x'.repeat(81), 'con', 'COM1', 'lpt9.txt', 'console', 'nul.', '.hidden');
+    for (const value of values) {
+      const kept =
+        !value.startsWith('.') &&
+        !value.endsWith('.') &&
+        value.length <= 80 &&
+        !/^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i.test(value);
+      const segment = safeSegment(value);
+      if (kept) expect(segment).toBe(value);
+      else expect(segment).toMatch(/~[0-9a-f]{16}$/);
+    }
+  });
+
   it('never gives two different ids the same segment', () => {
     const ids = [
       'a/b',
