@@ -117,5 +117,30 @@ export function createRawArchive(storage: Storage, folder: string): RawArchive {
 function recordLine(record: RawRecord, json: Uint8Array | undefined): (string | Uint8Array)[] {
   if (json === undefined || !oneLineOfUtf8(json)) return [`${JSON.stringify(record)}\n`];
   const rest = JSON.stringify({ ...record, payload: undefined });
-  return [`${rest.slice(0, -1)},"payload":`, json, '}\n'];
+  return [`${rest.slice(0, -1)}${payloadKey}`, json, '}\n'];
+}
+
+/**
+ * What stands between a raw line's other keys and its payload, which is always last (records
+ * are built with it last, recordLine splices it in last). Its first occurrence in a line is that
+ * key: a quote inside a JSON string is always escaped, and no other key of a record is "payload".
+ */
+export const payloadKey = ',"payload":';
+
+/** The record without its payload: a raw line's text before payloadKey. */
+export type RecordHead = Omit<RawRecord, 'payload'>;
+
+/**
+ * A raw line's text before its payloadKey, parsed as the record without its payload (a reader
+ * need not parse a payload to know what the record answers); null when it is not one.
+ */
+export function parseRecordHead(head: string): RecordHead | null {
+  try {
+    const record = JSON.parse(`${head}}`) as unknown;
+    return typeof record === 'object' && record !== null && 'operation' in record
+      ? (record as RecordHead)
+      : null;
+  } catch {
+    return null;
+  }
 }

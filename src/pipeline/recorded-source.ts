@@ -6,7 +6,9 @@
  * Payloads are not held in memory: each raw file is unpacked once into a temporary JSONL file
  * and indexed by (study, page) or (study, response); a call reads its one line back, through
  * one handle per file kept open for the replay (an open and a close per call cost more than
- * the read).
+ * the read). A line's payload comes back as the bytes it was stored as, read as the live client
+ * reads a body (a listing page element by element), so the rest of the run takes the same paths
+ * as an export: raw/ stores those bytes again, the page digest hashes them.
  */
 import { createReadStream, readSync } from 'node:fs';
 import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
@@ -17,8 +19,10 @@ import { createGunzip } from 'node:zlib';
 import pLimit from 'p-limit';
 import type { ApiClient, Fetched, ListResponsesQuery } from '../api/client.ts';
 import { ApiCounters } from '../api/counters.ts';
+import { type JsonArrayElements, splitJsonArray } from '../api/json-array.ts';
 import type { Operation } from '../api/resources.ts';
 import { HttpError, RunError } from '../errors.ts';
+import { parseRecordHead, payloadKey, type RecordHead } from '../load/raw.ts';
 import type { RawRecord } from '../records.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 
@@ -70,7 +74,7 @@ export async function openRecordedSource(rawDir: string, baseUrl: string): Promi
 }
 
 /** The key a record answers: the call's own arguments. */
-function keyOf(record: RawRecord): string {
+function keyOf(record: RecordHead): string {
   switch (record.operation) {
     case 'list_surveys':
       return '';
@@ -96,7 +100,7 @@ async function unpack(rawDir: string, operation: Operation, path: string): Promi
     const seenStudies = new Set<string>();
     for await (const text of createInterface({ input: input.pipe(createGunzip()), crlfDelay: Infinity })) {
       if (text === '') continue;
-      const record = parseRecord(text, source);
+      const record = lineHead(text, source);
       const length = Buffer.byteLength(text) + 1;
       const key = keyOf(record);
       // A study list read again replaces the first; a response asked again (renewed links) does not.
@@ -113,6 +117,12 @@ async function unpack(rawDir: string, operation: Operation, path: string): Promi
   } finally {
     await sink.close();
   }
+}
+
+/** What a line answers: its keys before the payload, parsed alone when the line has the usual shape. */
+function lineHead(text: string, file: string): RecordHead {
+  const at = text.indexOf(payloadKey);
+  return (at < 0 ? null : parseRecordHead(text.slice(0, at))) ?? parseRecord(text, file);
 }
 
 function parseRecord(text: string, file: string): RawRecord {
@@ -175,15 +185,52 @@ class RecordedClient implements ApiClient {
         },
       );
     }
-    const record = JSON.parse(buffer.toString('utf8')) as RawRecord;
-    this.counters.recordAttempt(operation, record.status, 0, line.length);
-    return {
-      payload: record.payload,
-      url: record.url,
-      ...(record.query === undefined ? {} : { query: record.query }),
-      status: record.status,
-      bytes: line.length,
-      receivedAt: record.received_at,
-    };
+    // Without its line end.
+    const text = buffer.subarray(0, line.length - 1);
+    const answer = splitAnswer(operation, text) ?? received(parseRecord(text.toString('utf8'), file.path));
+    this.counters.recordAttempt(operation, answer.status, 0, line.length);
+    return { ...answer, bytes: line.length };
   }
+}
+
+const closingBrace = 0x7d;
+
+/**
+ * A line of the usual shape (payloadKey, then the payload, then the record's closing brace)
+ * read as the live client reads a body; null when it is not of that shape or its payload is not
+ * JSON (the caller then parses the line whole).
+ */
+function splitAnswer(operation: Operation, line: Buffer): Omit<Fetched, 'bytes'> | null {
+  const at = line.indexOf(payloadKey);
+  if (at < 0 || line[line.length - 1] !== closingBrace) return null;
+  const head = parseRecordHead(line.toString('utf8', 0, at));
+  if (!head) return null;
+  const bytes = line.subarray(at + payloadKey.length, line.length - 1);
+  const body = readPayload(operation, bytes);
+  return body && { ...received(head), ...body, json: { bytes, of: body.payload } };
+}
+
+/** As the live client reads a body: a listing page element by element, anything else whole. */
+function readPayload(
+  operation: Operation,
+  bytes: Buffer,
+): { payload: unknown; elements?: JsonArrayElements } | null {
+  const elements = operation === 'list_responses' ? splitJsonArray(bytes) : null;
+  if (elements) return { payload: undefined, elements };
+  try {
+    return { payload: JSON.parse(bytes.toString('utf8')) };
+  } catch {
+    return null;
+  }
+}
+
+/** A recorded answer's fields besides its payload. */
+function received(record: RecordHead & { payload?: unknown }): Omit<Fetched, 'bytes' | 'elements' | 'json'> {
+  return {
+    payload: record.payload,
+    url: record.url,
+    ...(record.query === undefined ? {} : { query: record.query }),
+    status: record.status,
+    receivedAt: record.received_at,
+  };
 }
