@@ -40,6 +40,8 @@ interface Line {
 
 interface UnpackedFile {
   path: string;
+  /** The raw file it was unpacked from, as messages name it. */
+  source: string;
   /** Open for reading once unpacked; closed by the source's close(). */
   handle?: FileHandle;
   /** First record of each key: what the run's extract stage received first. */
@@ -87,7 +89,7 @@ function keyOf(record: RecordHead): string {
 
 async function unpack(rawDir: string, operation: Operation, path: string): Promise<UnpackedFile> {
   const source = join(rawDir, `${operation}.jsonl.gz`);
-  const unpacked: UnpackedFile = { path, lines: new Map(), studyIds: [] };
+  const unpacked: UnpackedFile = { path, source, lines: new Map(), studyIds: [] };
   const input = createReadStream(source);
   const missing = await new Promise<boolean>((resolve) => {
     input.once('open', () => resolve(false));
@@ -187,7 +189,9 @@ class RecordedClient implements ApiClient {
     }
     // Without its line end.
     const text = buffer.subarray(0, line.length - 1);
-    const answer = splitAnswer(operation, text) ?? received(parseRecord(text.toString('utf8'), file.path));
+    const answer =
+      splitAnswer(operation, text) ??
+      received(parseRecord(text.toString('utf8'), `${file.source} (${what})`));
     this.counters.recordAttempt(operation, answer.status, 0, line.length);
     return { ...answer, bytes: line.length };
   }

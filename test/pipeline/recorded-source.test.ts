@@ -101,8 +101,8 @@ describe('recorded source', () => {
         expect(one.json).toBeUndefined();
         const failure = await source.client.getResponse('s', 'r2').catch((error: unknown) => error);
         expect(failure).toBeInstanceOf(RunError);
-        expect((failure as Error).message).toMatch(
-          /get_response\.jsonl: a line is not JSON; raw\/ is damaged/,
+        expect((failure as Error).message).toBe(
+          `${join(dir, 'raw', 'get_response.jsonl.gz')} (response "r2" of study "s"): a line is not JSON; raw/ is damaged`,
         );
       } finally {
         await source.close();
