@@ -136,7 +136,38 @@ export function encodeRowGroup(
   if (!metadata || parquet.row_groups.length !== 1) throw new Error('expected one row group');
   return {
     bytes: new Uint8Array(writer.buffer, magic.length, writer.index - magic.length),
-    metadata: placed(metadata, -magic.length),
+    metadata: placed(withOwnStatistics(metadata), -magic.length),
+  };
+}
+
+/**
+ * The row group's metadata with each column's min and max in bytes of their own. For a string
+ * column they are slices of the values (columnValues), most of them in Buffer's shared 8 KiB
+ * pool: kept as they are for the file's footer, each would keep its whole slab alive until the
+ * table is closed, and a large run keeps hundreds of row groups' metadata.
+ */
+function withOwnStatistics(group: RowGroup): RowGroup {
+  const own = <T>(value: T): T => (value instanceof Uint8Array ? (new Uint8Array(value) as T) : value);
+  return {
+    ...group,
+    columns: group.columns.map((chunk) => {
+      const statistics = chunk.meta_data?.statistics;
+      if (!chunk.meta_data || !statistics) return chunk;
+      const { min, max, min_value, max_value } = statistics;
+      return {
+        ...chunk,
+        meta_data: {
+          ...chunk.meta_data,
+          statistics: {
+            ...statistics,
+            min: own(min),
+            max: own(max),
+            min_value: own(min_value),
+            max_value: own(max_value),
+          },
+        },
+      };
+    }),
   };
 }
 

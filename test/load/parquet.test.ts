@@ -6,6 +6,7 @@ import { ColumnBuffers } from '../../src/load/column-buffers.ts';
 import {
   createParquetWriter,
   defaultRowGroupBytes,
+  encodeRowGroup,
   footerVersion1,
   ParquetFile,
   parquetSchema,
@@ -262,6 +263,19 @@ describe('Parquet tables', () => {
 });
 
 describe('Parquet row groups encoded once', () => {
+  it("keep their statistics in bytes of their own, not in slices of Buffer's shared pool", () => {
+    const buffered = new ColumnBuffers('answers', 'test');
+    for (const row of awkwardAnswers) buffered.add(row);
+    const group = encodeRowGroup('answers', buffered.values, buffered.rows);
+    const bounds = group.metadata.columns.flatMap((chunk) => {
+      const statistics = chunk.meta_data?.statistics;
+      return [statistics?.min_value, statistics?.max_value].filter((v) => v instanceof Uint8Array);
+    });
+    expect(bounds.length).toBeGreaterThan(6); // the string columns' min and max
+    // A slice of the pool would keep its whole 8 KiB alive for as long as the footer needs it.
+    for (const bound of bounds) expect(bound.buffer.byteLength).toBe(bound.byteLength);
+  });
+
   it('make two files where they land at other offsets, each read back by three readers', async () => {
     await withTempDir(async (dir) => {
       const rows = awkwardAnswers.map((row, i) => ({ ...row, answer: `${row.answer} ${'x'.repeat(i * 7)}` }));
