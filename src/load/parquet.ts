@@ -147,28 +147,16 @@ export function encodeRowGroup(
  * table is closed, and a large run keeps hundreds of row groups' metadata.
  */
 function withOwnStatistics(group: RowGroup): RowGroup {
-  const own = <T>(value: T): T => (value instanceof Uint8Array ? (new Uint8Array(value) as T) : value);
-  return {
-    ...group,
-    columns: group.columns.map((chunk) => {
-      const statistics = chunk.meta_data?.statistics;
-      if (!chunk.meta_data || !statistics) return chunk;
-      const { min, max, min_value, max_value } = statistics;
-      return {
-        ...chunk,
-        meta_data: {
-          ...chunk.meta_data,
-          statistics: {
-            ...statistics,
-            min: own(min),
-            max: own(max),
-            min_value: own(min_value),
-            max_value: own(max_value),
-          },
-        },
-      };
-    }),
-  };
+  const columns = group.columns.map((chunk) => {
+    const statistics = chunk.meta_data?.statistics;
+    if (!chunk.meta_data || !statistics) return chunk;
+    const own = Object.entries(statistics).map(([key, value]) => [
+      key,
+      value instanceof Uint8Array ? new Uint8Array(value) : value,
+    ]);
+    return { ...chunk, meta_data: { ...chunk.meta_data, statistics: Object.fromEntries(own) } };
+  });
+  return { ...group, columns };
 }
 
 /** A row group's metadata with every offset moved by `by` bytes. */

@@ -24,6 +24,7 @@ import { copyInto } from '../storage/copy.ts';
 import type { Storage } from '../storage/types.ts';
 
 export interface RawArchive extends RawSink {
+  /** As RawSink's; the archive always has it. */
   drained(): Promise<void>;
   /** Records written so far, all operations together. */
   readonly count: number;
@@ -111,6 +112,13 @@ export function createRawArchive(storage: Storage, folder: string): RawArchive {
 }
 
 /**
+ * What stands between a raw line's other keys and its payload, which is always last (records
+ * are built with it last, recordLine splices it in last). Its first occurrence in a line is that
+ * key: a quote inside a JSON string is always escaped, and no other key of a record is "payload".
+ */
+export const payloadKey = ',"payload":';
+
+/**
  * The record as one JSON line, in parts. `payload` is the record's last key, so with bytes that
  * hold it on one line, the line is the rest of the record with those bytes spliced in last.
  */
@@ -119,13 +127,6 @@ function recordLine(record: RawRecord, json: Uint8Array | undefined): (string | 
   const rest = JSON.stringify({ ...record, payload: undefined });
   return [`${rest.slice(0, -1)}${payloadKey}`, json, '}\n'];
 }
-
-/**
- * What stands between a raw line's other keys and its payload, which is always last (records
- * are built with it last, recordLine splices it in last). Its first occurrence in a line is that
- * key: a quote inside a JSON string is always escaped, and no other key of a record is "payload".
- */
-export const payloadKey = ',"payload":';
 
 /** The record without its payload: a raw line's text before payloadKey. */
 export type RecordHead = Omit<RawRecord, 'payload'>;

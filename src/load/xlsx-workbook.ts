@@ -12,6 +12,7 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import ExcelJS from 'exceljs';
+import { nextTurn } from '../util/concurrency.ts';
 
 /** What a column holds, which decides its cell type and width. */
 export type SheetColumnKind = 'id' | 'text' | 'integer' | 'timestamp';
@@ -117,7 +118,7 @@ async function drained(worksheet: ExcelJS.Worksheet): Promise<void> {
   const sheetStream = (worksheet as unknown as { stream?: { pipes?: PipedStream[] } }).stream;
   const next = sheetStream?.pipes?.[0];
   if (next && (next._writableState?.length ?? 0) > drainBytes) await once(next, 'drain');
-  else await new Promise((resolve) => setImmediate(resolve));
+  else await nextTurn();
 }
 
 /** The stream (readable-stream's PassThrough, which has no writableLength) the sheet is piped to. */

@@ -42,8 +42,8 @@ interface UnpackedFile {
   path: string;
   /** The raw file it was unpacked from, as messages name it. */
   source: string;
-  /** Open for reading once unpacked; closed by the source's close(). */
-  handle?: FileHandle;
+  /** Open for reading the replay long; closed by the source's close(). */
+  handle: FileHandle;
   /** First record of each key: what the run's extract stage received first. */
   lines: Map<string, Line>;
   studyIds: string[];
@@ -55,14 +55,13 @@ export async function openRecordedSource(rawDir: string, baseUrl: string): Promi
   const dir = await mkdtemp(join(tmpdir(), 'study-export-replay-'));
   const files = new Map<Operation, UnpackedFile>();
   const close = async () => {
-    await Promise.all([...files.values()].map((file) => file.handle?.close()));
+    await Promise.all([...files.values()].map((file) => file.handle.close()));
     await rm(dir, { recursive: true, force: true });
   };
   try {
     for (const operation of operations) {
-      const file = await unpack(rawDir, operation, join(dir, `${operation}.jsonl`));
-      files.set(operation, file);
-      file.handle = await open(file.path, 'r');
+      const unpacked = await unpack(rawDir, operation, join(dir, `${operation}.jsonl`));
+      files.set(operation, { ...unpacked, handle: await open(unpacked.path, 'r') });
     }
     return {
       client: new RecordedClient(baseUrl, files),
@@ -87,9 +86,13 @@ function keyOf(record: RecordHead): string {
   }
 }
 
-async function unpack(rawDir: string, operation: Operation, path: string): Promise<UnpackedFile> {
+async function unpack(
+  rawDir: string,
+  operation: Operation,
+  path: string,
+): Promise<Omit<UnpackedFile, 'handle'>> {
   const source = join(rawDir, `${operation}.jsonl.gz`);
-  const unpacked: UnpackedFile = { path, source, lines: new Map(), studyIds: [] };
+  const unpacked = { path, source, lines: new Map<string, Line>(), studyIds: [] as string[] };
   const input = createReadStream(source);
   const missing = await new Promise<boolean>((resolve) => {
     input.once('open', () => resolve(false));
@@ -170,7 +173,7 @@ class RecordedClient implements ApiClient {
   private async answer(operation: Operation, key: string, what: string): Promise<Fetched> {
     const file = this.files.get(operation);
     const line = file?.lines.get(key);
-    if (!file?.handle || !line) {
+    if (!file || !line) {
       throw new HttpError('E_NOT_FOUND', `raw/ holds no ${operation} answer for ${what}`, {
         context: { operation },
       });

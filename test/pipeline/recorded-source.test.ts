@@ -7,12 +7,15 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../src/errors.ts';
+import { createRawArchive } from '../../src/load/raw.ts';
 import { openRecordedSource } from '../../src/pipeline/recorded-source.ts';
+import type { RawRecord } from '../../src/records.ts';
+import { localFolder } from '../storage/helpers.ts';
 import { withTempDir } from './helpers.ts';
 
 const base = 'http://127.0.0.1:1';
 
-/** A raw line as raw/ writes it: the record's other keys, then the payload's bytes last. */
+/** A raw line of raw/'s shape (the record's other keys, then the payload last), by hand: damaged ones too. */
 function line(head: Record<string, unknown>, payload: string): string {
   return `${JSON.stringify(head).slice(0, -1)},"payload":${payload}}`;
 }
@@ -46,13 +49,15 @@ describe('recorded source', () => {
         page: 0,
         query: { page: '0', per_page: '1000' },
       });
-      await writeRaw(join(dir, 'raw'), {
-        list_surveys: [line(head('list_surveys', {}), '[]')],
-        list_responses: [line(pageHead, page)],
-        get_response: [
-          line(head('get_response', { link_id: 's', study_id: 'study-1', response_id: 'r1' }), detail),
-        ],
-      });
+      // Written by raw/'s own writer, as a run writes them: the bodies as received.
+      const archive = createRawArchive(localFolder(dir), 'raw');
+      const record = (recordHead: object, body: string) =>
+        ({ ...recordHead, payload: JSON.parse(body) }) as RawRecord;
+      archive.write(record(head('list_surveys', {}), '[]'), Buffer.from('[]'));
+      archive.write(record(pageHead, page), Buffer.from(page));
+      const detailHead = head('get_response', { link_id: 's', study_id: 'study-1', response_id: 'r1' });
+      archive.write(record(detailHead, detail), Buffer.from(detail));
+      await archive.close();
       const source = await openRecordedSource(join(dir, 'raw'), base);
       try {
         expect(source.studyIds).toEqual(['study-1']);
