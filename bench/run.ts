@@ -26,6 +26,8 @@ interface Plan {
   mediaResponses: number;
   /** Media figures are medians of this many rounds (bench/media-rounds.ts). */
   mediaRounds: number;
+  /** Each size's e2e_vs_floor is the median of this many rounds of floor, then full run. */
+  e2eRounds: number;
 }
 
 /** The sandbox's primary key sees every study but the last: 11 studies, 10 exported. */
@@ -35,8 +37,8 @@ const concurrency = 8;
 const perPage = 1000;
 
 const plans: Record<Plan['mode'], Plan> = {
-  full: { mode: 'full', perStudy: [100, 1000, 5000], mediaResponses: 40, mediaRounds: 3 },
-  quick: { mode: 'quick', perStudy: [20, 50, 100], mediaResponses: 10, mediaRounds: 1 },
+  full: { mode: 'full', perStudy: [100, 1000, 5000], mediaResponses: 40, mediaRounds: 5, e2eRounds: 3 },
+  quick: { mode: 'quick', perStudy: [20, 50, 100], mediaResponses: 10, mediaRounds: 1, e2eRounds: 1 },
 };
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
@@ -44,10 +46,15 @@ const seconds = (ms: number) => round(ms / 1000, 2);
 
 interface SizeFigures {
   responses: number;
+  /** The floor and the full run of the median round. */
   floor_s: number;
   e2e_s: number;
+  /** The median of the rounds' ratios; each round's, in order, in e2e_rounds. */
   e2e_vs_floor: number;
+  e2e_rounds: number[];
+  /** The highest peak RSS of the rounds' full runs; each round's in rss_rounds. */
   rss_mb: number;
+  rss_rounds: number[];
   noop_requests: number;
   noop_expected: number;
   requests: number;
@@ -57,28 +64,67 @@ interface SizeFigures {
   s3_rss_mb?: number;
 }
 
+interface Round {
+  floor: Measured<FloorResult>;
+  e2e: Measured<ExportResult>;
+  out: string;
+  ratio: number;
+}
+
+/**
+ * Rounds of the floor then a full run into a folder of its own, against one sandbox. A single
+ * pair swings by several percent on this machine (bench/README.md), so each round's ratio is
+ * taken and the median round reported; the other rounds' folders are removed.
+ */
+async function measureRounds(
+  work: string,
+  perStudy: number,
+  common: object,
+  rounds: number,
+): Promise<Round[]> {
+  const measured: Round[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const label = rounds > 1 ? ` (round ${i + 1}/${rounds})` : '';
+    log(`${perStudy * (sandboxStudies - 1)} responses${label}: raw-fetch floor`);
+    const floor = await runStep<Measured<FloorResult>>('floor', common);
+    log(`  floor ${seconds(floor.ms)} s; full run (no media, csv + parquet)`);
+    const out = join(work, `out-${perStudy}-${i}`);
+    const e2e = await runStep<Measured<ExportResult>>('export', {
+      ...common,
+      out,
+      formats: ['csv', 'parquet'],
+    });
+    const ratio = round(e2e.ms / floor.ms, 3);
+    log(`  run ${seconds(e2e.ms)} s (${ratio} of the floor), peak RSS ${e2e.maxrss_mb} MB`);
+    measured.push({ floor, e2e, out, ratio });
+  }
+  return measured;
+}
+
 async function measureSize(
   work: string,
   perStudy: number,
+  e2eRounds: number,
   s3?: BenchS3,
 ): Promise<{ figures: SizeFigures; runDir: string }> {
   const sandbox = await startSandboxProcess({ studies: sandboxStudies, responses: perStudy, latencyMs });
   try {
     const common = { sandbox: sandbox.info, concurrency, perPage };
-    log(`${perStudy * (sandboxStudies - 1)} responses: raw-fetch floor`);
-    const floor = await runStep<Measured<FloorResult>>('floor', common);
-    log(`  floor ${seconds(floor.ms)} s; full run (no media, csv + parquet)`);
-    const out = join(work, `out-${perStudy}`);
-    const exportInput = { ...common, out, formats: ['csv', 'parquet'] };
-    const e2e = await runStep<Measured<ExportResult>>('export', exportInput);
-    log(`  run ${seconds(e2e.ms)} s, peak RSS ${e2e.maxrss_mb} MB; rerun with no changes`);
+    const rounds = await measureRounds(work, perStudy, common, e2eRounds);
+    const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)] as Round;
+    for (const other of rounds) if (other !== median) await rm(other.out, { recursive: true, force: true });
+    const { floor, e2e } = median;
+    const exportInput = { ...common, out: median.out, formats: ['csv', 'parquet'] };
+    log('  rerun with no changes');
     const noop = await runStep<Measured<ExportResult>>('export', exportInput);
     const figures: SizeFigures = {
       responses: e2e.tables.responses ?? 0,
       floor_s: seconds(floor.ms),
       e2e_s: seconds(e2e.ms),
-      e2e_vs_floor: round(e2e.ms / floor.ms, 3),
-      rss_mb: e2e.maxrss_mb,
+      e2e_vs_floor: median.ratio,
+      e2e_rounds: rounds.map((r) => r.ratio),
+      rss_mb: Math.max(...rounds.map((r) => r.e2e.maxrss_mb)),
+      rss_rounds: rounds.map((r) => r.e2e.maxrss_mb),
       noop_requests: noop.requests,
       noop_expected: 1 + e2e.studies,
       requests: e2e.requests,
@@ -138,6 +184,16 @@ async function measureTransform(work: string, runDir: string) {
   };
 }
 
+/** `--e2e-rounds N`, else the plan's. */
+function e2eRounds(plan: Plan): number {
+  const given = argValue('--e2e-rounds');
+  if (given === undefined) return plan.e2eRounds;
+  const rounds = Number(given);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(`--e2e-rounds: expected a whole number from 1, found "${given}"`);
+  return rounds;
+}
+
 /** The value after `flag` on the command line, if any. */
 function argValue(flag: string): string | undefined {
   const at = process.argv.indexOf(flag);
@@ -161,7 +217,7 @@ async function focusedE2e(plan: Plan, withS3: boolean): Promise<void> {
   const s3 = withS3 ? await startBenchS3() : undefined;
   try {
     const figures: SizeFigures[] = [];
-    for (const n of perStudy) figures.push((await measureSize(work, n, s3)).figures);
+    for (const n of perStudy) figures.push((await measureSize(work, n, e2eRounds(plan), s3)).figures);
     const first = figures[0] as SizeFigures;
     const last = figures[figures.length - 1] as SizeFigures;
     const result = {
@@ -193,7 +249,7 @@ async function main(): Promise<void> {
     let largestRun = '';
     for (const [i, perStudy] of plan.perStudy.entries()) {
       const ends = i === 0 || i === plan.perStudy.length - 1;
-      const { figures, runDir } = await measureSize(work, perStudy, ends ? s3 : undefined);
+      const { figures, runDir } = await measureSize(work, perStudy, e2eRounds(plan), ends ? s3 : undefined);
       sizes.push(figures);
       largestRun = runDir;
     }
@@ -240,6 +296,7 @@ async function main(): Promise<void> {
         media_scale: mediaScale,
         media_concurrency: mediaConcurrency,
         media_rounds: plan.mediaRounds,
+        e2e_rounds: e2eRounds(plan),
       },
       sizes,
       transform,
