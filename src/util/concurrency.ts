@@ -1,10 +1,17 @@
+/** The turn last handed out: each waits for the one before. */
+let lastTurn: Promise<void> = Promise.resolve();
+
 /**
  * Resolves after the event loop has taken the I/O that is ready (answers, which start the next
  * requests): awaited before a long piece of synchronous work, so that it does not hold up the
- * requests in flight.
+ * requests in flight. Callers waiting at once get a loop iteration each: immediates queued
+ * together all run in one check phase, so a study's end, encoding every table's block, would
+ * otherwise run them back to back with no I/O between.
  */
 export function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  const turn = lastTurn.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+  lastTurn = turn;
+  return turn;
 }
 
 /**

@@ -1,6 +1,6 @@
-/** The weighted gate (weights up to a capacity, the lowest rank next, no overtaking) and allSettled. */
+/** The weighted gate (weights up to a capacity, the lowest rank next, no overtaking), allSettled and nextTurn. */
 import { describe, expect, it } from 'vitest';
-import { allSettled, weightedGate } from '../../src/util/concurrency.ts';
+import { allSettled, nextTurn, weightedGate } from '../../src/util/concurrency.ts';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = () => {};
@@ -104,5 +104,22 @@ describe('allSettled', () => {
     slow.resolve();
     await expect(all).rejects.toThrow('close failed');
     expect(slowDone).toBe(true);
+  });
+});
+
+describe('nextTurn', () => {
+  it('gives callers waiting at once a loop iteration each, so I/O can run between them', async () => {
+    const order: string[] = [];
+    // Each continuation leaves something for the loop's next iteration: it runs before the
+    // next caller's turn only if that turn is a later iteration.
+    const waiters = ['first', 'second', 'third'].map((name) =>
+      nextTurn().then(() => {
+        order.push(name);
+        setImmediate(() => order.push(`after ${name}`));
+      }),
+    );
+    await Promise.all(waiters);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['first', 'after first', 'second', 'after second', 'third', 'after third']);
   });
 });
