@@ -13,7 +13,10 @@
 
 import { isUtf8 } from 'node:buffer';
 
-export type ParsedElement = { ok: true; value: unknown } | { ok: false; text: string; reason: string };
+/** `bytes`: the element's size as received, when it came as bytes. */
+export type ParsedElement =
+  | { ok: true; value: unknown; bytes?: number }
+  | { ok: false; text: string; reason: string };
 
 export interface JsonArrayElements {
   readonly length: number;
@@ -125,9 +128,11 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
     length: bounds.length / 2,
     nestsDeeperThan: (limit) => depth > limit,
     element(index) {
-      const text = bytes.toString('utf8', bounds[2 * index], bounds[2 * index + 1]);
+      const start = bounds[2 * index] as number;
+      const end = bounds[2 * index + 1] as number;
+      const text = bytes.toString('utf8', start, end);
       try {
-        return { ok: true, value: JSON.parse(text) };
+        return { ok: true, value: JSON.parse(text), bytes: end - start };
       } catch (error) {
         return { ok: false, text: text.trim(), reason: `not JSON (${(error as Error).message})` };
       }

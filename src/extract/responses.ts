@@ -5,9 +5,10 @@
  * total, so only an EMPTY page ends the listing, never a short one. A page identical to the
  * previous one (a server ignoring `page`) and a page cap end it with a warning.
  *
- * Dedupe without holding the study: phase 1 spills every valid item to a temporary JSONL file
- * and keeps only id -> (newest updated_at, line); phase 2 re-reads the spill and yields each
- * id's winning line. A response edited while being paged can appear twice; the newer wins.
+ * Dedupe without holding a large study: phase 1 spills every valid item (kept in memory while
+ * the listing is small, else to a temporary JSONL file: src/extract/spill.ts) and keeps only
+ * id -> (newest updated_at, line); phase 2 re-reads the spill and yields each id's winning
+ * line. A response edited while being paged can appear twice; the newer wins.
  */
 import { createHash } from 'node:crypto';
 import type { ApiClient, Fetched } from '../api/client.ts';
@@ -17,7 +18,7 @@ import { PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { redact } from '../redact.ts';
 import { jsonText, MAX_NESTING, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
-import { SpillFile } from './spill.ts';
+import { Spill } from './spill.ts';
 
 export interface ListResponsesOptions {
   perPage: number;
@@ -25,8 +26,10 @@ export interface ListResponsesOptions {
   includeInProgress: boolean;
   /** Runaway guard when the study declares no count (source.max_pages). Default 100 000 pages. */
   maxPages?: number;
-  /** Where the temporary spill file goes (default: the OS temp dir). */
+  /** Where the listing's temporary file goes, if it needs one (default: the OS temp dir). */
   spillDir?: string;
+  /** A listing up to this size as received stays in memory (default: src/extract/spill.ts). */
+  spillMemoryBytes?: number;
   /**
    * Runs each page's fetch and handling (a page is the largest thing a listing holds). A run
    * passes one gate to all its studies that admits pages while the responses they are
@@ -72,7 +75,7 @@ interface Winner {
 
 /** Phase 1's result: the spill and each id's winning line in it. */
 interface Paged {
-  spill: SpillFile;
+  spill: Spill;
   winners: Map<string, Winner>;
 }
 
@@ -111,7 +114,7 @@ async function pageAll(
   sinks: ExtractSinks,
   stats: ListingStats,
 ): Promise<Paged> {
-  const spill = await SpillFile.create(options.spillDir);
+  const spill = new Spill(options.spillDir, options.spillMemoryBytes);
   try {
     const winners = await pageIntoSpill(client, study, options, sinks, stats, spill);
     await spill.finish();
@@ -146,7 +149,7 @@ async function pageIntoSpill(
   options: ListResponsesOptions,
   sinks: ExtractSinks,
   stats: ListingStats,
-  spill: SpillFile,
+  spill: Spill,
 ): Promise<Map<string, Winner>> {
   const maxPages = options.maxPages ?? 100_000;
   const gate = options.pageGate ?? ungated;
@@ -201,7 +204,7 @@ async function pageIntoSpill(
       }
       stats.listed += 1;
       // Into the spill at once: each validated copy is let go while the page is still read.
-      spill.add(parsed.data);
+      spill.add(parsed.data, element.bytes);
       keepNewest(winners, parsed.data, line);
       line += 1;
     }

@@ -1,61 +1,88 @@
 /**
- * A temporary JSON-lines file: lets a stage see a whole study (to deduplicate) while keeping
- * only an index in memory. Values are added one at a time and written in pieces; a caller
- * waits for the stream to drain once a batch (a page).
+ * A study's listing, kept so that a stage can see the whole study (to deduplicate) while
+ * holding only an index: in memory while it is small, else in a temporary JSON-lines file.
+ * Most studies list a few hundred responses, and for them writing every value out as JSON
+ * and parsing it back cost more than the rest of their listing (bench/README.md). Past
+ * `memoryBytes` (the values' size as received) every value goes to the file, those held
+ * first, so a large study's listing is never whole in memory; lines keep the order added.
  */
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createReadStream, createWriteStream, mkdtempSync, type WriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 /** About how many characters of lines go to the stream in one write. */
 const pieceChars = 256 * 1024;
+/** Listings up to this size as received stay in memory: a study of about 300 responses. */
+export const defaultSpillMemoryBytes = 1024 * 1024;
 
-export class SpillFile {
+interface SpillFile {
+  dir: string;
+  path: string;
+  stream: WriteStream;
+}
+
+export class Spill {
+  /** Values added while the listing fits in memory; null once it went to the file. */
+  private held: unknown[] | null = [];
+  private heldBytes = 0;
+  private file: SpillFile | null = null;
   /** Lines added and not yet handed to the stream. */
   private piece = '';
+  private failure: Error | null = null;
 
-  private constructor(
-    private readonly dir: string,
-    readonly path: string,
-    private readonly stream: WriteStream,
+  constructor(
+    private readonly parent = tmpdir(),
+    private readonly memoryBytes = defaultSpillMemoryBytes,
   ) {}
 
-  static async create(parent = tmpdir()): Promise<SpillFile> {
-    const dir = await mkdtemp(join(parent, 'study-export-spill-'));
-    const path = join(dir, 'spill.jsonl');
-    const stream = createWriteStream(path);
-    await once(stream, 'open');
-    return new SpillFile(dir, path, stream);
-  }
-
   /**
-   * Appends one line. Lines are gathered and handed to the stream in pieces, so a caller can
-   * let each value go as soon as it is added, and no page's text is ever one string.
+   * Appends one value, `bytes` long as received (unknown: it goes to the file). In a file, lines are gathered and handed to
+   * the stream in pieces, so a caller can let each value go as soon as it is added, and no
+   * page's text is ever one string.
    */
-  add(value: unknown): void {
+  add(value: unknown, bytes: number | undefined): void {
+    if (this.held && bytes !== undefined && this.heldBytes + bytes <= this.memoryBytes) {
+      this.held.push(value);
+      this.heldBytes += bytes;
+      return;
+    }
+    if (this.held) this.moveToFile();
     this.piece += `${JSON.stringify(value)}\n`;
     if (this.piece.length >= pieceChars) this.flush();
   }
 
   /** Hands what was added to the stream and waits until it can take more (once a page). */
   async drained(): Promise<void> {
+    this.check();
+    if (!this.file) return;
     this.flush();
-    if (this.stream.writableNeedDrain) await once(this.stream, 'drain');
+    if (this.file.stream.writableNeedDrain) await once(this.file.stream, 'drain');
   }
 
   async finish(): Promise<void> {
-    if (this.stream.writableFinished) return;
+    this.check();
+    if (!this.file || this.file.stream.writableFinished) return;
     this.flush();
-    this.stream.end();
-    await once(this.stream, 'finish');
+    this.file.stream.end();
+    await once(this.file.stream, 'finish');
   }
 
-  /** The lines in the order written (call after finish). */
+  /** The values in the order added (call after finish); held ones are let go as they are read. */
   async *read(): AsyncGenerator<unknown> {
-    const input = createReadStream(this.path);
+    this.check();
+    const held = this.held;
+    if (held) {
+      for (let i = 0; i < held.length; i++) {
+        const value = held[i];
+        held[i] = undefined;
+        yield value;
+      }
+      return;
+    }
+    const input = createReadStream((this.file as SpillFile).path);
     const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
     try {
       for await (const line of lines) yield JSON.parse(line);
@@ -65,14 +92,35 @@ export class SpillFile {
     }
   }
 
+  async remove(): Promise<void> {
+    this.held = [];
+    if (!this.file) return;
+    this.file.stream.destroy();
+    await rm(this.file.dir, { recursive: true, force: true });
+  }
+
+  /** Opens the file and writes the held values into it first: from here every value goes there. */
+  private moveToFile(): void {
+    const dir = mkdtempSync(join(this.parent, 'study-export-spill-'));
+    const path = join(dir, 'spill.jsonl');
+    const stream = createWriteStream(path);
+    // Opening and writing go on in the background: a failure is kept and thrown by the next call.
+    stream.on('error', (error) => {
+      this.failure ??= error;
+    });
+    this.file = { dir, path, stream };
+    for (const value of this.held ?? []) this.piece += `${JSON.stringify(value)}\n`;
+    this.held = null;
+    this.flush();
+  }
+
   private flush(): void {
-    if (this.piece === '') return;
-    this.stream.write(this.piece);
+    if (this.piece === '' || !this.file) return;
+    this.file.stream.write(this.piece);
     this.piece = '';
   }
 
-  async remove(): Promise<void> {
-    this.stream.destroy();
-    await rm(this.dir, { recursive: true, force: true });
+  private check(): void {
+    if (this.failure) throw this.failure;
   }
 }

@@ -77,11 +77,12 @@ describe('splitJsonArray', () => {
   it('gives an element that is balanced but not JSON as its text and the reason, and the others as values', () => {
     const elements = split('[{"id":"a"}, {"id": tru}, {"id":"c"}]');
     expect(elements?.length).toBe(3);
-    expect(elements?.element(0)).toEqual({ ok: true, value: { id: 'a' } });
+    // bytes: the element's size as received, the blank before it included.
+    expect(elements?.element(0)).toEqual({ ok: true, value: { id: 'a' }, bytes: 10 });
     const bad = elements?.element(1);
     expect(bad).toMatchObject({ ok: false, text: '{"id": tru}' });
     expect(bad?.ok === false && bad.reason).toMatch(/^not JSON/);
-    expect(elements?.element(2)).toEqual({ ok: true, value: { id: 'c' } });
+    expect(elements?.element(2)).toEqual({ ok: true, value: { id: 'c' }, bytes: 11 });
   });
 
   it('measures nesting with the array itself as one level', () => {

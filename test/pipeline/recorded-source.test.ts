@@ -81,7 +81,7 @@ describe('recorded source', () => {
         expect(Buffer.from(listed.json?.bytes ?? []).toString()).toBe(page);
         const elements = listed.elements;
         expect(elements?.length).toBe(2);
-        expect([0, 1].map((i) => elements?.element(i))).toEqual([
+        expect([0, 1].map((i) => elements?.element(i))).toMatchObject([
           { ok: true, value: { id: 'r1', n: 1 } },
           { ok: true, value: { id: 'r2', n: '"two"' } },
         ]);
