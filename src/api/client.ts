@@ -22,6 +22,7 @@ import { type Agents, type GetResponse, httpGet } from '../http/get.ts';
 import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
 import type { ReceivedJson } from '../records.ts';
 import { redact, registerSecret } from '../redact.ts';
+import { nextTurn } from '../util/concurrency.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
 import { ApiCounters } from './counters.ts';
 import type { JsonArrayElements } from './json-array.ts';
@@ -243,6 +244,10 @@ class HttpApiClient implements ApiClient {
     const { payload, elements, status, bytes, body } = await withRetries(this.policy, hooks, () =>
       this.limit(() => this.attempt(spec)),
     );
+    // The slot just freed started the next request, which node:http writes on the next tick:
+    // let it go out before the caller's synchronous work on this answer (validation,
+    // transform, encoding), or every answer would hold up the request after it.
+    await nextTurn();
     this.adaptive.onSuccess();
     const fetched: Fetched = {
       payload,

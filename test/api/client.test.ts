@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type RetryInfo } from '../../src/api/client.ts';
@@ -310,6 +311,49 @@ describe('api client against the sandbox', () => {
       capped.close();
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+  it("sends the next request before the caller's work on an answer begins", async () => {
+    // The server runs on a thread of its own, so it notes when each request arrives even while
+    // the test's event loop is busy.
+    const server = new Worker(
+      `const { createServer } = require('node:http');
+      const { parentPort } = require('node:worker_threads');
+      const arrivals = [];
+      const server = createServer((req, res) => {
+        arrivals.push(Date.now());
+        res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+      });
+      server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
+      parentPort.on('message', () => parentPort.postMessage(arrivals));`,
+      { eval: true },
+    );
+    const port = await new Promise<number>((resolve) => server.once('message', resolve));
+    const client = createApiClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: 'k',
+      apiKeyEnv: 'K',
+      concurrency: 1,
+      timeoutMs: 2_000,
+      retries: 0,
+    });
+    try {
+      let busyFrom = 0;
+      // One request in flight: the second waits for the first's slot. The caller of the first
+      // then holds the event loop for 400 ms, as a long transform would.
+      const first = client.listStudies().then(() => {
+        busyFrom = Date.now();
+        while (Date.now() - busyFrom < 400);
+      });
+      await Promise.all([first, client.listStudies()]);
+      server.postMessage('arrivals');
+      const arrivals = await new Promise<number[]>((resolve) => server.once('message', resolve));
+      expect(arrivals).toHaveLength(2);
+      // Sent once the caller was done, it would arrive 400 ms into the work or later.
+      expect((arrivals[1] as number) - busyFrom).toBeLessThan(200);
+    } finally {
+      client.close();
+      await server.terminate();
     }
   });
 });
