@@ -130,7 +130,10 @@ export class LocalStorage implements Storage {
     for (const entry of entries) {
       if (!entry.isFile()) continue;
       const absolute = join(entry.parentPath, entry.name);
-      const stats = await stat(absolute);
+      // Gone since readdir (another process's temporary file renamed into place, say): not
+      // listed, as a listing of object storage holds what was there at one moment.
+      const stats = await stat(absolute).catch(ifMissing(null));
+      if (!stats) continue;
       files.push({
         path: relative(folder, absolute).split(sep).join('/'),
         bytes: stats.size,
