@@ -203,7 +203,7 @@ async function pageIntoSpill(
         continue;
       }
       stats.listed += 1;
-      // Into the spill at once: each validated copy is let go while the page is still read.
+      // Into the spill at once: past its memory, each validated copy is let go while the page is still read.
       spill.add(parsed.data, element.bytes);
       keepNewest(winners, parsed.data, line);
       line += 1;
