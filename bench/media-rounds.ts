@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { curlWithParallel, mediaBaselines } from './curl.ts';
 import type { MediaResult } from './media.ts';
 import { runStep, startSandboxProcess, videoStudy } from './processes.ts';
-import { round } from './report.ts';
+import { medianBy, round } from './report.ts';
 
 /** Media files of about 1 MB (the MP4 fixture is 2 KiB before scaling). */
 export const mediaScale = 500;
@@ -74,8 +74,7 @@ export async function measureMediaRounds(input: MediaRoundsInput): Promise<Media
   } finally {
     await sandbox.stop();
   }
-  const byCurl = [...rounds].sort((a, b) => Number(a.media_vs_curl) - Number(b.media_vs_curl));
-  const median = byCurl[Math.floor(byCurl.length / 2)] as Record<string, unknown>;
+  const median = medianBy(rounds, (r) => Number(r.media_vs_curl)) as Record<string, unknown>;
   return {
     media_vs_curl: (median.media_vs_curl as number | null) ?? null,
     media_vs_same_work: medianOf(rounds.map((r) => r.media_vs_same_work as number | null)),

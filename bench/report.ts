@@ -9,6 +9,11 @@ export function round(value: number, digits: number): number {
   return Math.round(value * factor) / factor;
 }
 
+/** The middle item by `value` (the upper middle of an even count); undefined when there are none. */
+export function medianBy<T>(items: readonly T[], value: (item: T) => number): T | undefined {
+  return [...items].sort((a, b) => value(a) - value(b))[Math.floor(items.length / 2)];
+}
+
 export function machine() {
   return {
     nproc: availableParallelism(),

@@ -10,11 +10,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adaptiveFigures } from './adaptive.ts';
-import type { ExportResult } from './export.ts';
+import type { ExportInput, ExportResult } from './export.ts';
 import type { FloorResult } from './floor.ts';
 import { measureMediaRounds, mediaConcurrency, mediaScale } from './media-rounds.ts';
 import { runStep, startSandboxProcess } from './processes.ts';
-import { machine, round, writeResults } from './report.ts';
+import { machine, medianBy, round, writeResults } from './report.ts';
 import { type BenchS3, benchBucket, startBenchS3 } from './s3.ts';
 
 type Measured<T> = T & { maxrss_mb: number };
@@ -67,7 +67,8 @@ interface SizeFigures {
 interface Round {
   floor: Measured<FloorResult>;
   e2e: Measured<ExportResult>;
-  out: string;
+  /** The full run's input: its folder is the one the no-op rerun goes to. */
+  input: ExportInput;
   ratio: number;
 }
 
@@ -79,7 +80,7 @@ interface Round {
 async function measureRounds(
   work: string,
   perStudy: number,
-  common: object,
+  common: Omit<ExportInput, 'out' | 'formats'>,
   rounds: number,
 ): Promise<Round[]> {
   const measured: Round[] = [];
@@ -88,15 +89,15 @@ async function measureRounds(
     log(`${perStudy * (sandboxStudies - 1)} responses${label}: raw-fetch floor`);
     const floor = await runStep<Measured<FloorResult>>('floor', common);
     log(`  floor ${seconds(floor.ms)} s; full run (no media, csv + parquet)`);
-    const out = join(work, `out-${perStudy}-${i}`);
-    const e2e = await runStep<Measured<ExportResult>>('export', {
+    const input: ExportInput = {
       ...common,
-      out,
+      out: join(work, `out-${perStudy}-${i}`),
       formats: ['csv', 'parquet'],
-    });
+    };
+    const e2e = await runStep<Measured<ExportResult>>('export', input);
     const ratio = round(e2e.ms / floor.ms, 3);
     log(`  run ${seconds(e2e.ms)} s (${ratio} of the floor), peak RSS ${e2e.maxrss_mb} MB`);
-    measured.push({ floor, e2e, out, ratio });
+    measured.push({ floor, e2e, input, ratio });
   }
   return measured;
 }
@@ -111,12 +112,12 @@ async function measureSize(
   try {
     const common = { sandbox: sandbox.info, concurrency, perPage };
     const rounds = await measureRounds(work, perStudy, common, e2eRounds);
-    const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)] as Round;
-    for (const other of rounds) if (other !== median) await rm(other.out, { recursive: true, force: true });
+    const median = medianBy(rounds, (r) => r.ratio) as Round;
+    for (const other of rounds)
+      if (other !== median) await rm(other.input.out, { recursive: true, force: true });
     const { floor, e2e } = median;
-    const exportInput = { ...common, out: median.out, formats: ['csv', 'parquet'] };
     log('  rerun with no changes');
-    const noop = await runStep<Measured<ExportResult>>('export', exportInput);
+    const noop = await runStep<Measured<ExportResult>>('export', median.input);
     const figures: SizeFigures = {
       responses: e2e.tables.responses ?? 0,
       floor_s: seconds(floor.ms),
@@ -133,7 +134,7 @@ async function measureSize(
     if (s3) {
       log('  the same run to s3:// (s3rver on loopback)');
       const toBucket = await runStep<Measured<ExportResult>>('export', {
-        ...exportInput,
+        ...median.input,
         out: `s3://${benchBucket}/${perStudy}`,
         s3Endpoint: s3.endpoint,
       });
@@ -217,7 +218,8 @@ async function focusedE2e(plan: Plan, withS3: boolean): Promise<void> {
   const s3 = withS3 ? await startBenchS3() : undefined;
   try {
     const figures: SizeFigures[] = [];
-    for (const n of perStudy) figures.push((await measureSize(work, n, e2eRounds(plan), s3)).figures);
+    const rounds = e2eRounds(plan);
+    for (const n of perStudy) figures.push((await measureSize(work, n, rounds, s3)).figures);
     const first = figures[0] as SizeFigures;
     const last = figures[figures.length - 1] as SizeFigures;
     const result = {
@@ -242,6 +244,7 @@ async function main(): Promise<void> {
     return focusedE2e(plan, only === 's3');
   }
   const started = Date.now();
+  const rounds = e2eRounds(plan);
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-'));
   const s3 = await startBenchS3();
   try {
@@ -249,7 +252,7 @@ async function main(): Promise<void> {
     let largestRun = '';
     for (const [i, perStudy] of plan.perStudy.entries()) {
       const ends = i === 0 || i === plan.perStudy.length - 1;
-      const { figures, runDir } = await measureSize(work, perStudy, e2eRounds(plan), ends ? s3 : undefined);
+      const { figures, runDir } = await measureSize(work, perStudy, rounds, ends ? s3 : undefined);
       sizes.push(figures);
       largestRun = runDir;
     }
@@ -296,7 +299,7 @@ async function main(): Promise<void> {
         media_scale: mediaScale,
         media_concurrency: mediaConcurrency,
         media_rounds: plan.mediaRounds,
-        e2e_rounds: e2eRounds(plan),
+        e2e_rounds: rounds,
       },
       sizes,
       transform,

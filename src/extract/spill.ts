@@ -1,8 +1,7 @@
 /**
  * A study's listing, kept so that a stage can see the whole study (to deduplicate) while
  * holding only an index: in memory while it is small, else in a temporary JSON-lines file.
- * Most studies list a few hundred responses, and for them writing every value out as JSON
- * and parsing it back cost more than the rest of their listing (bench/README.md). Past
+ * A small listing is cheaper to keep than to write out as JSON and parse back. Past
  * `memoryBytes` (the values' size as received) every value goes to the file, those held
  * first, so a large study's listing is never whole in memory; lines keep the order added.
  */
@@ -15,7 +14,7 @@ import { createInterface } from 'node:readline';
 
 /** About how many characters of lines go to the stream in one write. */
 const pieceChars = 256 * 1024;
-/** Listings up to this size as received stay in memory: a study of about 300 responses. */
+/** Listings up to this size as received stay in memory. */
 export const defaultSpillMemoryBytes = 1024 * 1024;
 
 interface SpillFile {

@@ -59,8 +59,8 @@ export type {
 const STUDIES_IN_PARALLEL = 3;
 /**
  * Studies listed ahead of those fetching details, so that others start their details as some
- * end: studies of one size end together, and their ends (every table's block encoded) then
- * ran with almost no request in flight while the next studies listed (bench/README.md).
+ * end: studies of one size end together, and while their ends encode every table's block,
+ * the next studies' details keep requests in flight instead of waiting for their listings.
  */
 const STUDIES_LISTED_AHEAD = 3;
 
