@@ -23,6 +23,14 @@ import type {
   StoredFile,
 } from './types.ts';
 
+/** The error of renaming `from` to `to`, or null once renamed. */
+function renameFailure(from: string, to: string): Promise<NodeJS.ErrnoException | null> {
+  return rename(from, to).then(
+    () => null,
+    (error: NodeJS.ErrnoException) => error,
+  );
+}
+
 /** Runs in progress on a file system: hidden by this prefix until renamed into place. */
 export const TEMP_RUN_PREFIX = '.tmp-';
 
@@ -48,16 +56,20 @@ export class LocalStorage implements Storage {
     return openLocalFile(absolute, path, { ...options, hidden: true });
   }
 
-  /** A rename where the scratch space is on the same file system; else a copy, renamed into place. */
+  /**
+   * A rename where the scratch space is on the same file system; else a copy, renamed into
+   * place. The rename is tried before the folder is made: the folder is there for every part
+   * but a partition's first, and making it again would cost two more system calls a file.
+   */
   async moveIn(localPath: string, path: string): Promise<void> {
     const absolute = this.describe(path);
-    await makeDirectory(dirname(absolute));
-    try {
-      await rename(localPath, absolute);
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    let failure = await renameFailure(localPath, absolute);
+    if (failure?.code === 'ENOENT') {
+      await makeDirectory(dirname(absolute));
+      failure = await renameFailure(localPath, absolute);
     }
+    if (failure === null) return;
+    if (failure.code !== 'EXDEV') throw failure;
     const hidden = hiddenPathFor(absolute);
     try {
       await copyFile(localPath, hidden);

@@ -30,6 +30,35 @@ describe('LocalStorage.moveIn', () => {
     });
   });
 
+  it('renames into a folder that is already there, beside the files it holds', async () => {
+    await withTempDir(async (dir) => {
+      const store = new LocalStorage(dir);
+      const folder = join(dir, 'current', 'answers', 'study_id=s1');
+      for (const format of ['csv', 'parquet']) {
+        const local = join(dir, `scratch.${format}`);
+        await writeFile(local, `${format}:${content}`);
+        await store.moveIn(local, `current/answers/study_id=s1/part-1.${format}`);
+      }
+      expect(await readFile(join(folder, 'part-1.csv'), 'utf8')).toBe(`csv:${content}`);
+      expect(await readFile(join(folder, 'part-1.parquet'), 'utf8')).toBe(`parquet:${content}`);
+      expect((await filesUnder(dir)).sort()).toEqual([
+        join(folder, 'part-1.csv'),
+        join(folder, 'part-1.parquet'),
+      ]);
+    });
+  });
+
+  it('fails on a missing local file, naming it', async () => {
+    await withTempDir(async (dir) => {
+      const store = new LocalStorage(dir);
+      const missing = join(dir, 'never-written.csv');
+      await expect(store.moveIn(missing, 'current/answers/study_id=s1/part-1.csv')).rejects.toMatchObject({
+        code: 'ENOENT',
+        path: missing,
+      });
+    });
+  });
+
   it('copies a file from another file system (tmpfs) and renames the copy into place', async () => {
     // /dev/shm is a tmpfs on these machines, a different device from the temp folder.
     const shm = await mkdtemp('/dev/shm/study-export-test-');
@@ -42,8 +71,13 @@ describe('LocalStorage.moveIn', () => {
         await writeFile(join(dir, 'part.csv'), 'the previous content');
         await store.moveIn(local, 'part.csv');
         expect(await readFile(join(dir, 'part.csv'), 'utf8')).toBe(content);
-        // No hidden copy left beside it.
-        expect(await filesUnder(dir)).toEqual([join(dir, 'part.csv')]);
+        // Into a folder not made yet: made, then the copy.
+        await writeFile(local, content);
+        await store.moveIn(local, 'current/answers/study_id=s1/part-1.csv');
+        const made = join(dir, 'current', 'answers', 'study_id=s1', 'part-1.csv');
+        expect(await readFile(made, 'utf8')).toBe(content);
+        // No hidden copy left beside either.
+        expect((await filesUnder(dir)).sort()).toEqual([made, join(dir, 'part.csv')]);
       });
     } finally {
       await rm(shm, { recursive: true, force: true });
