@@ -3,7 +3,7 @@
  * (and .csv), how a part is read back row group by row group, and how a new one is written.
  */
 import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
@@ -95,6 +95,11 @@ export function rowOf<T extends TableName>(table: T, record: Record<string, unkn
 export interface PreparedPart {
   /** Local files and the store paths they are moved to. */
   files: { local: string; target: string }[];
+  /**
+   * The local folder that holds the files and nothing else, under their store names, and
+   * the partition folder it becomes where that folder is new: all of them in one move.
+   */
+  folder?: { local: string; target: string };
   /** The part's Parquet file where it is prepared, to read back before it is published. */
   parquet?: PartSource;
 }
@@ -116,8 +121,9 @@ export interface PartWriter<T extends TableName> {
 }
 
 /**
- * Writes the part into `dir` (the run's scratch space): a part is prepared while the run is
- * still exporting other studies, and only moved into the store once the run is committed.
+ * Writes the part into `dir` (the run's scratch space, a folder of this part's own): a part is
+ * prepared while the run is still exporting other studies, and only moved into the store once
+ * the run is committed.
  */
 export async function createPartWriter<T extends TableName>(
   table: T,
@@ -130,7 +136,7 @@ export async function createPartWriter<T extends TableName>(
   const writers: TableFileWriter<T>[] = [];
   try {
     for (const format of options.formats) {
-      const name = `${table}.${format}`;
+      const name = partFileName(runId, format);
       const writer =
         format === 'parquet'
           ? await createParquetWriter(local, name, table)
@@ -157,21 +163,26 @@ export async function createPartWriter<T extends TableName>(
   };
 }
 
-/** The closed files of a part in `dir`, one per format, and where they go in the store. */
+/**
+ * The closed files of a part in `dir`, one per format under its store name, and where they go
+ * in the store.
+ */
 async function preparedPart(
   table: TableName,
   studyId: string,
   runId: string,
   options: { formats: readonly Format[]; dir: string },
 ): Promise<PreparedPart> {
+  const partition = partitionPath(table, studyId);
   const files = options.formats.map((format) => ({
-    local: join(options.dir, `${table}.${format}`),
-    target: `${partitionPath(table, studyId)}/${partFileName(runId, format)}`,
+    local: join(options.dir, partFileName(runId, format)),
+    target: `${partition}/${partFileName(runId, format)}`,
   }));
-  const parquet = `${table}.parquet`;
-  if (!options.formats.includes('parquet')) return { files };
+  const folder = { local: options.dir, target: partition };
+  const parquet = partFileName(runId, 'parquet');
+  if (!options.formats.includes('parquet')) return { files, folder };
   const bytes = (await stat(join(options.dir, parquet))).size;
-  return { files, parquet: { store: new LocalStorage(options.dir), path: parquet, bytes } };
+  return { files, folder, parquet: { store: new LocalStorage(options.dir), path: parquet, bytes } };
 }
 
 /**
@@ -189,8 +200,9 @@ export interface PartCopy {
 
 /**
  * `options.formats`: Parquet first (package.ts: currentFormats), as the run also writes them.
- * Each file is opened when its first bytes come (or at finish, for a table with no rows), not
- * when the study starts: the study's first request does not wait for its parts' files.
+ * `options.dir`: a folder of this part's own, made with its first file. Each file is opened
+ * when its first bytes come (or at finish, for a table with no rows), not when the study
+ * starts: the study's first request does not wait for its parts' files.
  */
 export function createPartCopy(
   table: TableName,
@@ -198,15 +210,22 @@ export function createPartCopy(
   runId: string,
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
 ): PartCopy {
-  const local = new LocalStorage(options.dir);
+  // Rooted one level up, so that creating the first file makes the folder.
+  const local = new LocalStorage(dirname(options.dir));
+  const folder = basename(options.dir);
   let parquet: Promise<ParquetFile> | null = null;
   let csv: Promise<CsvWriter> | null = null;
   const parquetFile = () => {
-    parquet ??= ParquetFile.open(local, `${table}.parquet`, table);
+    parquet ??= ParquetFile.open(local, `${folder}/${partFileName(runId, 'parquet')}`, table);
     return parquet;
   };
   const csvFile = () => {
-    csv ??= createCsvWriter(local, `${table}.csv`, columnNames(table), options.csv);
+    csv ??= createCsvWriter(
+      local,
+      `${folder}/${partFileName(runId, 'csv')}`,
+      columnNames(table),
+      options.csv,
+    );
     return csv;
   };
   const withCsv = options.formats.includes('csv');
@@ -229,10 +248,15 @@ export function createPartCopy(
   };
 }
 
-/** Moves a prepared part into the store, where each file appears complete or not at all. */
+/**
+ * Moves a prepared part into the store, where each file appears complete or not at all: a
+ * partition's first part as its whole folder where the store can, else file by file.
+ */
 export async function publishPart(store: CurrentStore, part: PreparedPart): Promise<string[]> {
+  const targets = part.files.map((file) => file.target);
+  if (part.folder && (await store.moveFolderIn(part.folder.local, part.folder.target))) return targets;
   for (const { local, target } of part.files) await store.moveIn(local, target);
-  return part.files.map((file) => file.target);
+  return targets;
 }
 
 /** What a part writer needs of a table file writer (Parquet or CSV). */

@@ -150,9 +150,9 @@ export class CurrentPreparation {
 }
 
 /**
- * Where a study new to the current dataset has its copies: its parts (<table>.parquet and
- * .csv) and its run's wide sheet written again (wide/<link_id>.csv; the sheet of its parts is
- * that sheet, which the run builds anyway).
+ * Where a study new to the current dataset has its copies: its parts (<table>/part-<run
+ * id>.parquet and .csv, a folder each) and its run's wide sheet written again
+ * (wide/<link_id>.csv; the sheet of its parts is that sheet, which the run builds anyway).
  */
 function copiesDir(studyDir: string): string {
   return join(studyDir, 'copies');
@@ -195,9 +195,12 @@ async function startStudy(
     responseTables.every((table) => !partitions.get(table)?.previous);
   if (!fresh) return { partitions, dir, copies: null };
   await mkdir(copiesDir(dir));
-  const files = { formats: currentFormats(update.formats), csv: update.csv, dir: copiesDir(dir) };
+  const files = { formats: currentFormats(update.formats), csv: update.csv };
   const copies = new Map(
-    responseTables.map((table) => [table, createPartCopy(table, studyId, update.runId, files)]),
+    responseTables.map((table) => [
+      table,
+      createPartCopy(table, studyId, update.runId, { ...files, dir: join(copiesDir(dir), table) }),
+    ]),
   );
   return { partitions, dir, copies };
 }

@@ -80,6 +80,22 @@ export class LocalStorage implements Storage {
     }
   }
 
+  /**
+   * One rename, which a folder of new parts takes instead of a rename per file and the
+   * folder made first; EEXIST or ENOTEMPTY: the folder is there, EXDEV: another file system.
+   */
+  async moveFolderIn(localFolder: string, path: string): Promise<boolean> {
+    const absolute = this.describe(path);
+    let failure = await renameFailure(localFolder, absolute);
+    if (failure?.code === 'ENOENT') {
+      await makeDirectory(dirname(absolute));
+      failure = await renameFailure(localFolder, absolute);
+    }
+    if (failure === null) return true;
+    if (failure.code === 'EEXIST' || failure.code === 'ENOTEMPTY' || failure.code === 'EXDEV') return false;
+    throw failure;
+  }
+
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
     const absolute = this.describe(path);
     await makeDirectory(dirname(absolute));

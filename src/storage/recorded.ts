@@ -22,6 +22,7 @@ export function recordWrites(storage: Storage): RecordedStorage {
     putIfAbsent: (path, content) => storage.putIfAbsent(path, content),
     // Not recorded: only the current dataset's publishing moves files in, outside any run.
     moveIn: (localPath, path) => storage.moveIn(localPath, path),
+    moveFolderIn: (localFolder, path) => storage.moveFolderIn(localFolder, path),
     read: (path) => storage.read(path),
     readStream: (path, range) => storage.readStream(path, range),
     list: (prefix) => storage.list(prefix),

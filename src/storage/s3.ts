@@ -152,6 +152,11 @@ class S3Storage implements Storage {
     await copyInto(createReadStream(localPath), this, path);
   }
 
+  /** Keys have no folders to rename: the files go one by one. */
+  async moveFolderIn(): Promise<boolean> {
+    return false;
+  }
+
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
     await this.guard('write', path, () =>
       this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.key(path), Body: content })),

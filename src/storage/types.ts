@@ -84,6 +84,12 @@ export interface Storage {
    * whole or not at all; the local file may be gone afterwards.
    */
   moveIn(localPath: string, path: string): Promise<void>;
+  /**
+   * Takes in a finished local folder as the folder `path`, with all its files at once, when
+   * there is no folder `path` yet. False when it cannot (the folder exists, or the storage
+   * has no folders to rename): nothing moved, and the files go one by one with `moveIn`.
+   */
+  moveFolderIn(localFolder: string, path: string): Promise<boolean>;
   /** The whole file, or null when there is none. */
   read(path: string): Promise<Buffer | null>;
   /** The file's bytes as a stream; `end` is exclusive. */

@@ -1,7 +1,8 @@
 /**
- * LocalStorage.moveIn, how the current dataset's prepared parts reach the output folder: a
- * rename on the same file system, a copy renamed into place from another (a scratch folder on
- * tmpfs), and in both cases nothing but the whole file under its name.
+ * LocalStorage.moveIn and moveFolderIn, how the current dataset's prepared parts reach the
+ * output folder: a rename on the same file system, a copy renamed into place from another (a
+ * scratch folder on tmpfs), and in both cases nothing but the whole file under its name; a
+ * partition's first part as its whole folder, or nothing moved.
  */
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -78,6 +79,61 @@ describe('LocalStorage.moveIn', () => {
         expect(await readFile(made, 'utf8')).toBe(content);
         // No hidden copy left beside either.
         expect((await filesUnder(dir)).sort()).toEqual([made, join(dir, 'part.csv')]);
+      });
+    } finally {
+      await rm(shm, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('LocalStorage.moveFolderIn', () => {
+  const prepare = async (folder: string) => {
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'part-1.parquet'), `parquet:${content}`);
+    await writeFile(join(folder, 'part-1.csv'), `csv:${content}`);
+  };
+
+  it('renames a new folder into place whole, making the folders above it', async () => {
+    await withTempDir(async (dir) => {
+      const local = join(dir, 'scratch', 'answers');
+      await prepare(local);
+      const store = new LocalStorage(join(dir, 'out'));
+      await mkdir(join(dir, 'out'));
+      expect(await store.moveFolderIn(local, 'current/answers/study_id=s1')).toBe(true);
+      const folder = join(dir, 'out', 'current', 'answers', 'study_id=s1');
+      expect(await readFile(join(folder, 'part-1.csv'), 'utf8')).toBe(`csv:${content}`);
+      expect(await readFile(join(folder, 'part-1.parquet'), 'utf8')).toBe(`parquet:${content}`);
+      expect(await filesUnder(join(dir, 'scratch'))).toEqual([]);
+    });
+  });
+
+  it('leaves everything where it is when the folder is already there', async () => {
+    await withTempDir(async (dir) => {
+      const local = join(dir, 'scratch', 'answers');
+      await prepare(local);
+      const store = new LocalStorage(dir);
+      const existing = join(dir, 'current', 'answers', 'study_id=s1');
+      await mkdir(existing, { recursive: true });
+      await writeFile(join(existing, 'part-0.parquet'), 'the previous part');
+      expect(await store.moveFolderIn(local, 'current/answers/study_id=s1')).toBe(false);
+      expect(await filesUnder(existing)).toEqual([join(existing, 'part-0.parquet')]);
+      expect((await filesUnder(local)).sort()).toEqual([
+        join(local, 'part-1.csv'),
+        join(local, 'part-1.parquet'),
+      ]);
+    });
+  });
+
+  it('says no for a folder on another file system (tmpfs), moving nothing', async () => {
+    const shm = await mkdtemp('/dev/shm/study-export-test-');
+    try {
+      await withTempDir(async (dir) => {
+        const local = join(shm, 'answers');
+        await prepare(local);
+        const store = new LocalStorage(dir);
+        expect(await store.moveFolderIn(local, 'current/answers/study_id=s1')).toBe(false);
+        expect(await filesUnder(local)).toHaveLength(2);
+        expect(await filesUnder(dir)).toEqual([]);
       });
     } finally {
       await rm(shm, { recursive: true, force: true });
