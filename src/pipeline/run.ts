@@ -11,7 +11,7 @@ import { type ApiClient, clientSettings, createApiClient } from '../api/client.t
 import type { PipelineConfig } from '../config/schema.ts';
 import { responseTables } from '../current/merge.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
-import { CurrentPreparation, type PreparedStudy, publishCurrent } from '../current/update.ts';
+import { CurrentPreparation, publishCurrent } from '../current/update.ts';
 import { ConfigError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
@@ -129,7 +129,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
       try {
-        const { result, outcomes, prepared } = await exportRun({
+        const { result, outcomes } = await exportRun({
           run,
           client,
           listing,
@@ -143,6 +143,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           current,
           previousRun,
         });
+        // Each study's parts were prepared as it ended; the last ones while the run closed.
+        const prepared = current ? await current.done() : null;
         if (result.status === 'unchanged') {
           // Nothing new: no run folder, latest, current/ and the state stay as they are.
           await run.discard();
@@ -317,14 +319,7 @@ interface ExportRunInput {
   previousRun: PreviousRun | null;
 }
 
-/** What exporting into a new run found, and the current dataset's parts it prepared (null for a replay). */
-interface ExportedRun {
-  result: RunResult;
-  outcomes: StudyOutcome[];
-  prepared: PreparedStudy[] | null;
-}
-
-async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
+async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { run, client, listing, config, state, options, startedAt, log } = input;
   const { scratchDir, staging, current, previousRun } = input;
   const { reporter } = options;
@@ -422,13 +417,11 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     timings.export = Date.now() - exportStart;
 
     const closeStart = Date.now();
-    const [tables, archived, , , prepared] = await allSettled([
+    const [tables, archived] = await allSettled([
       writers.close(),
       archive ? archive.finish() : Promise.resolve(null),
       raw.close(),
       rejects.close(),
-      // Every study is added: the last ones' parts are prepared while the files close.
-      current ? current.done() : Promise.resolve(null),
     ]);
     timings.close = Date.now() - closeStart;
 
@@ -449,7 +442,7 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
         studies: studies.length,
         requests: requestCount(client.counters.snapshot().requests),
       };
-      return { outcomes, prepared, result: unchangedResult(unchanged, startedAt) };
+      return { outcomes, result: unchangedResult(unchanged, startedAt) };
     }
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
     const listed = await finishRunDirectory(files, config, tables);
@@ -476,7 +469,6 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     await writeManifest(files, manifest);
     return {
       outcomes,
-      prepared,
       result: {
         status: manifest.status,
         runDir: run.location,
