@@ -132,7 +132,7 @@ export async function createPartWriter<T extends TableName>(
   /** Formats of the part: Parquet first (package.ts: currentFormats). */
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
 ): Promise<PartWriter<T>> {
-  const local = new LocalStorage(options.dir);
+  const local = new LocalStorage(options.dir, { unseen: true });
   const writers: TableFileWriter<T>[] = [];
   try {
     for (const format of options.formats) {
@@ -211,7 +211,7 @@ export function createPartCopy(
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
 ): PartCopy {
   // Rooted one level up, so that creating the first file makes the folder.
-  const local = new LocalStorage(dirname(options.dir));
+  const local = new LocalStorage(dirname(options.dir), { unseen: true });
   const folder = basename(options.dir);
   let parquet: Promise<ParquetFile> | null = null;
   let csv: Promise<CsvWriter> | null = null;

@@ -122,7 +122,7 @@ export class CurrentPreparation {
         csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
       },
       copied: new Set(copies.keys()),
-      wide: new LocalStorage(copiesDir(start.dir)),
+      wide: new LocalStorage(copiesDir(start.dir), { unseen: true }),
     };
   }
 

@@ -59,7 +59,7 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
   const work = join(dir, 'work');
   try {
     await mkdir(work);
-    const local = new LocalStorage(dir);
+    const local = new LocalStorage(dir, { unseen: true });
     const sheet = createWideWriter(local, work, input.linkId, input.csv);
     try {
       const bucketCount = Math.max(

@@ -34,26 +34,38 @@ function renameFailure(from: string, to: string): Promise<NodeJS.ErrnoException 
 /** Runs in progress on a file system: hidden by this prefix until renamed into place. */
 export const TEMP_RUN_PREFIX = '.tmp-';
 
+export interface LocalStorageOptions {
+  /**
+   * Nobody reads the folder before it is renamed whole (a run being written, the run's
+   * scratch space): files are written under their own names, not hidden ones renamed at close.
+   */
+  unseen?: boolean;
+}
+
 export class LocalStorage implements Storage {
-  constructor(readonly location: string) {}
+  constructor(
+    readonly location: string,
+    private readonly options: LocalStorageOptions = {},
+  ) {}
 
   describe(path: string): string {
     return path === '' ? this.location : join(this.location, ...path.split('/'));
   }
 
   at(prefix: string): Storage {
-    return new LocalStorage(this.describe(prefix));
+    return new LocalStorage(this.describe(prefix), this.options);
   }
 
   /**
    * Folders inside the storage are made as needed; a missing root fails (a wrong output path).
    * The file is written under a hidden name and renamed into place when closed, as an object
    * appears on object storage: a reader (DuckDB on current/, the next run) never sees half.
+   * In an unseen folder it is written under its name.
    */
   async create(path: string, options: CreateOptions = {}): Promise<OutputFile> {
     const absolute = this.describe(path);
     if (path.includes('/')) await makeDirectory(dirname(absolute));
-    return openLocalFile(absolute, path, { ...options, hidden: true });
+    return openLocalFile(absolute, path, { ...options, hidden: !this.options.unseen });
   }
 
   /**
@@ -190,7 +202,8 @@ export class LocalStorage implements Storage {
     const forgetTemp = removeIfExitingFirst(tempPath);
     await makeDirectory(tempPath);
     return {
-      files: new LocalStorage(tempPath),
+      // Under its temporary name the whole run is unseen: its files need no hidden names.
+      files: new LocalStorage(tempPath, { unseen: true }),
       finalLocation: finalPath,
       async commit() {
         await rename(tempPath, finalPath);
