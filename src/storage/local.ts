@@ -110,11 +110,21 @@ export class LocalStorage implements Storage {
 
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
     const absolute = this.describe(path);
-    await makeDirectory(dirname(absolute));
-    // Readers see the old content or the new, never a torn one.
-    const temp = `${absolute}.${process.pid}.tmp`;
-    await writeFile(temp, content);
-    await rename(temp, absolute);
+    // Readers see the old content or the new, never a torn one; in an unseen folder there
+    // are no readers yet.
+    const written = this.options.unseen ? absolute : `${absolute}.${process.pid}.tmp`;
+    // Written before the folder is made: it is there for every file but the first.
+    const failure = await writeFile(written, content).then(
+      () => null,
+      (error: NodeJS.ErrnoException) => error,
+    );
+    if (failure?.code === 'ENOENT') {
+      await makeDirectory(dirname(absolute));
+      await writeFile(written, content);
+    } else if (failure) {
+      throw failure;
+    }
+    if (written !== absolute) await rename(written, absolute);
     const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
     return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
   }

@@ -46,4 +46,19 @@ describe('LocalStorage: hidden names while writing', () => {
       expect(await readFile(join(dir, 'runs', 'r1', 'wide', 'study-a.csv'), 'utf8')).toBe('response_id\n');
     });
   });
+
+  it('puts a small file into a folder it makes, replacing the old content, no temporary file left', async () => {
+    await withTempDir(async (dir) => {
+      const storage = new LocalStorage(dir);
+      const put = await storage.put('state/s1.json', '{"a":1}\n');
+      expect(put).toMatchObject({ path: 'state/s1.json', bytes: 8 });
+      await storage.put('state/s1.json', '{"a":2}\n');
+      expect(await readdir(join(dir, 'state'))).toEqual(['s1.json']);
+      expect(await readFile(join(dir, 'state', 's1.json'), 'utf8')).toBe('{"a":2}\n');
+      // Unseen: written in place, in a folder made for it too.
+      const staged = await storage.stage('runs/r1');
+      await staged.files.put('sub/manifest.json', '{}\n');
+      expect(await readdir(join(dir, 'runs', '.tmp-r1', 'sub'))).toEqual(['manifest.json']);
+    });
+  });
 });
