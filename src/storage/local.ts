@@ -23,12 +23,19 @@ import type {
   StoredFile,
 } from './types.ts';
 
-/** The error of renaming `from` to `to`, or null once renamed. */
-function renameFailure(from: string, to: string): Promise<NodeJS.ErrnoException | null> {
-  return rename(from, to).then(
-    () => null,
-    (error: NodeJS.ErrnoException) => error,
-  );
+/**
+ * Runs `attempt`, a write or a rename into the folder of `path`, before making that folder:
+ * it is there for every file but the first, and making it again costs a mkdir and a stat.
+ * Only when the attempt finds the folder missing (ENOENT) is it made, and the attempt run again.
+ */
+async function inFolderOf(path: string, attempt: () => Promise<void>): Promise<void> {
+  try {
+    await attempt();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    await makeDirectory(dirname(path));
+    await attempt();
+  }
 }
 
 /** Runs in progress on a file system: hidden by this prefix until renamed into place. */
@@ -68,20 +75,15 @@ export class LocalStorage implements Storage {
     return openLocalFile(absolute, path, { ...options, hidden: !this.options.unseen });
   }
 
-  /**
-   * A rename where the scratch space is on the same file system; else a copy, renamed into
-   * place. The rename is tried before the folder is made: the folder is there for every part
-   * but a partition's first, and making it again would cost two more system calls a file.
-   */
+  /** A rename where the scratch space is on the same file system; else a copy, renamed into place. */
   async moveIn(localPath: string, path: string): Promise<void> {
     const absolute = this.describe(path);
-    let failure = await renameFailure(localPath, absolute);
-    if (failure?.code === 'ENOENT') {
-      await makeDirectory(dirname(absolute));
-      failure = await renameFailure(localPath, absolute);
+    try {
+      await inFolderOf(absolute, () => rename(localPath, absolute));
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
     }
-    if (failure === null) return;
-    if (failure.code !== 'EXDEV') throw failure;
     const hidden = hiddenPathFor(absolute);
     try {
       await copyFile(localPath, hidden);
@@ -98,32 +100,21 @@ export class LocalStorage implements Storage {
    */
   async moveFolderIn(localFolder: string, path: string): Promise<boolean> {
     const absolute = this.describe(path);
-    let failure = await renameFailure(localFolder, absolute);
-    if (failure?.code === 'ENOENT') {
-      await makeDirectory(dirname(absolute));
-      failure = await renameFailure(localFolder, absolute);
+    try {
+      await inFolderOf(absolute, () => rename(localFolder, absolute));
+      return true;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' || code === 'ENOTEMPTY' || code === 'EXDEV') return false;
+      throw error;
     }
-    if (failure === null) return true;
-    if (failure.code === 'EEXIST' || failure.code === 'ENOTEMPTY' || failure.code === 'EXDEV') return false;
-    throw failure;
   }
 
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
     const absolute = this.describe(path);
-    // Readers see the old content or the new, never a torn one; in an unseen folder there
-    // are no readers yet.
+    // Readers see the old content or the new, never a torn one; an unseen folder has no readers.
     const written = this.options.unseen ? absolute : `${absolute}.${process.pid}.tmp`;
-    // Written before the folder is made: it is there for every file but the first.
-    const failure = await writeFile(written, content).then(
-      () => null,
-      (error: NodeJS.ErrnoException) => error,
-    );
-    if (failure?.code === 'ENOENT') {
-      await makeDirectory(dirname(absolute));
-      await writeFile(written, content);
-    } else if (failure) {
-      throw failure;
-    }
+    await inFolderOf(absolute, () => writeFile(written, content));
     if (written !== absolute) await rename(written, absolute);
     const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
     return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
