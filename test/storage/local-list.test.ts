@@ -21,7 +21,7 @@ describe('LocalStorage.list', () => {
         }
       })();
       try {
-        // Without the guard, most of these listings failed with ENOENT naming a .tmp file.
+        // A listing that reads each file after reading the folder meets temporaries already renamed.
         for (let listing = 0; listing < 200; listing++) {
           const paths: string[] = [];
           for await (const file of storage.list('')) paths.push(file.path);

@@ -55,7 +55,7 @@ describe('LocalStorage: hidden names while writing', () => {
       await storage.put('state/s1.json', '{"a":2}\n');
       expect(await readdir(join(dir, 'state'))).toEqual(['s1.json']);
       expect(await readFile(join(dir, 'state', 's1.json'), 'utf8')).toBe('{"a":2}\n');
-      // Unseen: written in place, in a folder made for it too.
+      // In a staged run too, into a folder made for it.
       const staged = await storage.stage('runs/r1');
       await staged.files.put('sub/manifest.json', '{}\n');
       expect(await readdir(join(dir, 'runs', '.tmp-r1', 'sub'))).toEqual(['manifest.json']);
