@@ -140,7 +140,7 @@ export async function createPartWriter<T extends TableName>(
       const writer =
         format === 'parquet'
           ? await createParquetWriter(local, name, table)
-          : await createTableCsvWriter(local, name, table, options.csv);
+          : await createTableCsvWriter(local, name, table, tableCsv(options.csv));
       writers.push(writer);
     }
   } catch (error) {
@@ -224,7 +224,7 @@ export function createPartCopy(
       local,
       `${folder}/${partFileName(runId, 'csv')}`,
       columnNames(table),
-      options.csv,
+      tableCsv(options.csv),
     );
     return csv;
   };
@@ -257,6 +257,16 @@ export async function publishPart(store: CurrentStore, part: PreparedPart): Prom
   if (part.folder && (await store.moveFolderIn(part.folder.local, part.folder.target))) return targets;
   for (const { local, target } of part.files) await store.moveIn(local, target);
   return targets;
+}
+
+/**
+ * A part's CSV never starts with a byte order mark, whatever csv.bom says: parts are table
+ * CSVs, read by programs (current/datapackage.json says utf-8, and Python's csv module or the
+ * Frictionless readers take a BOM for part of the first column's name). csv.bom is for the
+ * wide sheets.
+ */
+function tableCsv(csv: CsvOptions): CsvOptions {
+  return { ...csv, bom: false };
 }
 
 /** What a part writer needs of a table file writer (Parquet or CSV). */

@@ -4,7 +4,8 @@
  * back through the storage seam. Every problem is named; nothing stops at the first one.
  *
  * - every file listed in the manifest exists with the listed bytes and sha256, and no file
- *   is there that the manifest does not list;
+ *   is there that the manifest does not list (an office program's lock file beside a file it
+ *   has open is named as such, a note that does not fail the run);
  * - every table's row count, in every format, equals the manifest's;
  * - primary keys are unique and child tables' response_id values exist in responses;
  * - with xlsx, every exported study has its workbook, and each opens with its three sheets;
@@ -27,6 +28,8 @@ import type { Storage, StoredFile } from '../storage/types.ts';
 export interface VerifyResult {
   ok: boolean;
   problems: string[];
+  /** What was found and is no problem: lock files of an office program that had a file open. */
+  notes: string[];
   checked: { files: number; tables: number; rows: number; zipEntries: number };
 }
 
@@ -37,9 +40,10 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   const run = await openStorage(runDir, s3);
   const manifest = await readManifest(run, runDir);
   const problems: string[] = [];
+  const notes: string[] = [];
   const checked = { files: 0, tables: 0, rows: 0, zipEntries: 0 };
 
-  const sizes = await checkFiles(run, manifest, problems);
+  const sizes = await checkFiles(run, manifest, problems, notes);
   checked.files = manifest.files.length;
 
   // Per format: a CSV cell may carry a formula escape that the Parquet value does not.
@@ -69,7 +73,7 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
     checked.zipEntries = await checkZip(run, sizes.get('media.zip') ?? 0, mediaRows, problems);
   }
   await checkWorkbooks(run, sizes, manifest, problems);
-  return { ok: problems.length === 0, problems, checked };
+  return { ok: problems.length === 0, problems, notes, checked };
 }
 
 /** The sheets every workbook has (xlsx.ts writes wide, answers, transcript in this order). */
@@ -153,10 +157,18 @@ async function checkFiles(
   run: Storage,
   manifest: Manifest,
   problems: string[],
+  notes: string[],
 ): Promise<Map<string, number>> {
   const present = new Map<string, StoredFile>();
   for await (const file of run.list('')) {
     if (file.path === MANIFEST_FILE) continue;
+    const locked = lockedFile(file.path);
+    if (locked !== null) {
+      notes.push(
+        `${file.path}: a lock file of LibreOffice or Excel, left while ${locked} is open in it (or after it closed without removing it); not part of the run`,
+      );
+      continue;
+    }
     present.set(file.path, { path: file.path, ...(await hashStored(run, file.path)) });
   }
   const sizes = new Map([...present.values()].map((file) => [file.path, file.bytes]));
@@ -171,6 +183,20 @@ async function checkFiles(
   }
   for (const extra of present.keys()) problems.push(`${extra}: present but not listed in the manifest`);
   return sizes;
+}
+
+/**
+ * The file an office lock file stands for, or null: LibreOffice writes `.~lock.<name>#` and
+ * Excel `~$<name>` beside a file it has open.
+ */
+export function lockedFile(path: string): string | null {
+  const slash = path.lastIndexOf('/');
+  const folder = path.slice(0, slash + 1);
+  const name = path.slice(slash + 1);
+  const libreOffice = /^\.~lock\.(.+)#$/.exec(name);
+  if (libreOffice) return folder + (libreOffice[1] as string);
+  if (name.startsWith('~$') && name.length > 2) return `${folder}${name.slice(2)}`;
+  return null;
 }
 
 async function hashStored(run: Storage, path: string): Promise<{ bytes: number; sha256: string }> {

@@ -57,6 +57,33 @@ describe('verify', () => {
     expect(problems).toContain('stray.txt: present but not listed in the manifest');
   });
 
+  it('names an office lock file as such, as a note that does not fail the run', async () => {
+    const result = await withTempDir(async (dir) => {
+      const copy = join(dir, 'run');
+      await cp(pristine, copy, { recursive: true });
+      const [sheet] = await readdir(join(copy, 'wide'));
+      // What LibreOffice leaves beside a file it has open, and what Excel does.
+      await writeFile(join(copy, 'wide', `.~lock.${sheet}#`), ',user,host,24.11.2026 23:50,user;');
+      await writeFile(join(copy, '~$answers.csv'), 'owner');
+      return verifyRun(copy);
+    });
+    expect(result.problems).toEqual([]);
+    expect(result.ok).toBe(true);
+    expect(result.notes).toHaveLength(2);
+    expect(
+      result.notes.some((n) =>
+        /^wide\/\.~lock\..+\.csv#: a lock file of LibreOffice or Excel, left while wide\/.+\.csv is open/.test(
+          n,
+        ),
+      ),
+    ).toBe(true);
+    expect(
+      result.notes.some(
+        (n) => n.startsWith('~$answers.csv: a lock file') && n.includes('while answers.csv is open'),
+      ),
+    ).toBe(true);
+  });
+
   it('finds a dropped row, a duplicated key and an orphan, even when the hashes were redone', async () => {
     const problems = await damaged(async (dir) => {
       // Whole records (answers hold line breaks inside quoted cells), not lines.

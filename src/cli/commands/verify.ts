@@ -31,6 +31,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
       const result = await verifyRun(args.run_dir, args.endpoint ? { endpoint: args.endpoint } : {});
       const { files, tables, rows, zipEntries } = result.checked;
       const checked = `${files} files, ${tables} tables, ${rows} rows, ${zipEntries} zip entries`;
+      for (const note of result.notes) context.stdout.write(`note: ${note}\n`);
       if (result.ok) {
         context.stdout.write(`${args.run_dir}: ok (checked ${checked})\n`);
         return;
