@@ -91,6 +91,8 @@ export interface MediaLinker {
 const DAY_MS = 86_400_000;
 /** Data set timestamps start here, whatever the clock says, so payloads stay deterministic. */
 const EPOCH_MS = Date.UTC(2025, 2, 3, 9, 0, 0);
+/** Time between two generated studies while the data set fits before the clock. */
+const STUDY_STEP_MS = 3 * DAY_MS + 3_600_000;
 const offsets = ['+02:00', '-05:00', '+05:30', '+00:00', '+09:00', '-03:30'];
 const modalities: readonly Modality[] = ['text', 'audio', 'video'];
 
@@ -103,11 +105,14 @@ export interface DataSetOptions {
 export class DataSet {
   readonly studies: StudyRecord[] = [];
   private addedStudies = 0;
+  /** When generated study i is created: `start + i * step` (see studyDates). */
+  private readonly dates: { start: number; step: number };
 
   constructor(
     private readonly options: DataSetOptions,
     private readonly clock: Clock,
   ) {
+    this.dates = studyDates(options, clock.now());
     for (let i = 0; i < options.studies; i++) this.studies.push(this.generateStudy(i));
   }
 
@@ -295,7 +300,7 @@ export class DataSet {
     const theme = studyThemes[i % studyThemes.length]!;
     const title =
       i < studyThemes.length ? theme.title : `${theme.title} #${Math.floor(i / studyThemes.length) + 1}`;
-    const createdMs = EPOCH_MS + i * 3 * DAY_MS + i * 3_600_000;
+    const createdMs = this.dates.start + i * this.dates.step;
     const study = this.newStudy({
       id: stableUuid(seed, 'study', i),
       linkId: `${slug(title)}-${stableHex(4, seed, 'link', i)}`,
@@ -310,7 +315,7 @@ export class DataSet {
     const last = i === this.options.studies - 1;
     if (!last || this.options.studies === 1) study.visibleTo.add('primary');
     if (i % 2 === 1 || last) study.visibleTo.add('secondary');
-    const spacing = Math.max(60_000, Math.floor((30 * DAY_MS) / Math.max(1, responses)));
+    const spacing = responseSpacing(responses);
     for (let r = 0; r < responses; r++) {
       const random = randomFor(seed, study.contentKey, r, 'entry');
       const created = createdMs + 3_600_000 + r * spacing + Math.floor(random() * (spacing / 2));
@@ -349,6 +354,35 @@ export class DataSet {
       nextIndex: 0,
     };
   }
+}
+
+/** Time between two generated responses of a study: about 30 days for all of them. */
+function responseSpacing(responses: number): number {
+  return Math.max(60_000, Math.floor((30 * DAY_MS) / Math.max(1, responses)));
+}
+
+/**
+ * The latest a generated response's updated_at can be after its study's created_at: the last
+ * response an hour plus its spacing later, 40 minutes of work, a re-run up to 21 days later
+ * (generateStudy's bounds, rounded up).
+ */
+function studyTailMs(responses: number): number {
+  return 3_600_000 + responses * responseSpacing(responses) + 41 * 60_000 + 21 * DAY_MS;
+}
+
+/**
+ * Generated study i is created at `start + i * step`: from EPOCH_MS every STUDY_STEP_MS while
+ * the whole data set (its last study's responses included) still ends before `nowMs`, the
+ * clock when the sandbox starts; beyond that the studies move closer together, and if even
+ * that does not fit, the data set starts earlier. Nothing is ever dated after the clock, and
+ * the dates depend only on the options and the starting clock.
+ */
+function studyDates(options: DataSetOptions, nowMs: number): { start: number; step: number } {
+  const latest = nowMs - studyTailMs(options.responses);
+  const gaps = Math.max(1, options.studies - 1);
+  if (EPOCH_MS + gaps * STUDY_STEP_MS <= latest) return { start: EPOCH_MS, step: STUDY_STEP_MS };
+  const step = Math.max(60_000, Math.floor((latest - EPOCH_MS) / gaps));
+  return { start: Math.min(EPOCH_MS, latest - gaps * step), step };
 }
 
 /** Keeps entries sorted by created_at then id, the paging order. */
