@@ -8,17 +8,13 @@
  * player skip it (an ID3v2 frame before the MP3, a `free` box after the MP4, a null packet
  * after a TS segment), so a test can tell which recording an archived file is.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import type { MediaLinker } from './dataset.ts';
 import type { Reply } from './server.ts';
 import { splitTarget, type UrlSigner } from './signing.ts';
 
-/** Beside this file; from the CLI's bundle (.build/<fingerprint>/, bin/study-export.js), in src. */
-const fixtureDir = [
-  new URL('./fixtures/', import.meta.url),
-  new URL('../../src/sandbox/fixtures/', import.meta.url),
-].find((dir) => existsSync(fileURLToPath(dir))) as URL;
+/** Beside this file: in src/, and in a build (dist/, .build/<fingerprint>/), which copies them. */
+const fixtureDir = new URL('./fixtures/', import.meta.url);
 const SEGMENT_SECONDS = 0.5;
 const TS_PACKET = 188;
 

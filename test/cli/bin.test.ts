@@ -44,36 +44,62 @@ describe('bin/study-export.js as a program', () => {
     }
   });
 
-  it('runs a bundle of the current sources only: an edited source gets a new bundle, and without one the sources run through tsx', async () => {
+  it('in a clone runs dist/ only while it matches the sources: an edited source gets a build of its own, and without one the sources run through tsx', async () => {
     await withTempDir(async (dir) => {
-      // A copy of the program: the test edits its sources, never the repository's.
-      await cp(path.join(repoRoot, 'src'), path.join(dir, 'src'), { recursive: true });
-      await cp(path.join(repoRoot, 'bin'), path.join(dir, 'bin'), { recursive: true });
-      await cp(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
+      // A copy of the clone: the test edits its sources, never the repository's.
+      for (const part of ['src', 'bin', 'scripts', 'package.json']) {
+        await cp(path.join(repoRoot, part), path.join(dir, part), {
+          recursive: true,
+          preserveTimestamps: true,
+        });
+      }
       await symlink(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'));
       const cli = path.join(dir, 'src', 'cli.ts');
       const original = await readFile(cli, 'utf8');
-      const marked = async (marker: string) => {
-        await writeFile(cli, `process.stderr.write(${JSON.stringify(`${marker}\n`)});\n${original}`);
+      const version = async () => {
         const { stdout, stderr } = await execFileAsync(
           process.execPath,
           [path.join(dir, 'bin', 'study-export.js'), '--version'],
-          {
-            env: cleanEnv(),
-          },
+          { env: cleanEnv() },
         );
         return { version: stdout.trim(), marker: stderr.trim() };
       };
-      const first = await marked('first edit');
-      expect(first).toEqual({ version: expect.stringMatching(/\d+\.\d+\.\d+/), marker: 'first edit' });
-      expect(await readdir(path.join(dir, '.build'))).toHaveLength(1);
-      expect(await marked('second edit')).toEqual({ ...first, marker: 'second edit' });
-      expect(await readdir(path.join(dir, '.build'))).toHaveLength(2);
+      const marked = async (marker: string) => {
+        await writeFile(cli, `process.stderr.write(${JSON.stringify(`${marker}\n`)});\n${original}`);
+        return version();
+      };
+      const builds = async () => readdir(path.join(dir, '.build')).catch(() => []);
 
-      // Nowhere to put a bundle: the sources themselves run.
+      // What npm ci's prepare makes: dist/ of these sources, run as it is.
+      await execFileAsync(process.execPath, [path.join(dir, 'scripts', 'build.js')], { cwd: dir });
+      await writeFile(
+        path.join(dir, 'dist', 'cli.js'),
+        `process.stderr.write('dist\\n');\n${await readFile(path.join(dir, 'dist', 'cli.js'), 'utf8')}`,
+      );
+      const fromDist = await version();
+      expect(fromDist).toEqual({ version: expect.stringMatching(/\d+\.\d+\.\d+/), marker: 'dist' });
+      expect(await builds()).toEqual([]);
+
+      // An edit makes dist/ stale: it never runs again, a build of the edited sources does.
+      expect(await marked('first edit')).toEqual({ ...fromDist, marker: 'first edit' });
+      expect(await builds()).toHaveLength(1);
+      expect(await marked('second edit')).toEqual({ ...fromDist, marker: 'second edit' });
+      expect(await builds()).toHaveLength(2);
+
+      // Nowhere to put a build: the sources themselves run.
       await rm(path.join(dir, '.build'), { recursive: true });
       await writeFile(path.join(dir, '.build'), 'not a folder');
-      expect(await marked('third edit')).toEqual({ ...first, marker: 'third edit' });
+      expect(await marked('third edit')).toEqual({ ...fromDist, marker: 'third edit' });
+
+      // `npm run build` (prepare) brings dist/ back in line with the sources, edit included.
+      await execFileAsync(process.execPath, [path.join(dir, 'scripts', 'build.js'), '--if-stale'], {
+        cwd: dir,
+      });
+      await writeFile(
+        path.join(dir, 'dist', 'cli.js'),
+        `process.stderr.write('dist again\\n');\n${await readFile(path.join(dir, 'dist', 'cli.js'), 'utf8')}`,
+      );
+      expect(await version()).toEqual({ ...fromDist, marker: 'dist again\nthird edit' });
     });
   });
 });
