@@ -312,25 +312,45 @@ class S3Storage implements Storage {
     }
   }
 
-  /** Aborts the unfinished multipart uploads under `prefix` started before `before` (0: all). */
+  /**
+   * Aborts the unfinished multipart uploads under `prefix` started before `before` (0: all),
+   * page by page (at most 1,000 uploads a listing).
+   */
   private async abortUploads(prefix: string, before: number): Promise<void> {
-    let listed: { Uploads?: { Key?: string; UploadId?: string; Initiated?: Date }[] };
-    try {
-      listed = await this.client.send(
-        new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: `${this.key(prefix)}/` }),
-      );
-    } catch (error) {
-      // Servers without this call (s3rver, some S3-compatible ones): a lifecycle rule that
-      // aborts incomplete uploads does it there (README).
-      if ((error as S3ServiceException).$metadata?.httpStatusCode === 501) return;
-      throw storageError(error, 'list', this.describe(prefix));
-    }
-    for (const upload of listed.Uploads ?? []) {
-      if (!upload.Key || !upload.UploadId) continue;
-      if (before > 0 && (upload.Initiated?.getTime() ?? 0) > before) continue;
-      await this.client.send(
-        new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.Key, UploadId: upload.UploadId }),
-      );
+    let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+    for (;;) {
+      let listed: {
+        Uploads?: { Key?: string; UploadId?: string; Initiated?: Date }[];
+        IsTruncated?: boolean;
+        NextKeyMarker?: string;
+        NextUploadIdMarker?: string;
+      };
+      try {
+        listed = await this.client.send(
+          new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: `${this.key(prefix)}/`, ...marker }),
+        );
+      } catch (error) {
+        // Servers without this call (s3rver, some S3-compatible ones): a lifecycle rule that
+        // aborts incomplete uploads does it there (README).
+        if ((error as S3ServiceException).$metadata?.httpStatusCode === 501) return;
+        throw storageError(error, 'list', this.describe(prefix));
+      }
+      for (const upload of listed.Uploads ?? []) {
+        if (!upload.Key || !upload.UploadId) continue;
+        if (before > 0 && (upload.Initiated?.getTime() ?? 0) > before) continue;
+        await this.client.send(
+          new AbortMultipartUploadCommand({
+            Bucket: this.bucket,
+            Key: upload.Key,
+            UploadId: upload.UploadId,
+          }),
+        );
+      }
+      if (!listed.IsTruncated || listed.NextKeyMarker === undefined) return;
+      marker = {
+        KeyMarker: listed.NextKeyMarker,
+        ...(listed.NextUploadIdMarker === undefined ? {} : { UploadIdMarker: listed.NextUploadIdMarker }),
+      };
     }
   }
 
