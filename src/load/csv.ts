@@ -2,6 +2,11 @@
  * CSV files: RFC 4180 (quoted where needed, CRLF line ends), UTF-8, header row first,
  * written in batches as rows arrive. null is an empty cell.
  *
+ * Sheets meant for spreadsheets (the wide sheets) quote every text cell: a spreadsheet's
+ * default import (LibreOffice Calc's splits on comma, semicolon and tab; Excel's on the
+ * locale's list separator, ";" in much of Europe) would otherwise split an unquoted answer
+ * holding one of those, and shift the rest of its row.
+ *
  * Formula escaping: a spreadsheet runs a cell that starts with = + - @ (and, in some, a
  * tab, a carriage return or a NUL) as a formula. papaparse's escapeFormulae accepts a
  * RegExp; matching cells are prefixed with ' and quoted. Its built-in pattern misses \0
@@ -26,13 +31,21 @@ const lineEnd = '\r\n';
 
 export type CsvCell = string | number | null;
 
+/** How a file's cells are quoted: where RFC 4180 needs it (tables), or every text cell (sheets). */
+export interface CsvQuoting {
+  quoteText?: boolean;
+}
+
+const isText = (value: unknown) => typeof value === 'string';
+
 /** Records as CSV text, each record ending with CRLF; '' for no records. */
-export function csvText(records: readonly (readonly CsvCell[])[], options: CsvOptions): string {
+export function csvText(records: readonly (readonly CsvCell[])[], options: CsvOptions & CsvQuoting): string {
   if (records.length === 0) return '';
   const text = Papa.unparse(records as CsvCell[][], {
     header: false,
     newline: lineEnd,
     escapeFormulae: options.escape_formulae ? formulaPattern : false,
+    ...(options.quoteText ? { quotes: isText } : {}),
   });
   return text + lineEnd;
 }
@@ -58,7 +71,7 @@ export async function createCsvWriter(
   storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   header: readonly string[],
-  options: CsvOptions,
+  options: CsvOptions & CsvQuoting,
 ): Promise<CsvWriter> {
   const sink = await storage.create(path);
   await sink.write((options.bom ? byteOrderMark : '') + csvText([header], options));

@@ -214,3 +214,53 @@ export type Row<T extends TableName> = {
 export function columnNames(table: TableName): string[] {
   return tables[table].columns.map((column) => column.name);
 }
+
+/**
+ * The wide sheet of a study (wide/<link_id>.csv and the workbook's wide sheet), declared once
+ * as the tables are: its fixed columns, then one text column per question slot. Its headers
+ * are for people: a timestamp's says UTC, since a spreadsheet shows the time without a zone.
+ */
+export const wideSheet = {
+  name: 'wide',
+  description:
+    'One row per response of the study, in response_number order; one column per question slot, headed by the question text, holding the answer.',
+  fixed: [
+    { key: 'response_id', header: 'response_id', type: 'string', description: 'Response id.' },
+    {
+      key: 'response_number',
+      header: 'response_number',
+      type: 'integer',
+      description: 'Ordered number of the response, when the service sent it.',
+    },
+    {
+      key: 'created_at',
+      header: 'created_at (UTC)',
+      type: 'timestamp',
+      description: 'Creation time, UTC (to the second; the tables keep milliseconds).',
+    },
+    {
+      key: 'updated_at',
+      header: 'updated_at (UTC)',
+      type: 'timestamp',
+      description: 'Time of last update, UTC (to the second), when the service sent it.',
+    },
+    {
+      key: 'summary',
+      header: 'summary',
+      type: 'string',
+      description: 'The Summary answer: a summary of the whole conversation.',
+    },
+  ],
+  questionDescription: (question: string) =>
+    `Answer to "${question}" (answers.answer; several answers to one slot are joined by line breaks).`,
+} as const satisfies {
+  name: string;
+  description: string;
+  fixed: readonly { key: string; header: string; type: ColumnType; description: string }[];
+  questionDescription: (question: string) => string;
+};
+
+/** The wide sheet's header: its fixed columns, then the question columns' headers. */
+export function wideHeader(questionHeaders: readonly string[]): string[] {
+  return [...wideSheet.fixed.map((column) => column.header), ...questionHeaders];
+}

@@ -7,10 +7,11 @@
  * study has.
  */
 import { createHash } from 'node:crypto';
-import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
+import type { WideColumn, WideRow } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
+import { wideHeader, wideSheet } from './tables.ts';
 
 const maxNameLength = 100;
 const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
@@ -89,11 +90,12 @@ export function createWideWriter(
   return {
     add: (row) => spill.add(row),
     async finish(columns) {
-      const header = [...wideFixedColumns, ...columns.map((c) => c.header)];
+      const header = wideHeader(columns.map((c) => c.header));
+      const sheetOptions = { ...options, quoteText: true };
       for (const target of options.alsoTo ? [storage, options.alsoTo] : [storage]) {
-        sheets.push(await createCsvWriter(target, csvPath, header, options));
+        sheets.push(await createCsvWriter(target, csvPath, header, sheetOptions));
       }
-      await copyRows(spill.sorted(), sheets, columns, options);
+      await copyRows(spill.sorted(), sheets, columns, sheetOptions);
       for (const sheet of sheets) await sheet.close();
       return csvPath;
     },
@@ -108,7 +110,7 @@ async function copyRows(
   rows: AsyncIterable<WideRow>,
   sheets: readonly CsvWriter[],
   columns: readonly WideColumn[],
-  options: CsvOptions,
+  options: CsvOptions & { quoteText: boolean },
 ): Promise<void> {
   let batch: CsvCell[][] = [];
   const flush = async () => {
@@ -127,11 +129,22 @@ async function copyRows(
 
 function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
   return [
-    row.response_id,
-    row.response_number,
-    row.created_at,
-    row.updated_at,
-    row.summary,
+    ...wideSheet.fixed.map((column) => {
+      const value = row[column.key];
+      return column.type === 'timestamp' && typeof value === 'string' ? spreadsheetTime(value) : value;
+    }),
     ...columns.map((column) => row.cells[column.key] ?? null),
   ];
+}
+
+const isoTime = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z$/;
+
+/**
+ * A UTC ISO 8601 timestamp as a spreadsheet's import takes for a date and time,
+ * "2025-03-12 18:18:53" (Calc and Excel leave "2025-03-12T18:18:53.934Z" as text); anything
+ * else as it is.
+ */
+export function spreadsheetTime(iso: string): string {
+  const match = isoTime.exec(iso);
+  return match ? `${match[1]} ${match[2]}` : iso;
 }

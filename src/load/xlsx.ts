@@ -10,11 +10,11 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
-import { type WideColumn, type WideRow, wideFixedColumns } from '../records.ts';
+import type { WideColumn, WideRow } from '../records.ts';
 import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables } from './tables.ts';
+import { type Row, type TableName, tables, wideSheet } from './tables.ts';
 import { safeFileName, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource } from './xlsx-workbook.ts';
 
@@ -123,15 +123,16 @@ function sheetsOf(
     {
       name: 'wide',
       columns: [
-        { header: 'response_id', kind: 'id' },
-        { header: 'response_number', kind: 'integer' },
-        { header: 'created_at', kind: 'timestamp' },
-        { header: 'updated_at', kind: 'timestamp' },
-        { header: 'summary', kind: 'text' },
+        ...wideSheet.fixed.map(
+          (column): SheetColumn => ({
+            header: column.header,
+            kind: column.key === 'response_id' ? 'id' : column.type === 'string' ? 'text' : column.type,
+          }),
+        ),
         ...columns.map((column): SheetColumn => ({ header: column.header, kind: 'text' })),
       ],
       rows: mapRows(wideRows, (row) => [
-        ...wideFixedColumns.map((name) => row[name]),
+        ...wideSheet.fixed.map((column) => row[column.key]),
         ...columns.map((column) => row.cells[column.key] ?? null),
       ]),
       describeRow: (values) => `response ${values[0]}`,

@@ -3,7 +3,7 @@
  * keys come from questionKey(); headers are the question texts, made distinct when two
  * slots share a text, so a spreadsheet never shows two columns under one name.
  */
-import type { Row } from '../load/tables.ts';
+import { type Row, wideSheet } from '../load/tables.ts';
 import { type WideColumn, wideFixedColumns } from '../records.ts';
 import { questionKey } from './questions.ts';
 
@@ -13,7 +13,7 @@ export function wideColumns(questions: readonly Row<'questions'>[]): WideColumn[
   const textCounts = new Map<string, number>();
   for (const q of ordered) textCounts.set(q.question, (textCounts.get(q.question) ?? 0) + 1);
 
-  const taken = new Set<string>(wideFixedColumns);
+  const taken = new Set<string>([...wideFixedColumns, ...wideSheet.fixed.map((column) => column.header)]);
   return ordered.map((q) => {
     const shared = (textCounts.get(q.question) ?? 0) > 1 || taken.has(q.question);
     const base = shared ? `${q.question} [${slotLabel(q)}]` : q.question;

@@ -276,3 +276,94 @@ async function hyparquetValueTypes(path: string, table: TableName): Promise<Reco
   }
   return types;
 }
+
+/** A field as a spreadsheet's text import splits it: its value, and whether it was quoted. */
+export interface SplitField {
+  value: string;
+  quoted: boolean;
+}
+
+/**
+ * CSV text split the way LibreOffice Calc's text import does it: on every character of
+ * `separators` at once (its default is comma, semicolon and tab), a field that starts with a
+ * double quote running to its closing quote ("" inside being one quote). Unlike papaparse,
+ * which takes one delimiter, this is what a user who double-clicks a CSV gets.
+ */
+export function spreadsheetSplit(text: string, separators: string): SplitField[][] {
+  const records: SplitField[][] = [];
+  let record: SplitField[] = [];
+  let i = text.startsWith('\ufeff') ? 1 : 0;
+  while (i < text.length) {
+    let field: SplitField;
+    if (text[i] === '"') {
+      let value = '';
+      i++;
+      for (;;) {
+        const close = text.indexOf('"', i);
+        if (close < 0) throw new Error(`unclosed quote at ${i}`);
+        value += text.slice(i, close);
+        if (text[close + 1] === '"') {
+          value += '"';
+          i = close + 2;
+        } else {
+          i = close + 1;
+          break;
+        }
+      }
+      field = { value, quoted: true };
+    } else {
+      let end = i;
+      while (
+        end < text.length &&
+        !separators.includes(text[end]!) &&
+        text[end] !== '\r' &&
+        text[end] !== '\n'
+      )
+        end++;
+      field = { value: text.slice(i, end), quoted: false };
+      i = end;
+    }
+    record.push(field);
+    if (i >= text.length) break;
+    if (separators.includes(text[i]!)) {
+      i++;
+      continue;
+    }
+    if (text[i] === '\r' && text[i + 1] === '\n') i += 2;
+    else if (text[i] === '\r' || text[i] === '\n') i++;
+    else throw new Error(`unexpected ${JSON.stringify(text[i])} after a quoted field at ${i}`);
+    records.push(record);
+    record = [];
+  }
+  if (record.length > 0) records.push(record);
+  return records;
+}
+
+/**
+ * Every problem a spreadsheet would have with a wide CSV: a field holding a separator, quote
+ * or line break but not quoted, or a record that Calc's default split (comma, semicolon and
+ * tab), or a split on comma with only semicolon or only tab, cuts into a number of columns
+ * other than the header's, or into other values than a strict CSV reader's.
+ */
+export function spreadsheetSplitProblems(text: string): string[] {
+  const problems: string[] = [];
+  const strict = Papa.parse<string[]>(text.replace(/^\ufeff/, ''), { skipEmptyLines: true }).data;
+  for (const separators of [',;\t', ',;', ',\t']) {
+    const records = spreadsheetSplit(text, separators);
+    const width = records[0]?.length ?? 0;
+    records.forEach((record, r) => {
+      if (record.length !== width)
+        problems.push(
+          `split on ${JSON.stringify(separators)}: record ${r} has ${record.length} columns, the header ${width}`,
+        );
+      record.forEach((field, c) => {
+        if (!field.quoted && /[,;\t"\r\n]/.test(field.value))
+          problems.push(`record ${r} column ${c}: ${JSON.stringify(field.value)} is not quoted`);
+      });
+    });
+    const values = records.map((record) => record.map((field) => field.value));
+    if (JSON.stringify(values) !== JSON.stringify(strict))
+      problems.push(`split on ${JSON.stringify(separators)}: values differ from a CSV reader's`);
+  }
+  return [...new Set(problems)];
+}

@@ -5,7 +5,7 @@ import { createWideWriter, safeFileName } from '../../src/load/wide.ts';
 import type { WideRow } from '../../src/records.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
 import { localFolder } from '../storage/helpers.ts';
-import { readCsv, withTempDir } from './readers.ts';
+import { readCsv, spreadsheetSplit, spreadsheetSplitProblems, withTempDir } from './readers.ts';
 
 const csv = { bom: false, escape_formulae: true };
 
@@ -54,19 +54,19 @@ describe('createWideWriter', () => {
         [
           'response_id',
           'response_number',
-          'created_at',
-          'updated_at',
+          'created_at (UTC)',
+          'updated_at (UTC)',
           'summary',
           'Thoughts? [d1 / A]',
           'Thoughts? [d1 / B]',
           'Age?',
         ],
-        ['r-1', '1', '2026-11-21T23:55:00.000Z', '', "'=SUM(A1)", 'Nice, "really"\nnice', '', '42'],
+        ['r-1', '1', '2026-11-21 23:55:00', '', "'=SUM(A1)", 'Nice, "really"\nnice', '', '42'],
         [
           'r-2',
           '2',
-          '2026-11-21T23:55:00.000Z',
-          '2026-11-22T00:00:00.000Z',
+          '2026-11-21 23:55:00',
+          '2026-11-22 00:00:00',
           'summary 2',
           '',
           'line\u2028separator 日本',
@@ -80,8 +80,57 @@ describe('createWideWriter', () => {
     await withFolders(async (out, scratch) => {
       const path = await createWideWriter(localFolder(out), scratch, 'empty', csv).finish([]);
       expect((await readCsv(join(out, path))).records).toEqual([
-        ['response_id', 'response_number', 'created_at', 'updated_at', 'summary'],
+        ['response_id', 'response_number', 'created_at (UTC)', 'updated_at (UTC)', 'summary'],
       ]);
+    });
+  });
+
+  it("quotes every text cell, so a spreadsheet's default import keeps each answer under its question", async () => {
+    await withFolders(async (out, scratch) => {
+      const writer = createWideWriter(localFolder(out), scratch, 'separators', csv);
+      await writer.add(
+        wideRow(1, {
+          [questionKey('d1', 'A')]: 'Negative overall; the participant struggled',
+          [questionKey('d1', 'B')]: 'tab\there, comma "quoted"',
+          [questionKey('d2', null)]: 'plain',
+        }),
+      );
+      await writer.add(
+        wideRow(2, { [questionKey('d1', 'A')]: 'two\r\nlines; and\rmore', [questionKey('d2', null)]: '' }),
+      );
+      const path = await writer.finish(wideColumns(questions));
+      const text = (await readCsv(join(out, path))).text;
+      expect(spreadsheetSplitProblems(text)).toEqual([]);
+      const records = spreadsheetSplit(text, ',;\t');
+      // Text and times quoted, even where RFC 4180 would not need it (Calc and Excel still read
+      // a quoted time as a date); numbers and empty cells not.
+      expect(records[1]!.map((field) => field.quoted)).toEqual([
+        true,
+        false,
+        true,
+        false,
+        true,
+        true,
+        true,
+        true,
+      ]);
+      expect(records[1]![6]!.value).toBe('tab\there, comma "quoted"');
+      expect(records[2]!.map((field) => field.value)).toEqual([
+        'r-2',
+        '2',
+        '2026-11-21 23:55:00',
+        '2026-11-22 00:00:00',
+        'summary 2',
+        'two\r\nlines; and\rmore',
+        '',
+        '',
+      ]);
+      // A sheet written as tables are (quoted only where needed) is what Calc split wrongly.
+      const unquoted = text.replace(
+        '"Negative overall; the participant struggled"',
+        'Negative overall; the participant struggled',
+      );
+      expect(spreadsheetSplitProblems(unquoted).length).toBeGreaterThan(0);
     });
   });
 

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import XLSX from 'xlsx';
 import { formulaPattern } from '../../src/load/csv.ts';
-import { columnNames, type TableName, tables } from '../../src/load/tables.ts';
-import { safeFileName } from '../../src/load/wide.ts';
+import { columnNames, type TableName, tables, wideSheet } from '../../src/load/tables.ts';
+import { safeFileName, spreadsheetTime } from '../../src/load/wide.ts';
 import { cutText, excelCellLimit } from '../../src/load/xlsx-workbook.ts';
 import { readZip } from '../media/zip.ts';
 import { readCsv, readHyparquet, tableRow } from './readers.ts';
@@ -17,16 +17,22 @@ import { readCsv, readHyparquet, tableRow } from './readers.ts';
 type Cell = XLSX.CellObject | undefined;
 
 /** What a cell must be for a value of a declared kind ('' and null are empty cells). */
-function cellProblem(cell: Cell, value: unknown, kind: 'text' | 'integer' | 'timestamp'): string | null {
+function cellProblem(
+  cell: Cell,
+  value: unknown,
+  kind: 'text' | 'integer' | 'timestamp' | 'sheet-time',
+): string | null {
   if (value === null || value === '')
     return cell === undefined ? null : `expected an empty cell, found ${cell.v}`;
   if (cell === undefined) return `expected ${JSON.stringify(value)}, found an empty cell`;
   if (kind === 'integer')
     return cell.t === 'n' && cell.v === Number(value) ? null : `expected number ${value}`;
-  if (kind === 'timestamp') {
+  if (kind === 'timestamp' || kind === 'sheet-time') {
     const ms = Math.round(((cell.v as number) - 25569) * 86_400_000);
     const isDate = cell.t === 'n' && XLSX.SSF.is_date(String(cell.z));
-    return isDate && new Date(ms).toISOString() === value
+    // A wide CSV's time is to the second, as spreadsheets read it; the workbook's to the millisecond.
+    const iso = new Date(ms).toISOString();
+    return isDate && (kind === 'timestamp' ? iso : spreadsheetTime(iso)) === value
       ? null
       : `expected date ${value}, found ${cell.t} ${cell.v}`;
   }
@@ -73,7 +79,9 @@ export async function workbookProblems(
     header!.forEach((name, c) => {
       const at = XLSX.utils.encode_cell({ r: 0, c });
       if (wide[at]?.v !== name) problems.push(`wide header ${at}: ${wide[at]?.v} vs ${name}`);
-      const kind = name === 'response_number' ? 'integer' : /_at$/.test(name) && c < 5 ? 'timestamp' : 'text';
+      const fixed = wideSheet.fixed[c];
+      const kind =
+        fixed?.type === 'integer' ? 'integer' : fixed?.type === 'timestamp' ? 'sheet-time' : 'text';
       records.forEach((record, r) => {
         const cell = wide[XLSX.utils.encode_cell({ r: r + 1, c })];
         const problem = cellProblem(cell, unescaped(record[c] ?? null, options.escapeFormulae), kind);

@@ -14,7 +14,7 @@ import { columnNames, tableNames } from '../../src/load/tables.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
-import { parquetDisagreements } from '../load/readers.ts';
+import { parquetDisagreements, spreadsheetSplitProblems } from '../load/readers.ts';
 import { workbookProblems } from '../load/workbook.ts';
 import { KEY_ENV, readManifest, runAgainst, withTempDir } from './helpers.ts';
 
@@ -55,6 +55,11 @@ async function readerProblems(runDir: string, config: PipelineConfig): Promise<s
     );
   }
   expect(frictionless.skipped).toEqual(tableNames.map((t) => `${t}-parquet`));
+  // Every wide sheet splits into its header's columns the way a spreadsheet's import splits it.
+  for (const file of manifest.files.filter((f) => f.path.startsWith('wide/'))) {
+    const text = await readFile(join(runDir, file.path), 'utf8');
+    problems.push(...spreadsheetSplitProblems(text).map((problem) => `${file.path}: ${problem}`));
+  }
   if (config.output.formats.includes('xlsx')) {
     const studies = manifest.studies.map((s) => ({ id: s.study_id, link_id: s.link_id }));
     problems.push(
