@@ -1,7 +1,7 @@
 /** The tables reference as Markdown, rendered from the declarations in tables.ts. */
 import { type Column, type TableName, tableNames, tables } from './tables.ts';
 
-const typeNames = {
+export const typeNames = {
   string: 'string',
   integer: 'integer',
   boolean: 'boolean (true, false)',
@@ -24,10 +24,17 @@ export function tablesMarkdown(): string {
   return `${parts.join('\n')}\n`;
 }
 
-function tableSection(name: TableName): string[] {
+/** One table's reference: description, key, references and every column; `level` of its heading. */
+export function tableSection(name: TableName, level = 2): string[] {
   const table = tables[name];
   const keys = table.primaryKey as readonly string[];
-  const lines = [`## ${name}`, '', table.description, '', `Key: ${keys.map((k) => `\`${k}\``).join(', ')}.`];
+  const lines = [
+    `${'#'.repeat(level)} ${name}`,
+    '',
+    table.description,
+    '',
+    `Key: ${keys.map((k) => `\`${k}\``).join(', ')}.`,
+  ];
   for (const fk of table.foreignKeys) {
     lines.push(`References ${fk.reference.resource} (${fk.fields.map((f) => `\`${f}\``).join(', ')}).`);
   }

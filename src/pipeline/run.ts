@@ -16,6 +16,7 @@ import { ConfigError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
+import { RunStats } from '../load/run-stats.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
@@ -29,6 +30,7 @@ import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
+import { writeRunGuide } from './guide.ts';
 import { growHeapSlowly } from './heap-growth.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
@@ -326,13 +328,17 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
   const { studies } = listing;
   const files = run.files;
   const raw = createRawArchive(files, 'raw');
-  const rejects = createRejectsFile(files, 'rejects.jsonl');
-  const writers = await createTableWriters(files, {
-    formats: config.output.formats,
-    csv: config.output.csv,
-    // A response's rows go and come with it in the current dataset: its parts are per study.
-    perStudy: responseTables,
-  });
+  // What report.html draws, counted as the rows pass.
+  const stats = new RunStats();
+  const rejects = stats.observeRejects(createRejectsFile(files, 'rejects.jsonl'));
+  const writers = stats.observe(
+    await createTableWriters(files, {
+      formats: config.output.formats,
+      csv: config.output.csv,
+      // A response's rows go and come with it in the current dataset: its parts are per study.
+      perStudy: responseTables,
+    }),
+  );
   // Hashing of media bodies and of media.zip on a second thread (started on first use).
   const hashing = config.media.enabled ? new HashingThread() : null;
   const archive = hashing ? await openMediaArchive(files, 'media.zip', { hashing }) : null;
@@ -445,6 +451,16 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
       return { outcomes, result: unchangedResult(unchanged, startedAt) };
     }
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
+    const status = partial ? 'partial' : 'complete';
+    await writeRunGuide(files, {
+      config,
+      runId: run.id,
+      startedAt,
+      status,
+      outcomes,
+      stats,
+      warnings: log.warnings,
+    });
     const listed = await finishRunDirectory(files, config, tables);
     const finishedAt = Date.now();
     timings.total = finishedAt - startedAt;
@@ -453,7 +469,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
       run_id: run.id,
       pipeline: config.name,
       config_file: options.configFile,
-      status: partial ? 'partial' : 'complete',
+      status,
       started_at: new Date(startedAt).toISOString(),
       finished_at: new Date(finishedAt).toISOString(),
       timings_ms: timings,

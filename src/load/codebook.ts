@@ -1,0 +1,182 @@
+/**
+ * README.md beside the data: the codebook of a run (or of current/), so that whoever is handed
+ * the folder learns what it holds, which file to open, what each column means and how the
+ * tables join. Tables, keys, columns, types and meanings come from the declarations in
+ * tables.ts through the same renderer as docs/tables.md, so the codebook cannot drift from
+ * what was written.
+ */
+import type { Format } from '../config/schema.ts';
+import { tableNames, tables } from './tables.ts';
+import { tableSection } from './tables-doc.ts';
+
+export const CODEBOOK_FILE = 'README.md';
+
+export interface CodebookStudy {
+  study_id: string;
+  link_id: string;
+  title: string;
+  /** Responses this run (or current/) holds for the study. */
+  responses: number;
+  /** updated_since of the run's export; null for a full export. */
+  since: string | null;
+}
+
+export interface CodebookInput {
+  /** A run folder, or the current/ dataset. */
+  kind: 'run' | 'current';
+  pipeline: string;
+  /** The service's base URL as the manifest records it (never a key), or "sandbox". */
+  service: string;
+  /** The run; for current/, the run that last updated it. */
+  runId: string;
+  startedAt: string;
+  finishedAt: string;
+  status?: 'complete' | 'partial';
+  studies: readonly CodebookStudy[];
+  formats: readonly Format[];
+  /** Paths of the files written, relative to the folder. */
+  files: readonly string[];
+  /** Files of the folder not yet in `files`, written after it (manifest.json, report.html). */
+  alsoWritten?: readonly string[];
+}
+
+/**
+ * Text from the service shown as Markdown text: Markdown and HTML characters are escaped and
+ * a line break becomes a space, so a title can neither format the page nor carry markup.
+ */
+export function markdownText(value: string): string {
+  return value
+    .replace(/[\r\n\t]+/g, ' ')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/([\\`*_[\]|~])/g, '\\$1');
+}
+
+export function codebookMarkdown(input: CodebookInput): string {
+  const files = new Set([...input.files, ...(input.alsoWritten ?? [])]);
+  const has = (path: string) => files.has(path);
+  const hasUnder = (folder: string) => [...files].some((path) => path.startsWith(`${folder}/`));
+  const full = input.studies.every((study) => study.since === null);
+  const lines: string[] = [];
+  const title =
+    input.kind === 'run'
+      ? `# ${markdownText(input.pipeline)}: run ${input.runId}`
+      : `# ${markdownText(input.pipeline)}: current dataset`;
+  lines.push(title, '', '<!-- Written by study-export from its table declarations. -->', '');
+  if (input.kind === 'run') {
+    lines.push(
+      `This folder is one run of study-export: what it exported from the Study Responses service`,
+      `at ${markdownText(input.service)}, started ${input.startedAt} and finished ${input.finishedAt} (UTC).`,
+      '',
+      `- Run id: \`${input.runId}\``,
+      `- Status: ${input.status === 'partial' ? 'partial (some records were rejected, recordings failed or a study was not exported whole: see report.html and manifest.json)' : 'complete'}`,
+      `- Export: ${full ? 'full (every response of each study)' : 'incremental: only responses created or updated since the time given per study below; earlier ones are in earlier runs and in current/'}`,
+      '',
+    );
+  } else {
+    lines.push(
+      'This folder holds every response exported so far from the Study Responses service at',
+      `${markdownText(input.service)}, once each, in its newest copy, across all runs; last updated by run`,
+      `\`${input.runId}\`, finished ${input.finishedAt} (UTC).`,
+      '',
+    );
+  }
+  lines.push('## Studies', '');
+  lines.push(
+    input.kind === 'run'
+      ? '| link_id | title | study_id | responses in this run | exported since |'
+      : '| link_id | title | study_id | responses |',
+    input.kind === 'run' ? '|---|---|---|---|---|' : '|---|---|---|---|',
+  );
+  for (const study of input.studies) {
+    const cells = [
+      markdownText(study.link_id),
+      markdownText(study.title),
+      `\`${study.study_id.replace(/`/g, "'")}\``,
+      String(study.responses),
+    ];
+    if (input.kind === 'run') cells.push(study.since ?? 'full export');
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  if (input.studies.length === 0) lines.push('', 'No study was exported.');
+  lines.push('', '## Which file is for whom', '');
+  if (has('report.html'))
+    lines.push(
+      '- **report.html**: open first. Responses over time, skipped questions, recordings, warnings.',
+    );
+  if (hasUnder('wide'))
+    lines.push(
+      '- **wide/<link_id>.csv** (spreadsheet): one row per response, one column per question; opens in Excel, LibreOffice, Numbers.',
+    );
+  if (hasUnder('xlsx'))
+    lines.push('- **xlsx/<link_id>.xlsx** (spreadsheet): per study, sheets wide, answers and transcript.');
+  const parquet = input.formats.includes('parquet') || input.kind === 'current';
+  if (parquet) {
+    lines.push(
+      input.kind === 'run'
+        ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'
+        : '- **<table>/study_id=<id>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, one folder per study (hive partitions); read a table as `<table>/*/*.parquet`.',
+    );
+  }
+  if (input.formats.includes('csv')) {
+    lines.push(
+      input.kind === 'run'
+        ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
+        : '- **<table>/study_id=<id>/part-<run id>.csv**: the same tables as CSV.',
+    );
+  }
+  if (has('datapackage.json'))
+    lines.push('- **datapackage.json**: the tables, types and keys as a Frictionless Data Package.');
+  if (has('media.zip'))
+    lines.push(
+      '- **media.zip** (archivists): every recording as `<link_id>/<response_id>/<turn>-<kind>.<ext>`, stored uncompressed; HLS video as a folder with its playlist `index.m3u8` and segments. `study-export view` plays them beside the transcript.',
+    );
+  if (has('manifest.json'))
+    lines.push(
+      '- **manifest.json** (data engineers): the configuration (never the key), counts, the sha256 of every file, requests, warnings and rejects. `study-export verify <this folder>` re-checks it.',
+    );
+  if (hasUnder('raw'))
+    lines.push('- **raw/**: every payload as received, for `study-export replay` and audit.');
+  if (has('rejects.jsonl'))
+    lines.push(
+      '- **rejects.jsonl**: records that failed validation, raw, each with the reason (empty: none).',
+    );
+  if (input.kind === 'run')
+    lines.push(
+      '- **../../current/**: every response once, newest copy, across runs (this run holds only what it exported).',
+    );
+  lines.push(
+    '',
+    '## Times',
+    '',
+    'Every timestamp is UTC (ISO 8601 with a Z in CSV; TIMESTAMP in Parquet, adjusted to UTC). Run ids are UTC times too.',
+    '',
+    '## How the tables join',
+    '',
+  );
+  for (const name of tableNames) {
+    for (const key of tables[name].foreignKeys) {
+      const fields = key.fields.map((f) => `\`${f}\``).join(', ');
+      lines.push(`- ${name}.${key.fields.join(', ')} → ${key.reference.resource} (${fields})`);
+    }
+  }
+  lines.push(
+    '- answers and transcript join on (`response_id`, `answer_id`): the transcript rows of one answer. Transcript rows with no `answer_id` are intro messages.',
+    '- media joins transcript on (`response_id`, `turn`); questions joins answers on (`study_id`, `discussion_guide_question_id`, `concept_id`).',
+    '- wide sheets are built from answers: one column per question slot, in the order of questions.position.',
+    '',
+    '## Recordings: has_audio, audio_file',
+    '',
+    '- `has_audio` / `has_video` (transcript): the service had a recording for this turn, whether or not it was archived.',
+    '- `audio_file` / `video_file` (transcript): where the recording is inside media.zip; empty when this run did not archive it (media off, the download failed, or an earlier run archived it).',
+    '- media: one row per recording with `status` archived or failed, its `file` in media.zip, bytes, sha256, and the `error` of a failed download.',
+    '',
+    '## Tables',
+    '',
+    'Key: the columns that identify a row; no two rows share it. "required: yes" means always a value; "may be """ means text the service may send empty.',
+    '',
+  );
+  for (const name of tableNames) lines.push(...tableSection(name, 3));
+  return `${lines.join('\n').trimEnd()}\n`;
+}

@@ -1,0 +1,66 @@
+/**
+ * The human entry points of a run, written beside its data before datapackage.json and the
+ * manifest, so both are listed there with their sha256: README.md (the codebook) and
+ * report.html (what the rows look like, and what went wrong).
+ */
+import type { PipelineConfig } from '../config/schema.ts';
+import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
+import { publicConfig, type StudyOutcome } from '../load/manifest.ts';
+import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
+import type { RunStats } from '../load/run-stats.ts';
+import type { Warning } from '../records.ts';
+import type { RecordedStorage } from '../storage/recorded.ts';
+
+export interface RunGuideInput {
+  config: PipelineConfig;
+  runId: string;
+  startedAt: number;
+  status: 'complete' | 'partial';
+  outcomes: readonly StudyOutcome[];
+  stats: RunStats;
+  warnings: readonly Warning[];
+}
+
+export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput): Promise<void> {
+  const { config, stats } = input;
+  const service = publicConfig(config).source.base_url;
+  const startedAt = new Date(input.startedAt).toISOString();
+  const finishedAt = new Date().toISOString();
+  const studies = input.outcomes.map((outcome) => ({
+    study_id: outcome.study_id,
+    link_id: outcome.link_id,
+    title: stats.studies.get(outcome.study_id)?.title ?? '',
+    responses: outcome.responses,
+    since: outcome.since,
+    error: outcome.error,
+  }));
+  const common = {
+    kind: 'run' as const,
+    pipeline: config.name,
+    service,
+    runId: input.runId,
+    startedAt,
+    finishedAt,
+    status: input.status,
+  };
+  await files.put(
+    REPORT_FILE,
+    reportHtml({
+      ...common,
+      studies,
+      stats,
+      warnings: input.warnings,
+      mediaEnabled: config.media.enabled,
+    }),
+  );
+  await files.put(
+    CODEBOOK_FILE,
+    codebookMarkdown({
+      ...common,
+      studies,
+      formats: config.output.formats,
+      files: files.written().map((file) => file.path),
+      alsoWritten: ['datapackage.json', 'manifest.json'],
+    }),
+  );
+}
