@@ -6,9 +6,10 @@
  * they reach raw/*.jsonl.gz and the `extra` columns.
  */
 import { z } from 'zod';
+import { isTimestamp } from '../util/timestamp.ts';
 
-/** A timestamp the service sends: any string Date.parse understands (ISO 8601, Z or an offset). */
-export const Timestamp = z.string().refine((value) => !Number.isNaN(Date.parse(value)), {
+/** A timestamp the service sends: ISO 8601, UTC when it names no zone (src/util/timestamp.ts). */
+export const Timestamp = z.string().refine(isTimestamp, {
   message: 'expected an ISO 8601 timestamp',
 });
 

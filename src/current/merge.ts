@@ -5,10 +5,13 @@
  *
  * The rules, per study:
  * - A response is one unit. Its copy in the run replaces the previous copy of its row in
- *   `responses` AND all of its rows in answers, transcript, attributes and media, unless the
- *   previous copy is newer (a later updated_at). Rows that a newer copy no longer has (a
- *   shorter transcript, a removed URL parameter) disappear with the old copy: child rows are
- *   never merged one by one.
+ *   `responses` AND all of its rows in answers, transcript, attributes and media. Rows that
+ *   the run's copy no longer has (a shorter transcript, a removed URL parameter) disappear
+ *   with the old copy: child rows are never merged one by one.
+ * - The later-fetched copy wins, whatever its updated_at: a run's copy is what the service
+ *   said last. updated_at orders copies within one listing only (src/extract/responses.ts);
+ *   across runs it could not, since a service may re-stamp a response earlier (a 2099 stamp
+ *   corrected, a stamp reset to 1970) and the stale copy would then stay for good.
  * - A response whose detail could not be fetched in the run (its transcript is missing) is
  *   incomplete: its previous copy, when there is one, stays whole.
  * - `studies`: the run's row replaces the previous one.
@@ -27,11 +30,9 @@ export function isResponseTable(table: TableName): table is ResponseTable {
   return (responseTables as readonly string[]).includes(table);
 }
 
-/** The version of a response that decides which copy wins. */
+/** What the plan knows of a response row: its id. */
 export interface ResponseVersion {
   response_id: string;
-  /** ISO 8601; null when the service did not send it. */
-  updated_at: string | null;
 }
 
 export interface MergeOptions {
@@ -46,25 +47,13 @@ export interface MergePlan {
   replace: boolean;
   /** Responses of the run whose copy goes in (replacing any previous copy). */
   takeNew: Set<string>;
-  /** Responses of the run whose previous copy stays (it is newer, or the run's is incomplete). */
+  /** Responses of the run whose previous copy stays (the run's is incomplete). */
   keepPrevious: Set<string>;
-}
-
-/**
- * The newer of two copies of one response: the later updated_at; the run's copy when they
- * are equal or either is unknown (it was exported last).
- */
-export function newCopyWins(previous: string | null, incoming: string | null): boolean {
-  if (previous === null || incoming === null) return true;
-  const before = Date.parse(previous);
-  const after = Date.parse(incoming);
-  if (Number.isNaN(before) || Number.isNaN(after)) return true;
-  return after >= before;
 }
 
 /** A plan that has seen the run's responses and not yet the previous ones. */
 export class MergePlanner {
-  readonly #incoming = new Map<string, string | null>();
+  readonly #incoming = new Set<string>();
   readonly #previousSeen = new Set<string>();
   readonly #keepPrevious = new Set<string>();
 
@@ -72,7 +61,7 @@ export class MergePlanner {
 
   /** Every response row of the run, first. */
   addIncoming(version: ResponseVersion): void {
-    this.#incoming.set(version.response_id, version.updated_at);
+    this.#incoming.add(version.response_id);
   }
 
   /** Then every response row of the previous part; true when that row stays. */
@@ -80,7 +69,7 @@ export class MergePlanner {
     const id = version.response_id;
     this.#previousSeen.add(id);
     if (!this.#incoming.has(id)) return !this.options.replace;
-    if (this.options.incomplete.has(id) || !newCopyWins(version.updated_at, this.#incoming.get(id) ?? null)) {
+    if (this.options.incomplete.has(id)) {
       this.#keepPrevious.add(id);
       return true;
     }
@@ -89,7 +78,7 @@ export class MergePlanner {
 
   plan(): MergePlan {
     const takeNew = new Set<string>();
-    for (const id of this.#incoming.keys()) if (!this.#keepPrevious.has(id)) takeNew.add(id);
+    for (const id of this.#incoming) if (!this.#keepPrevious.has(id)) takeNew.add(id);
     return { replace: this.options.replace, takeNew, keepPrevious: new Set(this.#keepPrevious) };
   }
 }

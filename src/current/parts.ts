@@ -11,6 +11,7 @@ import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
 import { safeFileName } from '../load/wide.ts';
 import { LocalStorage } from '../storage/local.ts';
+import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
 
 export const CURRENT_DIR = 'current';
@@ -71,13 +72,18 @@ export async function* readPart<T extends TableName>(
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);
-    const records = await parquetReadObjects({ file, metadata, rowStart, rowEnd });
+    const records = await parquetReadObjects({ file, metadata, rowStart, rowEnd, parsers: exactTimestamps });
     rowStart = rowEnd;
     yield records.map((record) => rowOf(table, record));
   }
 }
 
-/** hyparquet's values (bigint, Date) back to row values (number, ISO string). */
+/** Timestamps read as the tables' ISO text, to the microsecond (hyparquet's Date stops at the millisecond). */
+const exactTimestamps = {
+  timestampFromMicroseconds: (micros: bigint) => fromEpochMicros(micros),
+};
+
+/** hyparquet's values (bigint, Date, ISO text) back to row values (number, ISO string). */
 export function rowOf<T extends TableName>(table: T, record: Record<string, unknown>): Row<T> {
   const row: Record<string, unknown> = {};
   for (const column of tables[table].columns) {
@@ -85,7 +91,7 @@ export function rowOf<T extends TableName>(table: T, record: Record<string, unkn
     if (value === null) row[column.name] = null;
     else if (column.type === 'integer') row[column.name] = Number(value);
     else if (column.type === 'timestamp')
-      row[column.name] = value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString();
+      row[column.name] = value instanceof Date ? value.toISOString() : toIsoUtc(String(value));
     else row[column.name] = value;
   }
   return row as Row<T>;

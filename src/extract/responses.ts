@@ -17,6 +17,7 @@ import { describeIssues, ListedResponse, responseCountInDesc, type Study } from 
 import { PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { redact } from '../redact.ts';
+import { compareInstants, type Instant, parseTimestamp } from '../util/timestamp.ts';
 import { jsonText, MAX_NESTING, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { Spill } from './spill.ts';
 
@@ -69,7 +70,7 @@ export interface ResponseListing extends AsyncIterable<ListedResponse> {
 }
 
 interface Winner {
-  version: number;
+  version: Instant;
   line: number;
 }
 
@@ -341,11 +342,16 @@ export function listingBound(declared: number, largestPage: number): number {
   return 2 * declared + 10 * Math.max(largestPage, 1);
 }
 
-/** Newest updated_at (else created_at) wins; on a tie the later listing wins. */
+/**
+ * Newest updated_at (else created_at) wins, to the microsecond; on a tie the later listing
+ * wins. This orders copies within one listing only: across runs the later-fetched copy is
+ * the current one (src/current/merge.ts).
+ */
 function keepNewest(winners: Map<string, Winner>, response: ListedResponse, line: number): void {
-  const version = Date.parse(response.updated_at ?? response.created_at);
+  const version = parseTimestamp(response.updated_at ?? response.created_at) as Instant;
   const current = winners.get(response.id);
-  if (current === undefined || version >= current.version) winners.set(response.id, { version, line });
+  if (current === undefined || compareInstants(version, current.version) >= 0)
+    winners.set(response.id, { version, line });
 }
 
 function rejectItem(sinks: ExtractSinks, study: Study, raw: unknown, reason: string): void {

@@ -20,6 +20,7 @@ import type { RowGroup, SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../storage/types.ts';
+import { epochMicros } from '../util/timestamp.ts';
 import { ColumnBuffers } from './column-buffers.ts';
 import { type Column, type Row, type TableName, tableNames, tables } from './tables.ts';
 
@@ -75,7 +76,8 @@ function columnValues(column: Column, values: unknown[]): unknown[] {
     case 'integer':
       return values.map((v) => (v === null ? null : BigInt(v as number)));
     case 'timestamp':
-      return values.map((v) => (v === null ? null : new Date(v as string)));
+      // Microseconds as a bigint: a Date would cut them to milliseconds.
+      return values.map((v) => (v === null ? null : epochMicros(v as string)));
     case 'string':
     case 'json':
       // UTF-8 here rather than hyparquet-writer's TextEncoder: Buffer.from cuts small strings

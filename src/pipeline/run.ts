@@ -28,6 +28,7 @@ import { studyRow } from '../transform/index.ts';
 import { allSettled, weightedGate } from '../util/concurrency.ts';
 import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
+import { isTimestamp } from '../util/timestamp.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
@@ -76,7 +77,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
   if (!options.recorded) growHeapSlowly();
   const config = applyOverrides(options.config, options);
-  if (options.since !== undefined && Number.isNaN(Date.parse(options.since))) {
+  if (options.since !== undefined && !isTimestamp(options.since)) {
     throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
   }
   const pipelineRoot = locationOf(config.output.dir, config.name);

@@ -25,19 +25,29 @@ import { safeFileName } from '../load/wide.ts';
 import { isObjectStorage, openStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
+import {
+  type Instant as At,
+  compareInstants,
+  isTimestamp,
+  parseTimestamp,
+  toIsoUtc,
+} from '../util/timestamp.ts';
 
 export const WATERMARK_LAG_MS = 15 * 60 * 1000;
+
+/** An instant as the state holds it: ISO 8601 text (src/util/timestamp.ts). */
+const Instant = z.string().refine(isTimestamp, { message: 'expected an ISO 8601 timestamp' });
 
 const StudyState = z.object({
   link_id: z.string(),
   /** ISO timestamp passed as updated_since on the next incremental run. */
-  watermark: z.string().nullable(),
+  watermark: Instant.nullable(),
   /**
    * Up to where this study's recordings are archived: behind `watermark` after runs without
    * media, whose recordings are owed. Absent in state written before it existed (read as
    * `watermark`); null: owed from the beginning.
    */
-  media_watermark: z.string().nullable().optional(),
+  media_watermark: Instant.nullable().optional(),
   last_run: z.string(),
   last_run_at: z.string(),
 });
@@ -197,12 +207,13 @@ export function effectiveSince(
   previous: StudyState | undefined,
   options: { since?: string; full?: boolean; incremental: boolean; media: boolean },
 ): string | null {
-  if (options.since) return new Date(options.since).toISOString();
+  // Zone-less, it is UTC (as the service reads it), whatever this machine's zone.
+  if (options.since) return toIsoUtc(options.since);
   if (options.full || !options.incremental) return null;
   const watermark = previous?.watermark ?? null;
   if (!options.media || watermark === null) return watermark;
   const media = mediaWatermark(previous);
-  return media === null || media < watermark ? media : watermark;
+  return media === null || earlier(media, watermark) ? media : watermark;
 }
 
 /**
@@ -236,5 +247,10 @@ export function advanceState(
 
 /** A listing from `since` covers everything after `mark` (null: from the beginning). */
 function coversGap(since: string | null, mark: string | null): boolean {
-  return since === null || (mark !== null && since <= mark);
+  return since === null || (mark !== null && !earlier(mark, since));
+}
+
+/** `a` names an instant before `b` (ISO text of any precision, so not compared as strings). */
+function earlier(a: string, b: string): boolean {
+  return compareInstants(parseTimestamp(a) as At, parseTimestamp(b) as At) < 0;
 }

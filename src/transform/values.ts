@@ -1,10 +1,8 @@
 /** Small value helpers shared by the transform functions. */
 import { redact } from '../redact.ts';
 
-/** A service timestamp as ISO 8601 UTC ("2026-11-21T23:55:00.000Z"). */
-export function toIsoUtc(timestamp: string): string {
-  return new Date(timestamp).toISOString();
-}
+/** A service timestamp as ISO 8601 UTC ("2026-11-21T23:55:00.000Z"), zone-less read as UTC. */
+export { toIsoUtc } from '../util/timestamp.ts';
 
 /** A deep copy of a JSON-like value in which every string has its URLs redacted. */
 export function redactUrlsDeep(value: unknown): unknown {

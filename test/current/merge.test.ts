@@ -1,6 +1,6 @@
 /** The current dataset's merge rules, on rows in memory. */
 import { describe, expect, it } from 'vitest';
-import { mergeQuestions, mergeStudy, newCopyWins, type StudyRows } from '../../src/current/merge.ts';
+import { mergeQuestions, mergeStudy, type StudyRows } from '../../src/current/merge.ts';
 import type { Row } from '../../src/load/tables.ts';
 
 const study = 'st-1';
@@ -131,15 +131,19 @@ describe('mergeStudy', () => {
     ]);
   });
 
-  it('keeps the previous copy when it is newer, with all its child rows', () => {
+  it('the later-fetched copy wins even when re-stamped earlier, with all its child rows', () => {
+    // The previous copy says 2030-01-01T10:00; the service corrected the stamp to 1970.
     const incoming = rows({
-      responses: [response('r1', '2029-12-31T00:00:00.000Z', 'stale')],
-      answers: [answer('r1', 'a', 'stale a')],
+      responses: [response('r1', '1970-01-01T00:00:00.000Z', 'corrected')],
+      answers: [answer('r1', 'a', 'corrected a')],
     });
     const merged = mergeStudy(previous, incoming, incremental);
-    expect(merged.responses.find((r) => r.response_id === 'r1')?.summary).toBe('summary of r1');
-    expect(merged.answers.map((a) => a.answer)).toEqual(['old r1 a', 'old r1 b', 'r2 a']);
-    expect(merged.transcript).toEqual(previous.transcript);
+    expect(merged.responses.map((r) => [r.response_id, r.summary, r.updated_at])).toEqual([
+      ['r2', 'summary of r2', previous.responses[1]!.updated_at],
+      ['r1', 'corrected', '1970-01-01T00:00:00.000Z'],
+    ]);
+    expect(merged.answers.map((a) => a.answer)).toEqual(['r2 a', 'corrected a']);
+    expect(merged.transcript.filter((t) => t.response_id === 'r1')).toEqual([]);
   });
 
   it('an incomplete copy (no detail) never replaces a previous one; a new incomplete response goes in', () => {
@@ -182,18 +186,6 @@ describe('mergeStudy', () => {
     const once = mergeStudy(previous, incoming, incremental);
     const twice = mergeStudy(once, incoming, incremental);
     expect(twice).toEqual(once);
-  });
-});
-
-describe('newCopyWins', () => {
-  it('the later updated_at; the run when equal or unknown', () => {
-    expect(newCopyWins('2030-01-01T00:00:00Z', '2030-01-01T00:00:01Z')).toBe(true);
-    expect(newCopyWins('2030-01-01T00:00:01Z', '2030-01-01T00:00:00Z')).toBe(false);
-    expect(newCopyWins('2030-01-01T00:00:00Z', '2030-01-01T00:00:00.000Z')).toBe(true);
-    expect(newCopyWins(null, '2030-01-01T00:00:00Z')).toBe(true);
-    expect(newCopyWins('2030-01-01T00:00:00Z', null)).toBe(true);
-    // Offsets are compared as instants, not as text.
-    expect(newCopyWins('2030-01-01T01:00:00+02:00', '2030-01-01T00:00:00Z')).toBe(true);
   });
 });
 
