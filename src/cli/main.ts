@@ -4,6 +4,7 @@
  */
 import yargs from 'yargs';
 import packageJson from '../../package.json' with { type: 'json' };
+import { initCommand } from './commands/init.ts';
 import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
@@ -14,7 +15,7 @@ import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
 import { UsageError } from './usage.ts';
 
-const commandNames = ['run', 'replay', 'studies', 'sandbox', 'validate', 'verify'];
+const commandNames = ['init', 'run', 'replay', 'studies', 'sandbox', 'validate', 'verify'];
 
 /** Runs one command line and resolves to the process exit code. */
 export async function main(context: CliContext): Promise<number> {
@@ -23,6 +24,7 @@ export async function main(context: CliContext): Promise<number> {
     .usage(
       '$0 <command> [options]\n\nExport a Study Responses service into CSV/Parquet tables and a media zip.',
     )
+    .command(initCommand(context))
     .command(runCommand(context))
     .command(replayCommand(context))
     .command(studiesCommand(context))
@@ -36,7 +38,7 @@ export async function main(context: CliContext): Promise<number> {
       describe:
         'json: one JSON object per line on stderr for each event (progress, warnings, errors), for CI log collectors',
     })
-    .demandCommand(1, 'name a command: run, replay, studies, sandbox, validate or verify')
+    .demandCommand(1, 'name a command: init, run, replay, studies, sandbox, validate or verify')
     .recommendCommands()
     .strict()
     .help()

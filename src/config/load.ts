@@ -34,7 +34,7 @@ export const PIPELINES_DIR = 'pipelines';
 export async function loadPipeline(options: LoadPipelineOptions): Promise<LoadedPipeline> {
   const absolute = await resolvePipelineFile(options);
   const file = displayPath(absolute, options.cwd);
-  const text = await readPipelineText(absolute, file);
+  const text = await readPipelineText(absolute, file, options.config === undefined);
   const parsed = parseYaml(text, file);
   const interpolated = interpolateValues(parsed, options.env, file);
   return { config: validate(interpolated, file), file };
@@ -96,7 +96,7 @@ async function assertPipelineExists(file: string, name: string, cwd: string): Pr
     const available = await listPipelines(cwd);
     const list = available.length > 0 ? available.join(', ') : 'none';
     throw new ConfigError(
-      `no pipeline named "${name}": ${displayPath(file, cwd)} not found (available: ${list})`,
+      `no pipeline named "${name}": ${displayPath(file, cwd)} not found (available: ${list}); \`study-export init ${name}\` writes one`,
       { context: { file: displayPath(file, cwd) } },
     );
   }
@@ -115,12 +115,18 @@ export async function listPipelines(cwd: string): Promise<string[]> {
   }
 }
 
-async function readPipelineText(absolute: string, file: string): Promise<string> {
+/** The file's text; a missing default file points to `init`, which writes one. */
+async function readPipelineText(absolute: string, file: string, isDefault: boolean): Promise<string> {
   try {
     return await readFile(absolute, 'utf8');
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(error);
-    throw new ConfigError(`${file}: cannot read the pipeline file (${reason})`, {
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+    const reason = missing ? 'no such file' : String(error);
+    const next =
+      missing && isDefault
+        ? `; \`study-export init\` writes one (\`study-export init NAME\` writes ${PIPELINES_DIR}/NAME.yaml)`
+        : '';
+    throw new ConfigError(`${file}: cannot read the pipeline file (${reason})${next}`, {
       context: { file },
       cause: error,
     });

@@ -1,7 +1,8 @@
 /**
  * The pipeline file (pipeline.yaml, pipelines/*.yaml), declared once. Names are the
  * product's and fixed; defaults are applied here. Objects are strict: an unknown key is an
- * error naming the file and the key path (see load.ts).
+ * error naming the file and the key path (see load.ts). Each key's `.describe()` text is
+ * what people read about it: `study-export init` writes it as the key's comment (template.ts).
  */
 import { z } from 'zod';
 
@@ -57,53 +58,81 @@ function isBaseUrl(value: string): boolean {
 }
 
 export const SourceConfig = z.strictObject({
-  /** "sandbox" starts the embedded service in-process. */
   base_url: z
     .string()
     .min(1)
     .refine(isBaseUrl, 'expected "sandbox" or an http:// or https:// URL')
-    .default('sandbox'),
-  /** Name of the environment variable holding the key; the key itself never sits in a file. */
-  api_key_env: z.string().min(1).default('STUDY_API_KEY'),
-  per_page: boundedInt(settingBounds.per_page).default(1000),
-  include_in_progress: z.boolean().default(true),
-  /** API requests in flight, all studies together. */
-  concurrency: boundedInt(settingBounds.concurrency).default(8),
-  timeout_ms: boundedInt(settingBounds.timeout_ms).default(30_000),
-  retries: boundedInt(settingBounds.retries).default(5),
-  /**
-   * A study's listing stops (warning, watermark held, exit 3) after this many pages when its
-   * desc declares no response count; with a count, the bound follows from it.
-   */
-  max_pages: boundedInt(settingBounds.max_pages).default(100_000),
-  /** Longest Retry-After waited for (API and media); a longer one waits this long and is counted. */
-  max_retry_after_s: boundedInt(settingBounds.max_retry_after_s).default(60),
-  /** Whole request, first byte sent to last received (timeout_ms bounds only silences); default apiDeadlineMs. */
-  deadline_ms: boundedInt(settingBounds.deadline_ms).optional(),
-  /** Largest API response body read; a longer one is cut off while it arrives. */
-  max_body_mib: boundedInt(settingBounds.max_body_mib).default(64),
+    .default('sandbox')
+    .describe(
+      'the service\'s URL, e.g. https://studies.example.com; "sandbox" starts the embedded reference service (no key, no network). An output folder keeps one service: a run against another stops (exit 2) unless given --accept-new-source',
+    ),
+  api_key_env: z
+    .string()
+    .min(1)
+    .default('STUDY_API_KEY')
+    .describe('the environment variable holding the API key (the key itself never sits in a file)'),
+  per_page: boundedInt(settingBounds.per_page)
+    .default(1000)
+    .describe('responses per list page (the service may cap it lower)'),
+  include_in_progress: z
+    .boolean()
+    .default(true)
+    .describe('include responses whose analysis is still running'),
+  concurrency: boundedInt(settingBounds.concurrency)
+    .default(8)
+    .describe('API requests in flight, all studies together'),
+  timeout_ms: boundedInt(settingBounds.timeout_ms)
+    .default(30_000)
+    .describe('connect, idle socket and first byte, per request'),
+  retries: boundedInt(settingBounds.retries)
+    .default(5)
+    .describe('per request, on network errors, 408, 429 and 5xx'),
+  max_pages: boundedInt(settingBounds.max_pages)
+    .default(100_000)
+    .describe(
+      "a study's listing stops here (warning, watermark held, exit 3) when its desc declares no response count; with a count, the bound follows from it",
+    ),
+  max_retry_after_s: boundedInt(settingBounds.max_retry_after_s)
+    .default(60)
+    .describe('longest Retry-After waited for (API and media); a longer one waits this long and is counted'),
+  deadline_ms: boundedInt(settingBounds.deadline_ms)
+    .optional()
+    .describe(
+      'a whole request, first byte sent to last received (timeout_ms bounds only silences); default 4 x timeout_ms',
+    ),
+  max_body_mib: boundedInt(settingBounds.max_body_mib)
+    .default(64)
+    .describe('largest API answer read; a longer one is cut off as it arrives'),
 });
 
 export const StudiesConfig = z.strictObject({
-  /** link_id globs or permanent study ids. */
-  include: z.array(z.string().min(1)).default(['*']),
-  exclude: z.array(z.string().min(1)).default([]),
+  include: z
+    .array(z.string().min(1))
+    .default(['*'])
+    .describe('link_id globs (* and ?) or permanent study ids'),
+  exclude: z.array(z.string().min(1)).default([]).describe('the same, left out'),
 });
 
 export const CsvConfig = z.strictObject({
-  bom: z.boolean().default(false),
-  escape_formulae: z.boolean().default(true),
+  bom: z.boolean().default(false).describe('a byte order mark on the wide sheets, for old Excel'),
+  escape_formulae: z
+    .boolean()
+    .default(true)
+    .describe('cells starting with =, +, - or @ made inert for spreadsheets'),
 });
 
-/** For S3-compatible servers (MinIO, R2, Ceph); credentials come only from the AWS environment and profiles. */
 export const S3Config = z.strictObject({
-  endpoint: z.url({ protocol: /^https?$/ }).optional(),
-  /** bucket in the path rather than the host name; the default when an endpoint is set. */
-  force_path_style: z.boolean().optional(),
+  endpoint: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe("the server's URL, e.g. http://minio:9000"),
+  force_path_style: z
+    .boolean()
+    .optional()
+    .describe('bucket in the path rather than the host name; the default when an endpoint is set'),
 });
 
 export const OutputConfig = z.strictObject({
-  /** A folder, or s3://bucket/prefix for S3-compatible object storage. */
   dir: z
     .string()
     .min(1)
@@ -111,34 +140,49 @@ export const OutputConfig = z.strictObject({
       message:
         'expected a folder or s3://bucket/prefix (a bucket name: lower-case letters, digits, "." and "-")',
     })
-    .default('out'),
+    .default('out')
+    .describe('runs land in DIR/<name>/; a folder, or s3://bucket/prefix for S3-compatible object storage'),
   formats: z
     .array(z.enum(formats))
     .min(1)
     .refine((list) => list.some(isTableFormat), tableFormatMissing)
-    .default(['csv', 'parquet']),
-  csv: CsvConfig.default({ bom: false, escape_formulae: true }),
-  s3: S3Config.optional(),
+    .default(['csv', 'parquet'])
+    .describe('csv and/or parquet; add xlsx for one workbook per study beside them'),
+  csv: CsvConfig.default({ bom: false, escape_formulae: true }).describe('how CSV files are written'),
+  s3: S3Config.optional().describe(
+    'for S3-compatible servers (MinIO, R2, Ceph); credentials come only from the AWS environment and profiles',
+  ),
 });
 
 export const MediaConfig = z.strictObject({
-  enabled: z.boolean().default(true),
-  video: z.enum(videoModes).default('mp4'),
-  concurrency: boundedInt(settingBounds.media_concurrency).default(4),
-  /** Whole download of one file; a signed link lives an hour. */
-  deadline_ms: boundedInt(settingBounds.media_deadline_ms).default(3_600_000),
-  /** Largest media file downloaded (and never more than its Content-Length). */
-  max_file_mib: boundedInt(settingBounds.max_file_mib).default(4_096),
+  enabled: z.boolean().default(true).describe('archive audio and video into media.zip'),
+  video: z.enum(videoModes).default('mp4').describe('mp4, hls or both'),
+  concurrency: boundedInt(settingBounds.media_concurrency)
+    .default(4)
+    .describe('downloads in flight, apart from API requests'),
+  deadline_ms: boundedInt(settingBounds.media_deadline_ms)
+    .default(3_600_000)
+    .describe('a whole download of one file (a signed link lives an hour)'),
+  max_file_mib: boundedInt(settingBounds.max_file_mib)
+    .default(4_096)
+    .describe('largest file downloaded (and never more than its Content-Length)'),
 });
+
+export const pipelineNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+export const pipelineNameRule = 'expected letters, digits, ".", "_" or "-" (it names a folder)';
 
 export const PipelineConfig = z.strictObject({
   name: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected letters, digits, ".", "_" or "-" (it names a folder)'),
-  source: SourceConfig.prefault({}),
-  studies: StudiesConfig.prefault({}),
-  incremental: z.boolean().default(true),
-  output: OutputConfig.prefault({}),
-  media: MediaConfig.prefault({}),
+    .regex(pipelineNamePattern, pipelineNameRule)
+    .describe('names the output folder: <output.dir>/<name>/'),
+  source: SourceConfig.prefault({}).describe('the service exported'),
+  studies: StudiesConfig.prefault({}).describe('which studies'),
+  incremental: z
+    .boolean()
+    .default(true)
+    .describe('export only responses updated since the last run (a watermark per study)'),
+  output: OutputConfig.prefault({}).describe('where and in which formats'),
+  media: MediaConfig.prefault({}).describe('audio and video recordings'),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfig>;
