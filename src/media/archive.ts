@@ -1,7 +1,8 @@
 /**
  * media.zip, written by a single writer. Finished bodies (in memory or in temporary files)
- * are appended one at a time as stored entries (media is already compressed), each under
- * 4 GiB; the archive itself may outgrow 4 GiB and 65 535 entries (zip64 end records).
+ * are appended one at a time as stored entries (media is already compressed), of any size:
+ * an entry of 4 GiB or more gets zip64 sizes, and the archive may outgrow 4 GiB and 65 535
+ * entries (zip64 offsets and end records).
  *
  * The writer is a few plain writes per entry (src/media/zip-format.ts) rather than a
  * stream library: a body in memory is its header and one write, its CRC-32 computed in one
@@ -23,6 +24,7 @@ import {
   dosDateTime,
   endRecords,
   localHeader,
+  needsZip64,
   type ZipEntryRecord,
 } from './zip-format.ts';
 
@@ -48,14 +50,11 @@ export interface ArchiveOptions {
   /** Computes media.zip's SHA-256 (for the manifest) off the event loop. */
   hashing?: HashingThread;
   /**
-   * Writes zip64 end records and offsets whatever the sizes: lets tests check that readers
-   * accept them without writing 4 GiB.
+   * Writes every zip64 field (entry sizes, offsets, end records) whatever the sizes: lets
+   * tests check that readers accept them without writing 4 GiB.
    */
   forceZip64?: boolean;
 }
-
-/** Entries this large would need zip64 sizes; refused instead. */
-export const maxEntryBytes = 0xffff_ffff;
 
 /** Chunk size of temporary-file reads and of central directory writes. */
 const ioChunkBytes = 1024 * 1024;
@@ -123,7 +122,6 @@ export class ZipWriter implements MediaArchive {
   private async addNow(entryName: string, body: MediaBody): Promise<void> {
     this.checkOpen();
     if (body.kind === 'memory') {
-      this.checkSize(entryName, body.data.length);
       const record = this.record(entryName, body.data.length, body.crc32 ?? crc32(body.data), false);
       await this.guarded(async () => {
         await this.emit(localHeader(record));
@@ -137,7 +135,6 @@ export class ZipWriter implements MediaArchive {
     });
     try {
       const { size } = await file.stat();
-      this.checkSize(entryName, size);
       this.checkOpen(); // again: the archive may have been aborted meanwhile
       const record = this.record(entryName, size, 0, true);
       await this.guarded(() => this.copyFile(file, record, body.crc32));
@@ -202,6 +199,7 @@ export class ZipWriter implements MediaArchive {
       offset: this.offset,
       ...dosDateTime(new Date()),
       dataDescriptor: descriptor,
+      zip64: this.options.forceZip64 === true || needsZip64(size),
     };
   }
 
@@ -230,14 +228,6 @@ export class ZipWriter implements MediaArchive {
     if (this.outputEnded) return;
     this.outputEnded = true;
     await (how === 'close' ? this.output.close() : this.output.abort());
-  }
-
-  private checkSize(entryName: string, bytes: number): void {
-    if (bytes >= maxEntryBytes) {
-      throw new MediaError(`${entryName} is ${bytes} bytes; entries of 4 GiB or more are not archived`, {
-        context: { file: entryName },
-      });
-    }
   }
 
   private checkOpen(): void {

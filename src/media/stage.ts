@@ -8,11 +8,10 @@ import { mkdir } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import type { SingleResponse } from '../api/resources.ts';
 import type { VideoMode } from '../config/schema.ts';
-import { MediaError } from '../errors.ts';
 import { RetryCounts, type RetryCountsSnapshot, type RetryPolicy, retryPolicy } from '../http/retry.ts';
 import type { MediaOutcome } from '../records.ts';
 import { redact } from '../redact.ts';
-import { type MediaArchive, maxEntryBytes } from './archive.ts';
+import type { MediaArchive } from './archive.ts';
 import { downloadMedia } from './download.ts';
 import { type FetchLink, fetchFile } from './fetch.ts';
 import type { HashingThread } from './hashing-thread.ts';
@@ -37,7 +36,11 @@ export interface MediaStageOptions {
   timeoutMs: number;
   /** The whole download of one file (default one hour). */
   deadlineMs?: number;
-  /** Largest file downloaded, whatever its Content-Length says (default 4 GiB). */
+  /**
+   * Largest file downloaded (media.max_file_mib; default 4 GiB): one announced larger is
+   * refused on its response headers, one without a Content-Length is stopped at the limit.
+   * Any file within it is archived (zip64 past 4 GiB).
+   */
   maxFileBytes?: number;
   /** Refresh links older than this before using them (default 50 minutes). */
   maxLinkAgeMs?: number;
@@ -103,11 +106,6 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
         context,
       });
       scratch.hold(fetched.body);
-      if (fetched.bytes >= maxEntryBytes) {
-        throw new MediaError(`${fetched.bytes} bytes: files of 4 GiB or more are not archived`, {
-          context: { ...context, url: redact(fetched.link.url) },
-        });
-      }
       return fetched;
     };
   }

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import yauzl from 'yauzl';
 import { openMediaArchive } from '../../src/media/archive.ts';
 import type { MediaBody } from '../../src/media/types.ts';
 import { localFile } from '../storage/helpers.ts';
-import { readZip } from './zip.ts';
+import { readZip, unzipTest as unzipReport, zipFactsByPython, zipFactsByYauzl } from './zip.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -106,21 +106,86 @@ describe('openMediaArchive', () => {
     unzipTest(zipPath);
   });
 
-  it('writes zip64 end records and offsets that yauzl and unzip read', async () => {
+  it('writes zip64 sizes, offsets and end records that unzip, Python zipfile and yauzl read value by value', async () => {
     const zipPath = join(dir, 'media.zip');
     const archive = await openMediaArchive(...localFile(zipPath), { forceZip64: true });
-    const first = randomBytes(70_000);
-    const second = randomBytes(1_200_000);
-    await archive.add('r/1-audio.mp3', { kind: 'memory', data: first });
-    await archive.add('r/2-video.mp4', await tempFile('z.part', second));
+    const bodies: [string, Buffer][] = [
+      ['r/1-audio.mp3', randomBytes(70_000)],
+      ['r/2-video.mp4', randomBytes(1_200_000)],
+      ['r/3-audio.mp3', randomBytes(5)],
+    ];
+    await archive.add(bodies[0]![0], { kind: 'memory', data: bodies[0]![1] });
+    await archive.add(bodies[1]![0], await tempFile('z.part', bodies[1]![1]));
+    await archive.add(bodies[2]![0], { kind: 'memory', data: bodies[2]![1] });
     const summary = await archive.finish();
-    const entries = await readZip(zipPath);
-    expect(entries.map((e) => [e.name, e.sha256])).toEqual([
-      ['r/1-audio.mp3', sha256(first)],
-      ['r/2-video.mp4', sha256(second)],
-    ]);
-    expect((await stat(zipPath)).size).toBe(summary.bytes);
-    unzipTest(zipPath);
+    const zip = await readFile(zipPath);
+    expect(zip.length).toBe(summary.bytes);
+
+    // Where each local header is, and what it says, read from the bytes: the zip64 extra
+    // field holds both sizes, the 32-bit fields say "see zip64".
+    const offsets: number[] = [];
+    let at = 0;
+    for (const [name, data] of bodies) {
+      offsets.push(at);
+      expect(zip.readUInt32LE(at)).toBe(0x04034b50);
+      expect(zip.readUInt16LE(at + 4)).toBe(45);
+      const descriptor = (zip.readUInt16LE(at + 6) & 0x0008) !== 0;
+      expect([zip.readUInt32LE(at + 18), zip.readUInt32LE(at + 22)]).toEqual([0xffffffff, 0xffffffff]);
+      const nameLength = zip.readUInt16LE(at + 26);
+      expect(zip.subarray(at + 30, at + 30 + nameLength).toString()).toBe(name);
+      const extra = at + 30 + nameLength;
+      expect(zip.readUInt16LE(at + 28)).toBe(20);
+      expect([zip.readUInt16LE(extra), zip.readUInt16LE(extra + 2)]).toEqual([1, 16]);
+      expect([zip.readBigUInt64LE(extra + 4), zip.readBigUInt64LE(extra + 12)]).toEqual([
+        BigInt(data.length),
+        BigInt(data.length),
+      ]);
+      at = extra + 20 + data.length;
+      if (descriptor) {
+        // The data descriptor of a zip64 entry: signature, CRC-32, two 8-byte sizes.
+        expect(zip.readUInt32LE(at)).toBe(0x08074b50);
+        expect(zip.readUInt32LE(at + 4)).toBe(referenceCrc32(data));
+        expect(zip.readBigUInt64LE(at + 8)).toBe(BigInt(data.length));
+        expect(zip.readBigUInt64LE(at + 16)).toBe(BigInt(data.length));
+        at += 24;
+      }
+    }
+    // The zip64 end record, its locator, then the classic end record at its maximums.
+    const end = zip.length - 22;
+    expect(zip.readUInt32LE(end)).toBe(0x06054b50);
+    expect(zip.readUInt32LE(end - 20)).toBe(0x07064b50);
+    expect(zip.readUInt32LE(end - 76)).toBe(0x06064b50);
+    expect(zip.readBigUInt64LE(end - 76 + 32)).toBe(3n);
+
+    const expected = bodies.map(([name, data], i) => ({
+      name,
+      size: data.length,
+      compressedSize: data.length,
+      crc32: referenceCrc32(data),
+      offset: offsets[i],
+      extraIds: [1],
+      sha256: sha256(data),
+    }));
+    expect(await zipFactsByYauzl(zipPath)).toEqual(expected);
+    expect(zipFactsByPython(zipPath)).toEqual(expected);
+    const report = unzipReport(zipPath);
+    for (const [name] of bodies) expect(report).toContain(`testing: ${name}`);
+    expect(report).toContain('No errors detected in compressed data');
+  });
+
+  it('writes no zip64 field where nothing needs one', async () => {
+    const zipPath = join(dir, 'media.zip');
+    const archive = await openMediaArchive(...localFile(zipPath));
+    const data = randomBytes(3_000);
+    await archive.add('r/1-audio.mp3', await tempFile('y.part', data));
+    await archive.finish();
+    const zip = await readFile(zipPath);
+    expect(zip.readUInt16LE(4)).toBe(20);
+    expect(zip.readUInt16LE(28)).toBe(0);
+    expect(zip.includes(Buffer.from([0x50, 0x4b, 0x06, 0x06]))).toBe(false);
+    const facts = await zipFactsByYauzl(zipPath);
+    expect(facts.map((f) => [f.size, f.extraIds, f.sha256])).toEqual([[3_000, [], sha256(data)]]);
+    expect(zipFactsByPython(zipPath)).toEqual(facts);
   });
 
   it('keeps names outside ASCII as UTF-8', async () => {
