@@ -13,6 +13,40 @@ export const Timestamp = z.string().refine(isTimestamp, {
   message: 'expected an ISO 8601 timestamp',
 });
 
+/**
+ * An object of strings keyed by the respondent's or the service's own names (attributes: URL
+ * parameters; answers: question texts). Checked own key by own key, because zod's record skips
+ * a key named "__proto__", which JSON.parse keeps as an own property and which is data here
+ * like any other name (`constructor`, `toString`, ...).
+ */
+const StringMap = z.custom<Record<string, string>>().superRefine((value, context) => {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    const found = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+    context.addIssue({ code: 'custom', message: `expected an object of strings, received ${found}` });
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    const inner = (value as Record<string, unknown>)[key];
+    if (typeof inner !== 'string')
+      context.addIssue({ code: 'custom', path: [key], message: `expected string, received ${typeof inner}` });
+  }
+});
+
+/**
+ * Validates a payload and returns it as received. The schemas only check (no defaults, no
+ * transforms), and zod's output would be a copy that loses any key named "__proto__" (its
+ * objects are built by assignment); the payload itself keeps every key as data.
+ */
+export function checked<T extends z.ZodType>(
+  schema: T,
+  payload: unknown,
+): { success: true; data: z.infer<T> } | { success: false; error: z.ZodError } {
+  const result = schema.safeParse(payload);
+  return result.success
+    ? { success: true, data: payload as z.infer<T> }
+    : { success: false, error: result.error };
+}
+
 /** 2.1 Study, an element of GET /api/public/list_surveys. */
 export const Study = z.looseObject({
   id: z.string().min(1),
@@ -50,10 +84,10 @@ export const ListedResponse = z.looseObject({
   created_at: Timestamp,
   updated_at: Timestamp.optional(),
   // Summary plus one key per question; each value is everything the user said for it.
-  answers: z.record(z.string(), z.string()),
+  answers: StringMap,
   // Tolerated when absent: the answers object then carries the answers (see transform).
   answers_array: z.array(Answer).optional(),
-  attributes: z.record(z.string(), z.string()),
+  attributes: StringMap,
   short_transcript: z.string(),
 });
 export type ListedResponse = z.infer<typeof ListedResponse>;
@@ -102,15 +136,9 @@ export function extraFields(
   record: Record<string, unknown>,
   declared: readonly string[],
 ): Record<string, unknown> | null {
-  const extra: Record<string, unknown> = {};
-  let found = false;
-  for (const [key, value] of Object.entries(record)) {
-    if (!declared.includes(key)) {
-      extra[key] = value;
-      found = true;
-    }
-  }
-  return found ? extra : null;
+  // Built by definition, not assignment: an extra field named "__proto__" stays a field.
+  const extra = Object.fromEntries(Object.entries(record).filter(([key]) => !declared.includes(key)));
+  return Object.keys(extra).length > 0 ? extra : null;
 }
 
 /** Formats a zod error as one line naming each failing path, e.g. "transcript[3].audio: expected string". */

@@ -8,7 +8,13 @@
  * the run goes on; only a refused key ends it.
  */
 import type { ApiClient } from '../api/client.ts';
-import { describeIssues, type ListedResponse, SingleResponse, type Study } from '../api/resources.ts';
+import {
+  checked,
+  describeIssues,
+  type ListedResponse,
+  SingleResponse,
+  type Study,
+} from '../api/resources.ts';
 import { HttpError, NetworkError, PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { storable, tooDeepReason } from './nesting.ts';
@@ -111,7 +117,7 @@ async function fetchOne(
     rejectDetail(sinks, study, listed.id, tooDeepReason, payload);
     return { listed, detail: null, fetchedAt };
   }
-  const parsed = SingleResponse.safeParse(fetched.payload);
+  const parsed = checked(SingleResponse, fetched.payload);
   if (!parsed.success) {
     rejectDetail(sinks, study, listed.id, describeIssues(parsed.error), fetched.payload);
     return { listed, detail: null, fetchedAt };

@@ -13,7 +13,13 @@
 import { createHash } from 'node:crypto';
 import type { ApiClient, Fetched } from '../api/client.ts';
 import type { JsonArrayElements } from '../api/json-array.ts';
-import { describeIssues, ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
+import {
+  checked,
+  describeIssues,
+  ListedResponse,
+  responseCountInDesc,
+  type Study,
+} from '../api/resources.ts';
 import { PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { redact } from '../redact.ts';
@@ -197,7 +203,7 @@ async function pageIntoSpill(
         rejectItem(sinks, study, raw, `page ${page} [${index}] ${tooDeepReason}`);
         continue;
       }
-      const parsed = ListedResponse.safeParse(raw);
+      const parsed = checked(ListedResponse, raw);
       if (!parsed.success) {
         stats.rejected += 1;
         rejectItem(sinks, study, raw, `page ${page} [${index}] ${describeIssues(parsed.error)}`);

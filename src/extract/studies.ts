@@ -6,7 +6,7 @@
  * not lose a study.
  */
 import type { ApiClient } from '../api/client.ts';
-import { describeIssues, Study } from '../api/resources.ts';
+import { checked, describeIssues, Study } from '../api/resources.ts';
 import { ConfigError, PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, type Reject, rejectRecord } from '../records.ts';
 import { jsonText, nestsDeeperThan, tooDeepReason } from './nesting.ts';
@@ -29,7 +29,7 @@ export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promi
       sinks.rejects.write(studyReject(jsonText(raw), `[${index}] ${tooDeepReason}`));
       continue;
     }
-    const parsed = Study.safeParse(raw);
+    const parsed = checked(Study, raw);
     if (!parsed.success) {
       sinks.rejects.write(studyReject(raw, `[${index}] ${describeIssues(parsed.error)}`));
       continue;

@@ -5,7 +5,7 @@
  * Returns what happened, so the run can tell whether the study's watermark may advance.
  */
 import type { ApiClient } from '../api/client.ts';
-import { SingleResponse, type Study } from '../api/resources.ts';
+import { checked, SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, PayloadError, StudyExportError } from '../errors.ts';
 import { type DetailResult, fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
@@ -207,5 +207,7 @@ async function refreshDetail(input: ExportStudyInput, responseId: string): Promi
       context: { operation: 'get_response', study: study.link_id, response: responseId, url: fetched.url },
     });
   }
-  return SingleResponse.parse(fetched.payload);
+  const parsed = checked(SingleResponse, fetched.payload);
+  if (!parsed.success) throw parsed.error;
+  return parsed.data;
 }
