@@ -11,9 +11,15 @@ import type { LogFormat } from './context.ts';
 import { jsonEvent } from './json-event.ts';
 import { UsageError } from './usage.ts';
 
-/** A finished run: 0 complete (or a dry run's plan, or nothing new), 3 partial. */
-export function runExitCode(status: 'complete' | 'partial' | 'planned' | 'unchanged'): number {
-  return status === 'partial' ? exitCodes.partial : exitCodes.complete;
+/**
+ * A finished run: 0 complete (or a dry run's plan, or nothing new), 3 partial, or committed
+ * with part of its publication unfinished (current/, the state: the next run completes it).
+ */
+export function runExitCode(
+  status: 'complete' | 'partial' | 'planned' | 'unchanged',
+  unfinished: readonly string[] = [],
+): number {
+  return status === 'partial' || unfinished.length > 0 ? exitCodes.partial : exitCodes.complete;
 }
 
 /** `verify`: 0 when the run checks out, 1 when it found problems. */

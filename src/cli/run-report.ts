@@ -35,8 +35,16 @@ export async function reportRun(
     stopOnSignal.remove();
     reporter.stop();
   }
-  context.exitCode = runExitCode(result.status);
+  context.exitCode = runExitCode(result.status, result.unfinished);
   context.stdout.write(`${formatSummary(result)}\n`);
+  // Committed, but not all of its publication: said as errors are, after the summary.
+  for (const message of result.unfinished ?? []) {
+    context.stderr.write(
+      format === 'json'
+        ? `${redact(jsonEvent('unfinished', { message, exit_code: context.exitCode }))}\n`
+        : `${redact(`study-export: ${message}`)}\n`,
+    );
+  }
   if (format === 'json') {
     context.stderr.write(`${redact(jsonEvent('summary', summaryFields(result, context.exitCode)))}\n`);
   }
@@ -92,6 +100,7 @@ function summaryFields(result: RunResult, exitCode: number): object {
     warnings: result.warnings,
     rejects: result.rejects,
     media_failed: result.mediaFailed,
+    ...(result.unfinished === undefined ? {} : { unfinished: result.unfinished }),
     duration_ms: result.durationMs,
     ...(result.plan === undefined ? {} : { plan: result.plan }),
     ...(result.unchanged === undefined

@@ -1,13 +1,14 @@
 /**
- * The current dataset, updated in two steps. While the run still exports other studies, each
+ * The current dataset, updated in three steps. While the run still exports other studies, each
  * finished study is prepared: each of its tables gets one new part, in the run's scratch
  * space, holding the merge (merge.ts) of the previous part with the run's rows, and the study
- * gets its wide sheet built from those parts. Once the run is committed, the prepared files
- * are published (moved into the store) and the previous part is removed only once every new
- * part of the study is in place. A run killed half way leaves each partition with its
- * previous part, or with the new one beside it (a superset of the previous: the newest part
- * is always the one read), and its rerun, which exports the same responses again because
- * state did not move, completes it.
+ * gets its wide sheet built from those parts. Before the run is committed, the new parts are
+ * published (moved into the store) beside the parts they replace (publishParts); once it is
+ * committed, the parts they replace go and the wide sheets come in (settleCurrent). A
+ * partition's newest part is therefore always whole: a merged part holds everything of the
+ * one before it, a replacing part is the whole study. A run stopped anywhere in between is
+ * finished by the next one (pipeline/publication.ts): the parts of a run that was not
+ * committed are removed (removeRunParts), otherwise the older parts go (repairStudy).
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */
@@ -42,6 +43,8 @@ import {
   type PartSource,
   type PartWriter,
   type PreparedPart,
+  parsePartName,
+  partFileName,
   partitionPath,
   publishPart,
   readPart,
@@ -81,13 +84,55 @@ export interface PreparedStudy {
 /** Studies published at once: publishing is moving files in, so this only overlaps their latency. */
 const STUDIES_PUBLISHED_AT_ONCE = 4;
 
-/** Publishes every prepared study, then current/datapackage.json. */
-export async function publishCurrent(
+/**
+ * Before the commit: every prepared part moved into current/, beside the parts it replaces
+ * (a reader may see both until the run is committed and settleCurrent removes the old ones).
+ * Should the run not be committed, removeRunParts takes them out again.
+ */
+export async function publishParts(
+  context: CurrentContext,
+  prepared: readonly PreparedStudy[],
+): Promise<void> {
+  const limit = pLimit(STUDIES_PUBLISHED_AT_ONCE);
+  await Promise.all(
+    prepared.map((study) =>
+      limit(async () => {
+        for (const part of study.parts) {
+          await publishPart(context.store, part);
+          killPoint('current-part-published');
+        }
+      }),
+    ),
+  );
+}
+
+/** The parts of a run that was not committed, out of the studies' partitions (each may be absent). */
+export async function removeRunParts(
+  store: CurrentStore,
+  runId: string,
+  studyIds: readonly string[],
+): Promise<void> {
+  const paths = studyIds.flatMap((studyId) =>
+    tableNames.flatMap((table) =>
+      (['parquet', 'csv'] as const).map(
+        (format) => `${partitionPath(table, studyId)}/${partFileName(runId, format)}`,
+      ),
+    ),
+  );
+  const limit = pLimit(16);
+  await Promise.all(paths.map((path) => limit(() => store.delete(path))));
+}
+
+/**
+ * After the commit: in each partition of the run's studies only the run's part stays (or, for a
+ * table the run did not rewrite, the newest part), then the wide sheets and datapackage.json.
+ */
+export async function settleCurrent(
   context: CurrentContext & { name: string },
   prepared: readonly PreparedStudy[],
 ): Promise<void> {
   const limit = pLimit(STUDIES_PUBLISHED_AT_ONCE);
-  await Promise.all(prepared.map((study) => limit(() => publishStudy(context, study))));
+  await Promise.all(prepared.map((study) => limit(() => settleStudy(context, study))));
   await writePackageIfChanged(context);
 }
 
@@ -205,7 +250,7 @@ async function startStudy(
   return { partitions, dir, copies };
 }
 
-interface Partition {
+export interface Partition {
   path: string;
   files: { name: string; bytes: number }[];
   /** The part to merge from: the newest Parquet part, if any. */
@@ -340,24 +385,85 @@ async function prepareStudy(
   return { studyId: id, parts, rewrite, partitions, wide };
 }
 
-/** Moves a study's prepared parts into the store; then the parts they replace go. */
-async function publishStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
+/** The parts the run's replace go; the study's wide sheet comes in. */
+async function settleStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
   const { store } = update;
-  const written = new Set<string>();
-  for (const part of prepared.parts) {
-    for (const path of await publishPart(store, part)) written.add(path);
-    killPoint('current-part-published');
-  }
-  // Every new part of the study is in place: only now do the previous ones go.
-  const replaced = [...prepared.rewrite].flatMap((table) => {
-    const { path, files } = prepared.partitions.get(table) as Partition;
-    return files.map((file) => `${path}/${file.name}`).filter((filePath) => !written.has(filePath));
+  const stale = tableNames.flatMap((table) => {
+    const partition = prepared.partitions.get(table) as Partition;
+    const kept = prepared.rewrite.has(table) ? update.runId : newestRun(partition.files);
+    return staleFiles(partition, kept);
   });
-  await Promise.all(replaced.map((filePath) => store.delete(filePath)));
+  await Promise.all(stale.map((filePath) => store.delete(filePath)));
+  killPoint('current-replaced-removed');
   if (prepared.wide) {
     const [sheet] = await publishPart(store, prepared.wide);
     await removeOtherSheets(store, prepared.studyId, sheet as string);
   }
+}
+
+/** The run id of a partition's newest part (that part's files are the partition), if any. */
+function newestRun(files: Partition['files']): string | null {
+  const newest = newestPart(files.map((file) => file.name));
+  return newest === null ? null : (parsePartName(newest)?.runId ?? null);
+}
+
+/** Every file of the partition but the parts of run `kept`: older parts, an unfinished write. */
+function staleFiles(partition: Partition, kept: string | null): string[] {
+  return partition.files
+    .filter((file) => kept === null || parsePartName(file.name)?.runId !== kept)
+    .map((file) => `${partition.path}/${file.name}`);
+}
+
+/**
+ * A study's partitions made whole again after a run stopped in its publication: in each, the
+ * newest part is the partition (a merged part holds everything of the one before it, and a
+ * replacing part is the whole study), so the older ones go. The wide sheet is built again
+ * from the parts when `wide` says so, or when a part it is built from was among those removed.
+ * Call only once the parts of runs that were not committed are gone (removeRunParts).
+ * Returns whether anything changed.
+ */
+export async function repairStudy(
+  update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'>,
+  studyId: string,
+  options: { wide: boolean; partitions?: ReadonlyMap<TableName, Partition> },
+): Promise<boolean> {
+  const { store } = update;
+  const partitions =
+    options.partitions ??
+    new Map(
+      await Promise.all(
+        tableNames.map(async (table) => [table, await partitionOf(store, table, studyId)] as const),
+      ),
+    );
+  let wide = options.wide;
+  let changed = false;
+  for (const [table, partition] of partitions) {
+    const stale = staleFiles(partition, newestRun(partition.files));
+    if (stale.length === 0) continue;
+    await Promise.all(stale.map((filePath) => store.delete(filePath)));
+    changed = true;
+    if (table === 'responses' || table === 'answers' || table === 'questions') wide = true;
+  }
+  if (!wide) return changed;
+  const part = (table: TableName) => partitions.get(table) as Partition;
+  const studyRows = await readAll(store, part('studies'), 'studies');
+  const linkId = studyRows[0]?.link_id;
+  const responses = part('responses').previous;
+  const answers = part('answers').previous;
+  if (linkId === undefined || !responses || !answers) return changed;
+  const dir = await mkdtemp(join(update.scratchDir, 'current-'));
+  const sheet = await prepareCurrentWide({
+    studyId,
+    linkId,
+    questions: await readAll(store, part('questions'), 'questions'),
+    responses: { store, ...responses },
+    answers: { store, ...answers },
+    csv: update.csv,
+    scratchDir: dir,
+  });
+  const [published] = await publishPart(store, sheet);
+  await removeOtherSheets(store, studyId, published as string);
+  return true;
 }
 
 async function hasWide(store: CurrentStore, studyId: string): Promise<boolean> {
@@ -434,7 +540,9 @@ async function readAll<T extends TableName>(
  * current/datapackage.json depends only on the pipeline's name and formats, so every shard
  * would write the same bytes: it is written only when missing or different.
  */
-async function writePackageIfChanged(update: CurrentContext & { name: string }): Promise<void> {
+export async function writePackageIfChanged(
+  update: Pick<CurrentContext, 'store' | 'formats'> & { name: string },
+): Promise<void> {
   const text = `${JSON.stringify(currentPackage(update.name, update.formats), null, 2)}\n`;
   const path = `${CURRENT_DIR}/datapackage.json`;
   const existing = await update.store.read(path);

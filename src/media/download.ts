@@ -184,6 +184,9 @@ async function receiveToFile(
     // The file may still be opening: once it is closed, the caller's removal cannot be outrun by it.
     if (!file.closed) await once(file, 'close');
     if (error instanceof MediaError || failedFirst !== 'file') throw error;
+    // A write's error names no file: this one is where a disk that filled up is.
+    if (error instanceof Error && !(error as NodeJS.ErrnoException).path)
+      Object.assign(error, { path: dest });
     const reason = error instanceof Error ? error.message : String(error);
     throw new MediaError(`could not write the temporary file: ${reason}`, { cause: error });
   }

@@ -11,6 +11,7 @@ import type { VideoMode } from '../config/schema.ts';
 import { RetryCounts, type RetryCountsSnapshot, type RetryPolicy, retryPolicy } from '../http/retry.ts';
 import type { MediaOutcome } from '../records.ts';
 import { redact } from '../redact.ts';
+import { diskFullError } from '../util/system-errors.ts';
 import type { MediaArchive } from './archive.ts';
 import { downloadMedia } from './download.ts';
 import { type FetchLink, fetchFile } from './fetch.ts';
@@ -124,6 +125,8 @@ export function createMediaStage(options: MediaStageOptions): MediaStage {
         ? await fetchHls(job, links, fetchLink)
         : await fetchFile(job, links, fetchLink);
     } catch (error) {
+      // A full disk is the machine's, not this file's: it ends the run.
+      if (diskFullError(error)) throw error;
       return error instanceof Error ? error : new Error(String(error));
     }
   }

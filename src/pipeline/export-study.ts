@@ -19,6 +19,7 @@ import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
+import { diskFullError } from '../util/system-errors.ts';
 import type { ProgressReporter } from './progress.ts';
 
 export interface ExportStudyInput {
@@ -117,7 +118,9 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     await workbook?.abort();
     // Without a key nothing else can succeed: stop the run. A listing the service did not
     // answer (after retries) loses this study only: it is partial and its watermark holds.
-    if (error instanceof AuthError || !(error instanceof StudyExportError)) throw error;
+    // A full disk is the machine's, not the study's: it ends the run.
+    if (error instanceof AuthError || !(error instanceof StudyExportError) || diskFullError(error))
+      throw error;
     outcome.lossless = false;
     outcome.error = error.message;
     sinks.warn({ code: 'study_failed', message: error.message, study_id: study.id, link_id: study.link_id });

@@ -98,7 +98,7 @@ export async function readLatest(storage: Storage, shard: Shard | undefined): Pr
 }
 
 /** Run ids: <time>[-n][-shard-K-of-N]. */
-function ownRun(name: string, runSuffix: string): boolean {
+export function ownRun(name: string, runSuffix: string): boolean {
   const sharded = /-shard-\d+-of-\d+$/.test(name);
   return runSuffix === '' ? !sharded : name.endsWith(runSuffix);
 }

@@ -11,8 +11,15 @@ import { type ApiClient, clientSettings, createApiClient } from '../api/client.t
 import type { PipelineConfig } from '../config/schema.ts';
 import { responseTables } from '../current/merge.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
-import { CurrentPreparation, publishCurrent } from '../current/update.ts';
-import { ConfigError } from '../errors.ts';
+import {
+  type CurrentContext,
+  CurrentPreparation,
+  type PreparedStudy,
+  publishParts,
+  repairStudy,
+  settleCurrent,
+} from '../current/update.ts';
+import { ConfigError, RunError } from '../errors.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
@@ -26,7 +33,8 @@ import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { studyRow } from '../transform/index.ts';
 import { allSettled, weightedGate } from '../util/concurrency.ts';
-import { openScratch } from '../util/scratch.ts';
+import { killPoint } from '../util/kill-point.ts';
+import { openScratch, scratchFull } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
 import { exportStudy } from './export-study.ts';
@@ -36,13 +44,22 @@ import { growHeapSlowly } from './heap-growth.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
-import { openPipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
+import {
+  completePending,
+  pendingPath,
+  undoRun,
+  unfinishedMessage,
+  writePending,
+  writeStateEntries,
+} from './publication.ts';
+import { openPipelineDirectory, type PipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
 import { openSource } from './source.ts';
 import {
   advanceState,
   emptyState,
   type State,
   type StateStore,
+  type StudyState,
   stateFileStore,
   studyStateStore,
 } from './state.ts';
@@ -116,23 +133,29 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
     });
     try {
-      // Read again under the lease: another run may have committed since.
-      const previousRun = options.recorded || options.full ? null : await pipelineDir.latest();
-      const run = await pipelineDir.createRun(startedAt);
-      const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
-      const currentContext = {
+      const currentSide = {
         store: storage,
         name: config.name,
-        runId: run.id,
-        staging,
         formats: config.output.formats,
         csv: config.output.csv,
         scratchDir: scratch.dir,
       };
+      // What the shard's previous runs left unfinished is finished first, before anything
+      // reads current/ or the state: whatever this run then finds, even nothing new.
+      if (!options.recorded)
+        await completePending({ storage, shard: options.shard, stateStore, current: currentSide });
+      // Read again under the lease: another run may have committed since.
+      const previousRun = options.recorded || options.full ? null : await pipelineDir.latest();
+      const run = await pipelineDir.createRun(startedAt);
+      const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
+      const currentContext = { ...currentSide, runId: run.id, staging };
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
+      let exported: { result: RunResult; outcomes: StudyOutcome[] };
+      let prepared: PreparedStudy[] | null;
+      let stateEntries: Record<string, StudyState> | null = null;
       try {
-        const { result, outcomes } = await exportRun({
+        exported = await exportRun({
           run,
           client,
           listing,
@@ -147,35 +170,55 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           previousRun,
         });
         // Each study's parts were prepared as it ended; the last ones while the run closed.
-        const prepared = current ? await current.done() : null;
-        if (result.status === 'unchanged') {
-          // Nothing new: no run folder, latest, current/ and the state stay as they are.
+        prepared = current ? await current.done() : null;
+        if (exported.result.status === 'unchanged') {
+          // Nothing new: no run folder, latest and the state stay as they are; a partition
+          // left with two parts (by a version that could leave them) is made whole.
           await run.discard();
-          return result;
+          for (const study of prepared ?? []) {
+            await repairStudy(currentSide, study.studyId, { wide: false, partitions: study.partitions });
+          }
+          return exported.result;
         }
-        await run.commit();
-        // The current dataset follows the committed run, and state follows the current
-        // dataset: a run killed in between is exported again, and completes it.
-        if (prepared) await publishCurrent(currentContext, prepared);
-        // State moves only now, after the run is in place, and only for lossless studies.
-        // Read again: other shards may have advanced their studies meanwhile.
+        // State moves only for lossless studies, and only once the run is committed.
         if (!options.recorded) {
-          await saveState(stateStore.location, run.id, async () => {
-            const latestState = options.shard ? await stateStore.read() : state;
-            await stateStore.write(
-              latestState,
-              advanceState(latestState, outcomes, { id: run.id, startedAt, media: config.media.enabled }),
-            );
+          const advanced = advanceState(state, exported.outcomes, {
+            id: run.id,
+            startedAt,
+            media: config.media.enabled,
           });
+          stateEntries = changedEntries(state, advanced);
         }
-        return result;
+        await commitRun({ storage, pipelineDir, run, current: currentContext, prepared, stateEntries });
       } catch (error) {
-        await run.discard();
-        throw describeSystemError(error, { path: run.location });
+        if (!(error instanceof CommitUncertain)) await run.discard();
+        throw scratchFull(error) ?? describeSystemError(error, { path: run.location });
       } finally {
         await current?.discard();
         await staging.remove();
       }
+      killPoint('run-committed');
+      // Committed: from here nothing is removed, and a failure is "committed, but".
+      const unfinished: string[] = [];
+      if (prepared) {
+        await settleCurrent(currentContext, prepared).catch((error: unknown) => {
+          unfinished.push(unfinishedMessage(run.id, 'updating current/', storage.describe('current'), error));
+        });
+      }
+      if (stateEntries) {
+        await writeStateEntries(stateStore, stateEntries, options.shard ? undefined : state).catch(
+          (error: unknown) => {
+            unfinished.push(unfinishedMessage(run.id, 'writing the state', stateStore.location, error));
+          },
+        );
+      }
+      if (unfinished.length === 0 && !options.recorded) {
+        await storage.delete(pendingPath(run.id)).catch((error: unknown) => {
+          const where = storage.describe(pendingPath(run.id));
+          unfinished.push(unfinishedMessage(run.id, 'removing its publication record', where, error));
+        });
+      }
+      return unfinished.length > 0 ? { ...exported.result, unfinished } : exported.result;
     } finally {
       await scratch.remove();
       await pipelineDir.release();
@@ -185,14 +228,68 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   }
 }
 
-/** Writes the state after the commit; a failure says the run itself is safe. */
-async function saveState(stateLocation: string, runId: string, write: () => Promise<void>): Promise<void> {
+/** Could not tell whether `latest` names the run: nothing of it may be removed. */
+class CommitUncertain extends RunError {}
+
+/**
+ * The steps up to the commit: the record of what the run is about to publish, its new parts
+ * beside the ones they replace, the run committed, then `latest`. Should any of it fail,
+ * what was done is undone (the record stays when that fails too, for the next run to finish)
+ * unless `latest` names the run after all (an answer lost on the way back): then it is committed.
+ */
+async function commitRun(input: {
+  storage: Storage;
+  pipelineDir: PipelineDirectory;
+  run: RunDirectory;
+  current: CurrentContext;
+  prepared: PreparedStudy[] | null;
+  stateEntries: Record<string, StudyState> | null;
+}): Promise<void> {
+  const { storage, run, prepared } = input;
+  const studies = (prepared ?? []).map((study) => ({ study_id: study.studyId, wide: study.wide !== null }));
+  // A replay publishes nothing and moves no state: only latest follows it.
+  const recorded = prepared !== null || input.stateEntries !== null;
+  if (recorded)
+    await writePending(storage, { version: 1, run_id: run.id, studies, state: input.stateEntries });
   try {
-    await write();
+    if (prepared) await publishParts(input.current, prepared);
+    await run.commit();
   } catch (error) {
-    const what = `run ${runId} is committed, but the state file was not updated (the next run exports it again)`;
-    throw describeSystemError(error, { what, path: stateLocation, configured: true });
+    const named = await input.pipelineDir.latest().then(
+      (latest) => latest.runId,
+      () => undefined,
+    );
+    if (named === run.id) return;
+    if (named === undefined) {
+      throw new CommitUncertain(
+        `run ${run.id} may or may not be committed: ${messageOf(error)}, and ${storage.describe('latest')} could not be read back; the next run finds out and completes or removes it`,
+        { cause: error },
+      );
+    }
+    if (recorded) {
+      await undoRun(
+        storage,
+        input.current,
+        run.id,
+        studies.map((study) => study.study_id),
+      ).catch(() => {});
+    }
+    throw error;
   }
+}
+
+function messageOf(error: unknown): string {
+  const described = describeSystemError(error);
+  return described instanceof Error ? described.message : String(described);
+}
+
+/** The entries of the studies whose state the run changes. */
+function changedEntries(before: State, after: State): Record<string, StudyState> {
+  const entries: Record<string, StudyState> = {};
+  for (const [id, entry] of Object.entries(after.studies)) {
+    if (JSON.stringify(before.studies[id]) !== JSON.stringify(entry)) entries[id] = entry;
+  }
+  return entries;
 }
 
 /** The service (or the embedded sandbox), or the answers an earlier run recorded. */

@@ -38,7 +38,7 @@ export const WATERMARK_LAG_MS = 15 * 60 * 1000;
 /** An instant as the state holds it: ISO 8601 text (src/util/timestamp.ts). */
 const Instant = z.string().refine(isTimestamp, { message: 'expected an ISO 8601 timestamp' });
 
-const StudyState = z.object({
+export const StudyState = z.object({
   link_id: z.string(),
   /** ISO timestamp passed as updated_since on the next incremental run. */
   watermark: Instant.nullable(),

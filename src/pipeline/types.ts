@@ -114,4 +114,9 @@ export interface RunResult {
   plan?: DryRunPlan;
   /** Set when status is unchanged. */
   unchanged?: NothingNew;
+  /**
+   * The run is committed, but part of its publication failed (current/, the state): each
+   * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.
+   */
+  unfinished?: string[];
 }

@@ -11,6 +11,7 @@ import { Readable } from 'node:stream';
 import { ConfigError } from '../errors.ts';
 import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
+import { diskFullError } from '../util/system-errors.ts';
 import { hiddenPathFor, openLocalFile } from './local-file.ts';
 import type {
   CreateOptions,
@@ -90,6 +91,9 @@ export class LocalStorage implements Storage {
       await rename(hidden, absolute);
     } catch (error) {
       await rm(hidden, { force: true });
+      // copyFile's error names the source (in scratch, maybe another disk): a disk that
+      // filled is the output's.
+      if (error instanceof Error && diskFullError(error)) Object.assign(error, { path: absolute });
       throw error;
     }
   }

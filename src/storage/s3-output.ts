@@ -101,7 +101,13 @@ export class S3Output implements ByteSink {
     while (offset < bytes.byteLength) {
       const handle = await this.#part();
       const length = Math.min(PART_BYTES - this.#partBytes, bytes.byteLength - offset);
-      await writeAll(handle, bytes.subarray(offset, offset + length));
+      await writeAll(handle, bytes.subarray(offset, offset + length)).catch((error: unknown) => {
+        // A write's error names no file: this one (in the scratch folder) is where the disk filled.
+        if (error instanceof Error && !(error as NodeJS.ErrnoException).path) {
+          Object.assign(error, { path: this.#partPath });
+        }
+        throw error;
+      });
       this.#partBytes += length;
       offset += length;
       if (this.#partBytes === PART_BYTES) await this.#send();

@@ -11,8 +11,10 @@
  */
 import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
+import { SystemError } from '../errors.ts';
 import { isProcessAlive, removeIfExitingFirst } from './exit-cleanup.ts';
+import { diskFullError } from './system-errors.ts';
 
 const PREFIX = 'study-export-';
 /** study-export-<pid>-<random>; other study-export-* folders are not ours to judge. */
@@ -42,6 +44,29 @@ export async function openScratch(parent = tmpdir()): Promise<Scratch> {
       if (removed) forget();
     },
   };
+}
+
+/** The scratch folder `path` lies in (any run's), or null when it is not in one. */
+export function scratchFolderOf(path: string, parent = tmpdir()): string | null {
+  const inside = relative(parent, path);
+  if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) return null;
+  const [folder] = inside.split(sep);
+  return folder !== undefined && OWNED.test(folder) ? join(parent, folder) : null;
+}
+
+/**
+ * A full disk under the scratch folder, said as the temporary directory it is (not as the
+ * output, which may be on another disk): exit 1, nothing committed. Null for anything else.
+ */
+export function scratchFull(error: unknown): SystemError | null {
+  const full = diskFullError(error);
+  const folder = full?.path === undefined ? null : scratchFolderOf(full.path);
+  if (!full || folder === null) return null;
+  return new SystemError(
+    (full.error as NodeJS.ErrnoException).code === 'EDQUOT' ? 'EDQUOT' : 'ENOSPC',
+    `the temporary directory is full: no space left on the device holding the run's scratch folder ${folder} (in $TMPDIR, ${tmpdir()}); nothing was committed. Free space there, or point TMPDIR at a disk with room`,
+    { exitCode: 1, context: { file: folder }, cause: error },
+  );
 }
 
 /** Scratch folders whose owner is gone (killed with SIGKILL, a lost machine's container). */

@@ -27,6 +27,26 @@ const plainWords: Record<string, (path: string, syscall: string | undefined) => 
 /** Codes that mean the machine must change, not the pipeline: always exit 1. */
 const environmentCodes = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'EIO']);
 
+/**
+ * A full disk (or a used-up quota) in `error` or in the errors it wraps: the error itself,
+ * whose path (or context's file) says where. Never one record's or one study's failure.
+ */
+export function diskFullError(error: unknown): { error: Error; path: string | undefined } | null {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 10; depth++) {
+    const { code, path } = current as NodeJS.ErrnoException;
+    const errno = (current as { errno?: unknown }).errno;
+    if ((code && diskFull.has(code)) || (typeof errno === 'string' && diskFull.has(errno))) {
+      const file = (current as { context?: { file?: string } }).context?.file;
+      return { error: current, path: path ?? file };
+    }
+    current = current.cause;
+  }
+  return null;
+}
+
+const diskFull = new Set(['ENOSPC', 'EDQUOT']);
+
 export function isSystemError(error: unknown): error is Errno {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   return error instanceof Error && typeof code === 'string' && code in plainWords;

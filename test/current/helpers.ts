@@ -43,3 +43,29 @@ export async function partitions(currentDir: string, table: TableName): Promise<
   for (const name of names) out[name] = (await readdir(join(currentDir, table, name))).sort();
   return out;
 }
+
+/**
+ * What an analyst's DuckDB (hive partitioning on) finds in current/: the response ids, each
+ * as often as it is there, and per table the primary keys that are there more than once.
+ */
+export async function currentKeys(
+  currentDir: string,
+): Promise<{ responseIds: string[]; repeated: Record<TableName, number> }> {
+  return duckdb(async (query) => {
+    const repeated = {} as Record<TableName, number>;
+    const source = (table: TableName) =>
+      `read_parquet('${join(currentDir, table)}/*/*.parquet', hive_partitioning = true)`;
+    for (const table of tableNames) {
+      const key = tables[table].primaryKey.map((column) => `"${column}"`).join(', ');
+      const rows = await query(
+        `select count(*) as n from (select ${key} from ${source(table)} group by ${key} having count(*) > 1)`,
+      ).catch((error: Error) => {
+        if (/No files found/.test(error.message)) return [{ n: 0 }];
+        throw error;
+      });
+      repeated[table] = Number(rows[0]?.n ?? 0);
+    }
+    const ids = await query(`select response_id from ${source('responses')} order by response_id`);
+    return { responseIds: ids.map((row) => String(row.response_id)), repeated };
+  });
+}

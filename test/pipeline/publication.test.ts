@@ -1,0 +1,114 @@
+/**
+ * A run stopped anywhere in its publication (killed before or after `latest`, during a --full
+ * run that replaces a study's partition): `latest` always names a run whose files are all
+ * there, and the next run, finding nothing new on the service, leaves every response exactly
+ * once in current/ (DuckDB, hive partitioning on) and the state where the committed run put it.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readPipelineState } from '../../src/pipeline/state.ts';
+import { verifyRun } from '../../src/pipeline/verify.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { currentKeys } from '../current/helpers.ts';
+import { runAgainst, sandboxConfig, spawnRun, withTempDir } from './helpers.ts';
+
+let sandbox: Sandbox;
+beforeEach(async () => {
+  sandbox = await startSandbox({ seed: 12, studies: 2, responses: 30 });
+});
+afterEach(async () => {
+  await sandbox.close();
+});
+
+const allIds = () => sandbox.studies().flatMap((study) => sandbox.responses(study.link_id).map((r) => r.id));
+
+async function latestOf(pipelineDir: string): Promise<string> {
+  return (await readFile(join(pipelineDir, 'latest'), 'utf8')).trim();
+}
+
+/** `latest` names a run whose every file is there, as its manifest says. */
+async function expectLatestWhole(pipelineDir: string): Promise<string> {
+  const runId = await latestOf(pipelineDir);
+  expect((await verifyRun(join(pipelineDir, 'runs', runId))).problems).toEqual([]);
+  return runId;
+}
+
+async function expectEveryResponseOnce(pipelineDir: string, also: string[] = []): Promise<void> {
+  const { responseIds, repeated } = await currentKeys(join(pipelineDir, 'current'));
+  expect(responseIds).toEqual([...allIds(), ...also].sort());
+  expect(
+    Object.values(repeated).every((n) => n === 0),
+    JSON.stringify(repeated),
+  ).toBe(true);
+}
+
+/** Every current wide sheet's text, together. */
+async function wideSheets(pipelineDir: string): Promise<string> {
+  const root = join(pipelineDir, 'current', 'wide');
+  let text = '';
+  for (const partition of await readdir(root)) {
+    for (const sheet of await readdir(join(root, partition)))
+      text += await readFile(join(root, partition, sheet), 'utf8');
+  }
+  return text;
+}
+
+describe('a run killed in its publication', () => {
+  it.each([
+    ['a new part is in current/, before latest', 'current-part-published', false],
+    ['latest is written, the parts it replaces are not yet removed', 'run-committed', true],
+    ["a study's old parts are removed, its wide sheet not yet in", 'current-replaced-removed', true],
+  ])(
+    '--full, killed when %s: the next run, with nothing new, makes current/ whole',
+    async (_when, point, committed) => {
+      await withTempDir(async (out) => {
+        const config = sandboxConfig(sandbox, out, { output: { formats: ['parquet', 'csv'] } });
+        await runAgainst(sandbox, config);
+        const pipelineDir = join(out, 'test');
+        const firstRun = await latestOf(pipelineDir);
+        // The full run replaces each study's partition: a response deleted on the service goes.
+        const [study] = sandbox.studies();
+        const gone = sandbox.responses(study!.link_id)[0]!.id;
+        sandbox.deleteResponse(study!.link_id, gone);
+
+        // The one study, so that the point is reached in its publication.
+        const { exited } = await spawnRun(sandbox, out, out, {
+          media: '{ enabled: false }',
+          args: ['--full', '--formats', 'parquet,csv', '--study', study!.link_id],
+          env: { STUDY_EXPORT_KILL_AT: point },
+        });
+        expect(await exited).toBe('SIGKILL');
+        const killedRun = await latestOf(pipelineDir);
+        expect(killedRun === firstRun).toBe(!committed);
+        await expectLatestWhole(pipelineDir);
+        // The publication was cut short: some response is there twice, or the wide sheet is the old one.
+        const left = await currentKeys(join(pipelineDir, 'current'));
+        const doubled = left.responseIds.length !== new Set(left.responseIds).size;
+        expect(doubled || (await wideSheets(pipelineDir)).includes(gone)).toBe(true);
+
+        const next = await runAgainst(sandbox, config);
+        // Nothing changed on the service since the first run's watermark: no run is written, but
+        // the killed run is finished (committed) or undone (not committed: its parts go, and the
+        // deleted response stays, as after any incremental run).
+        expect(next.status).toBe('unchanged');
+        await expectEveryResponseOnce(pipelineDir, committed ? [] : [gone]);
+        expect(await readdir(join(pipelineDir, '.pending'))).toEqual([]);
+        const latest = await expectLatestWhole(pipelineDir);
+        expect(latest).toBe(killedRun);
+        // The state is where the killed run put it, when it was committed.
+        const state = await readPipelineState(pipelineDir);
+        expect(state.studies[study!.id]?.last_run).toBe(committed ? killedRun : firstRun);
+        // One part per table and study: each partition holds the newest run's part only.
+        for (const table of ['responses', 'answers', 'transcript']) {
+          for (const partition of await readdir(join(pipelineDir, 'current', table))) {
+            const files = await readdir(join(pipelineDir, 'current', table, partition));
+            expect(new Set(files.map((name) => name.replace(/\.(parquet|csv)$/, ''))).size).toBe(1);
+          }
+        }
+        // The wide sheets hold the current responses, the deleted one only while it is current.
+        expect((await wideSheets(pipelineDir)).includes(gone)).toBe(!committed);
+      });
+    },
+  );
+});
