@@ -106,10 +106,14 @@ function measure(body: IncomingMessage, limit: BodyLimit, hashHere: boolean, onB
   return measured;
 }
 
-/** The most bytes a body may bring (its Content-Length, else media.max_file_mib) and the error past it. */
+/**
+ * The most bytes a body may bring (its Content-Length, else media.max_file_mib), the error
+ * past it while streaming, and the error of a Content-Length beyond media.max_file_mib.
+ */
 interface BodyLimit {
   maxBytes: number;
   exceeded(): MediaError;
+  announced(length: number): MediaError;
 }
 
 function bodyLimit(url: string, expected: number | undefined, options: DownloadOptions): BodyLimit {
@@ -124,6 +128,11 @@ function bodyLimit(url: string, expected: number | undefined, options: DownloadO
     maxBytes,
     exceeded: () =>
       new MediaError(`GET ${redact(url)} sent more than ${what}; stopped reading it`, { context }),
+    announced: (length) =>
+      new MediaError(
+        `GET ${redact(url)} announced ${length} bytes (Content-Length), more than media.max_file_mib (${ceiling / MiB} MiB); not downloaded`,
+        { context },
+      ),
   };
 }
 
@@ -253,7 +262,7 @@ async function attempt(url: string, options: DownloadOptions): Promise<Omit<Down
     const known = expected !== undefined && Number.isFinite(expected);
     const limit = bodyLimit(url, known ? expected : undefined, options);
     // A file announced larger than the ceiling is refused before a byte of it is read.
-    if (known && expected > limit.maxBytes) throw limit.exceeded();
+    if (known && expected > limit.maxBytes) throw limit.announced(expected);
     const memory = known ? (options.memory?.take(expected) ?? null) : null;
     try {
       const received = memory
