@@ -1,6 +1,13 @@
 /** The extract stage: validated records as async iterables, everything else to the sinks. */
 export { type DetailResult, type FetchDetailsOptions, fetchDetails } from './details.ts';
 export {
+  type KnownOwners,
+  keyedAnswers,
+  ownedElsewhere,
+  ResponseClaims,
+  type ResponseOwner,
+} from './keys.ts';
+export {
   type ListingStats,
   type ListResponsesOptions,
   listResponses,

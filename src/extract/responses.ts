@@ -24,6 +24,7 @@ import { PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { redact } from '../redact.ts';
 import { compareInstants, type Instant, parseTimestamp } from '../util/timestamp.ts';
+import { keyedAnswers, ownedElsewhere, type ResponseClaims } from './keys.ts';
 import { jsonText, MAX_NESTING, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { Spill } from './spill.ts';
 
@@ -44,6 +45,11 @@ export interface ListResponsesOptions {
    * add up their pages in memory, and small studies' pages go at once.
    */
   pageGate?: PageGate;
+  /**
+   * The run's claims on response ids (src/extract/keys.ts): a response another study holds is
+   * a reject here. Without it, only this listing's own ids are deduplicated.
+   */
+  claims?: ResponseClaims;
 }
 
 /** `expected`: the most responses the page should hold (see expectedOnPage). */
@@ -110,7 +116,7 @@ export function listResponses(
     paged: async () => {
       await paged();
     },
-    [Symbol.asyncIterator]: () => readWinners(paged()),
+    [Symbol.asyncIterator]: () => readWinners(paged(), study, options.claims, sinks, stats),
   };
 }
 
@@ -134,15 +140,30 @@ async function pageAll(
   }
 }
 
-/** Phase 2: the spill read back, each id's winning line only. */
-async function* readWinners(paging: Promise<Paged>): AsyncGenerator<ListedResponse> {
+/** Phase 2: the spill read back, each id's winning line only, if no other study holds the id. */
+async function* readWinners(
+  paging: Promise<Paged>,
+  study: Study,
+  claims: ResponseClaims | undefined,
+  sinks: ExtractSinks,
+  stats: ListingStats,
+): AsyncGenerator<ListedResponse> {
   const { spill, winners } = await paging;
   try {
     let line = 0;
     for await (const item of spill.read()) {
       const response = item as ListedResponse;
-      if (winners.get(response.id)?.line === line) yield response;
+      const won = winners.get(response.id)?.line === line;
       line += 1;
+      if (!won) continue;
+      const owner = await claims?.claim(response.id, study);
+      if (owner) {
+        stats.rejected += 1;
+        stats.unique -= 1;
+        rejectItem(sinks, study, response, ownedElsewhere(response.id, study, owner));
+        continue;
+      }
+      yield response;
     }
   } finally {
     await spill.remove();
@@ -209,10 +230,24 @@ async function pageIntoSpill(
         rejectItem(sinks, study, raw, `page ${page} [${index}] ${describeIssues(parsed.error)}`);
         continue;
       }
+      const keyed = keyedAnswers(parsed.data);
+      if (!keyed.ok) {
+        stats.rejected += 1;
+        rejectItem(sinks, study, raw, `page ${page} [${index}] ${keyed.reason}`);
+        continue;
+      }
+      for (const { answer_id, copies } of keyed.collapsed) {
+        warn(
+          sinks,
+          study,
+          'duplicate_answer',
+          `response "${keyed.item.id}" lists answer_id "${answer_id}" ${copies} times, every copy alike; kept once`,
+        );
+      }
       stats.listed += 1;
       // Into the spill at once: past its memory, each validated copy is let go while the page is still read.
-      spill.add(parsed.data, element.bytes);
-      keepNewest(winners, parsed.data, line);
+      spill.add(keyed.item, element.bytes);
+      keepNewest(winners, keyed.item, line);
       line += 1;
     }
     return null;

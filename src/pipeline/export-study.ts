@@ -8,7 +8,13 @@ import type { ApiClient } from '../api/client.ts';
 import { checked, SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, PayloadError, StudyExportError } from '../errors.ts';
-import { type DetailResult, fetchDetails, listResponses, type PageGate } from '../extract/index.ts';
+import {
+  type DetailResult,
+  fetchDetails,
+  listResponses,
+  type PageGate,
+  type ResponseClaims,
+} from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
@@ -43,6 +49,8 @@ export interface ExportStudyInput {
    * details at once than it lets list, so the next study's listing is ready when one ends.
    */
   detailsSlot?: <T>(fetchDetails: () => Promise<T>) => Promise<T>;
+  /** Which study each response id of the run belongs to (one study per response). */
+  claims?: ResponseClaims;
   /** A response whose detail could not be fetched: its rows are incomplete. */
   onIncompleteResponse?: (responseId: string) => void;
   /** Where the study's wide sheet is also written: its current sheet, when it is new there. */
@@ -99,6 +107,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
         pageGate: input.pageGate,
         spillDir: input.scratchDir,
         maxPages: config.source.max_pages,
+        ...(input.claims ? { claims: input.claims } : {}),
       },
       studySinks,
     );

@@ -10,6 +10,7 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { responseTables } from '../current/merge.ts';
+import { currentOwners } from '../current/owners.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import {
   type CurrentContext,
@@ -20,6 +21,7 @@ import {
   settleCurrent,
 } from '../current/update.ts';
 import { ConfigError, RunError } from '../errors.ts';
+import { ResponseClaims } from '../extract/index.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
@@ -151,6 +153,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       const currentContext = { ...currentSide, runId: run.id, staging };
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
+      // One study per response id, in the run and across runs in current/.
+      const claims = new ResponseClaims(current ? () => currentOwners(storage) : undefined);
       let exported: { result: RunResult; outcomes: StudyOutcome[] };
       let prepared: PreparedStudy[] | null;
       let stateEntries: Record<string, StudyState> | null = null;
@@ -168,6 +172,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           staging,
           current,
           previousRun,
+          claims,
         });
         // Each study's parts were prepared as it ended; the last ones while the run closed.
         prepared = current ? await current.done() : null;
@@ -417,11 +422,12 @@ interface ExportRunInput {
   current: CurrentPreparation | null;
   /** What latest names; null when this run must be committed whatever it finds. */
   previousRun: PreviousRun | null;
+  claims: ResponseClaims;
 }
 
 async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
   const { run, client, listing, config, state, options, startedAt, log } = input;
-  const { scratchDir, staging, current, previousRun } = input;
+  const { scratchDir, staging, current, previousRun, claims } = input;
   const { reporter } = options;
   const { studies } = listing;
   const files = run.files;
@@ -502,6 +508,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
             scratchDir,
             sinks,
             writers: current ? stagingWriters(writers, stage, copy?.copied) : writers,
+            claims,
             onIncompleteResponse: (id) => stage.markIncomplete(id),
             ...(copy ? { wideCopy: copy.wide } : {}),
             media,

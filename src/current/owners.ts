@@ -1,0 +1,55 @@
+/**
+ * Which study's partition of current/ holds each response id, so that a run never gives a
+ * response a second row there under another study (src/extract/keys.ts has the rule). Read
+ * once per run, and only by a run that lists a response: the response_id column (and
+ * study_id, to name the study) of each study's newest responses part.
+ */
+import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import type { KnownOwners } from '../extract/index.ts';
+import { CURRENT_DIR, newestPart, partitionName, storeBuffer } from './parts.ts';
+import type { CurrentStore } from './store.ts';
+
+const RESPONSES = `${CURRENT_DIR}/responses`;
+
+/** Partitions read at once: each read is a footer and one or two column chunks. */
+const READS_AT_ONCE = 8;
+
+export async function currentOwners(store: CurrentStore): Promise<KnownOwners> {
+  const parts = new Map<string, { name: string; bytes: number }[]>();
+  for await (const file of store.list(RESPONSES)) {
+    const cut = file.path.indexOf('/');
+    if (cut < 0 || file.path.indexOf('/', cut + 1) >= 0) continue;
+    const folder = file.path.slice(0, cut);
+    const files = parts.get(folder) ?? [];
+    files.push({ name: file.path.slice(cut + 1), bytes: file.bytes });
+    parts.set(folder, files);
+  }
+  /** Response id -> the partition folder holding it. */
+  const folderOf = new Map<string, string>();
+  /** Partition folder -> the study id its rows name. */
+  const studyOf = new Map<string, string>();
+  const folders = [...parts.entries()];
+  for (let start = 0; start < folders.length; start += READS_AT_ONCE) {
+    await Promise.all(
+      folders.slice(start, start + READS_AT_ONCE).map(async ([folder, files]) => {
+        const newest = newestPart(files.map((file) => file.name));
+        const part = files.find((file) => file.name === newest);
+        if (!part) return;
+        const path = `${RESPONSES}/${folder}/${part.name}`;
+        const buffer = storeBuffer(store, path, part.bytes);
+        const metadata = await parquetMetadataAsync(buffer);
+        const names = new Set(metadata.schema.map((element) => element.name));
+        const columns = ['response_id', ...(names.has('study_id') ? ['study_id'] : [])];
+        const rows = await parquetReadObjects({ file: buffer, metadata, columns });
+        for (const row of rows) folderOf.set(row.response_id as string, folder);
+        const studyId = rows[0]?.study_id;
+        studyOf.set(folder, typeof studyId === 'string' ? studyId : folder);
+      }),
+    );
+  }
+  return (responseId, studyId) => {
+    const folder = folderOf.get(responseId);
+    if (folder === undefined || folder === partitionName(studyId)) return null;
+    return { study_id: studyOf.get(folder) ?? folder, where: 'current' };
+  };
+}

@@ -1,0 +1,217 @@
+/**
+ * Declared keys hold whatever the service sends, through the command line: an answer_id
+ * listed twice in one response (alike: collapsed with a warning; different: the response is
+ * a reject, exit 3, its study's watermark held), and a response id listed under two studies,
+ * in one run and across runs (current/ already holds it under another study). Every run
+ * committed passes verify, and DuckDB over the run's Parquet and over current/ (hive
+ * partitioning) finds every key once.
+ */
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { readPipelineState } from '../../src/pipeline/state.ts';
+import { verifyRun } from '../../src/pipeline/verify.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { runCli } from '../cli/helpers.ts';
+import { duckdb } from '../load/readers.ts';
+import { KEY_ENV, readManifest, readRejects, withTempDir } from './helpers.ts';
+
+const NAME = 'keys';
+
+/** `study-export run` against the sandbox; the run folder it committed, if any. */
+async function run(sandbox: Sandbox, dir: string, args: string[] = []) {
+  const out = join(dir, 'out');
+  const pipelineFile = join(dir, 'pipeline.yaml');
+  await writeFile(
+    pipelineFile,
+    [
+      `name: ${NAME}`,
+      `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, retries: 0 }`,
+      `output: { dir: "${out}", formats: [csv, parquet] }`,
+      'media: { enabled: false }',
+      '',
+    ].join('\n'),
+  );
+  const cli = await runCli(['run', '--config', pipelineFile, ...args], {
+    cwd: dir,
+    env: { [KEY_ENV]: sandbox.api_key },
+  });
+  const match = /^run: (.+)$/m.exec(cli.stdout)?.[1];
+  const runDir = match === undefined ? null : match.startsWith('/') ? match : join(dir, match);
+  return { ...cli, runDir, pipelineDir: join(out, NAME), current: join(out, NAME, 'current') };
+}
+
+/** Rows DuckDB reads from a Parquet file or a hive-partitioned glob. */
+function query(sql: string) {
+  return duckdb((q) => q(sql));
+}
+
+/** Every key of responses and answers once, in the run's Parquet and in current/; verify passes. */
+async function expectKeysOnce(runDir: string, current: string): Promise<{ responses: string[] }> {
+  expect((await verifyRun(runDir)).problems).toEqual([]);
+  const sources = [
+    (table: string) => `read_parquet('${join(runDir, `${table}.parquet`)}')`,
+    (table: string) => `read_parquet('${join(current, table, '*', '*.parquet')}', hive_partitioning = true)`,
+  ];
+  let responses: string[] = [];
+  for (const from of sources) {
+    const twice = await query(
+      `select response_id, count(*)::int as n from ${from('responses')} group by 1 having n > 1`,
+    );
+    expect(twice, from('responses')).toEqual([]);
+    const answersTwice = await query(
+      `select response_id, answer_id, count(*)::int as n from ${from('answers')} group by 1, 2 having n > 1`,
+    );
+    expect(answersTwice, from('answers')).toEqual([]);
+    responses = (await query(`select response_id from ${from('responses')} order by 1`)).map(
+      (row) => row.response_id as string,
+    );
+  }
+  return { responses };
+}
+
+it('an answer_id listed twice: alike, collapsed with a warning (exit 0); different, a reject naming it (exit 3, watermark held)', async () => {
+  const sandbox = await startSandbox({ seed: 101, studies: 1, responses: 3 });
+  try {
+    await withTempDir(async (dir) => {
+      const [study] = sandbox.studies();
+      const link = study!.link_id;
+      const [alike, different] = sandbox.responses(link);
+      sandbox.mutateListItem(link, alike!.id, (item) => {
+        const answers = item.answers_array as Record<string, unknown>[];
+        return { ...item, answers_array: [...answers, { ...answers[1] }] };
+      });
+      const first = await run(sandbox, dir);
+      expect(first.code, first.stderr).toBe(0);
+      const manifest = await readManifest(first.runDir!);
+      const repeated = manifest.warnings.filter((w) => w.code === 'duplicate_answer');
+      expect(repeated).toHaveLength(1);
+      const answerId = (alike!.answers_array as { answer_id: string }[])[1]!.answer_id;
+      expect(repeated[0]!.message).toContain(`"${alike!.id}" lists answer_id "${answerId}" 2 times`);
+      expect(first.stdout + first.stderr).toContain(
+        `lists answer_id "${answerId}" 2 times, every copy alike`,
+      );
+      const answers = await query(
+        `select answer_id from read_parquet('${join(first.runDir!, 'answers.parquet')}') where response_id = '${alike!.id}'`,
+      );
+      expect(answers.map((a) => a.answer_id)).toEqual(
+        (alike!.answers_array as { answer_id: string }[])
+          .map((a) => a.answer_id)
+          .filter((id) => id !== 'Summary'),
+      );
+      expect((await expectKeysOnce(first.runDir!, first.current)).responses).toHaveLength(3);
+      const stateBefore = await readPipelineState(first.pipelineDir);
+
+      // Now the other response names one answer_id twice, with two different answers.
+      sandbox.mutateListItem(link, different!.id, (item) => {
+        const answers = item.answers_array as Record<string, unknown>[];
+        return {
+          ...item,
+          answers_array: [...answers, { ...answers[2], answer: 'a second, different answer' }],
+        };
+      });
+      sandbox.touchResponse(link, different!.id);
+      const second = await run(sandbox, dir);
+      expect(second.code, second.stderr).toBe(3);
+      const rejects = await readRejects(second.runDir!);
+      expect(rejects).toHaveLength(1);
+      const clash = (different!.answers_array as { answer_id: string }[])[2]!.answer_id;
+      expect(rejects[0]).toMatchObject({
+        operation: 'list_responses',
+        response_id: different!.id,
+        study_id: study!.id,
+      });
+      expect(rejects[0]!.reason).toContain(`"${clash}" is also answers_array[2], with different content`);
+      // The raw item is kept as received, both copies in it.
+      const raw = rejects[0]!.raw as { answers_array: { answer: string }[] };
+      expect(raw.answers_array.at(-1)!.answer).toBe('a second, different answer');
+      expect((await readPipelineState(second.pipelineDir)).studies[study!.id]).toEqual(
+        stateBefore.studies[study!.id],
+      );
+      const { responses } = await expectKeysOnce(second.runDir!, second.current);
+      // current/ keeps the earlier copy of the rejected response: every response once.
+      expect(responses).toEqual(
+        sandbox
+          .responses(link)
+          .map((r) => r.id)
+          .sort(),
+      );
+    });
+  } finally {
+    await sandbox.close();
+  }
+});
+
+it('a response id under two studies in one run: exported by one, a reject naming both in the other (exit 3)', async () => {
+  const sandbox = await startSandbox({ seed: 102, studies: 0 });
+  try {
+    await withTempDir(async (dir) => {
+      const a = sandbox.addStudy({ link_id: 'study-a', responseIds: ['shared', 'a-only'] });
+      const b = sandbox.addStudy({ link_id: 'study-b', responseIds: ['b-only', 'shared'] });
+      const result = await run(sandbox, dir);
+      expect(result.code, result.stderr).toBe(3);
+      const rejects = await readRejects(result.runDir!);
+      expect(rejects).toHaveLength(1);
+      const [reject] = rejects;
+      expect(reject).toMatchObject({ operation: 'list_responses', response_id: 'shared' });
+      expect(reject!.reason).toContain('is listed under two studies in this run');
+      for (const study of [a, b]) expect(reject!.reason).toContain(`"${study.link_id}" (${study.id})`);
+      const { responses } = await expectKeysOnce(result.runDir!, result.current);
+      expect(responses).toEqual(['a-only', 'b-only', 'shared']);
+      // The study that exported it is the one the reject does not name as rejecting it.
+      const owner = await query(
+        `select study_id from read_parquet('${join(result.runDir!, 'responses.parquet')}') where response_id = 'shared'`,
+      );
+      const loser = reject!.study_id;
+      expect([a.id, b.id]).toContain(loser);
+      expect(owner).toEqual([{ study_id: loser === a.id ? b.id : a.id }]);
+      const state = await readPipelineState(result.pipelineDir);
+      expect(state.studies[loser!]).toBeUndefined();
+      expect(state.studies[loser === a.id ? b.id : a.id]?.watermark).toEqual(expect.any(String));
+    });
+  } finally {
+    await sandbox.close();
+  }
+});
+
+it('a response id current/ holds under one study, listed by another in a later run: a reject naming the first; current/ keeps one row', async () => {
+  const sandbox = await startSandbox({ seed: 103, studies: 0 });
+  try {
+    await withTempDir(async (dir) => {
+      const a = sandbox.addStudy({ link_id: 'study-a', responseIds: ['shared', 'a-only'] });
+      const b = sandbox.addStudy({ link_id: 'study-b', responseIds: ['b-only', 'shared'] });
+      // Study a's responses are old: its next incremental run lists none of them again.
+      for (const id of ['shared', 'a-only'])
+        sandbox.touchResponse('study-a', id, new Date('2025-01-01T00:00:00Z'));
+      const first = await run(sandbox, dir, ['--study', 'study-a']);
+      expect(first.code, first.stderr).toBe(0);
+      await expectKeysOnce(first.runDir!, first.current);
+
+      const second = await run(sandbox, dir);
+      expect(second.code, second.stderr).toBe(3);
+      const rejects = await readRejects(second.runDir!);
+      expect(rejects).toHaveLength(1);
+      expect(rejects[0]).toMatchObject({
+        operation: 'list_responses',
+        response_id: 'shared',
+        study_id: b.id,
+      });
+      expect(rejects[0]!.reason).toContain(`current/ holds it under study ${a.id}`);
+      expect(rejects[0]!.reason).toContain(`"study-b" (${b.id})`);
+      const { responses } = await expectKeysOnce(second.runDir!, second.current);
+      expect(responses).toEqual(['a-only', 'b-only', 'shared']);
+      const shared = await query(
+        `select study_id from read_parquet('${join(second.current, 'responses', '*', '*.parquet')}', hive_partitioning = true) where response_id = 'shared'`,
+      );
+      expect(shared).toEqual([{ study_id: a.id }]);
+      // Only the committed runs exist: both were committed (exit 0 and exit 3).
+      expect(
+        (await readdir(join(second.pipelineDir, 'runs'))).filter((n) => !n.startsWith('.')),
+      ).toHaveLength(2);
+      const state = await readPipelineState(second.pipelineDir);
+      expect(state.studies[b.id]).toBeUndefined();
+    });
+  } finally {
+    await sandbox.close();
+  }
+});
