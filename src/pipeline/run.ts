@@ -56,6 +56,7 @@ import {
 } from './publication.ts';
 import { openPipelineDirectory, type PipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
 import { openSource } from './source.ts';
+import { checkSource, recordSource } from './source-record.ts';
 import {
   advanceState,
   emptyState,
@@ -115,6 +116,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
     }),
   );
+  // Before any request: an output keeps to the service that wrote it.
+  const source = options.recorded
+    ? { toRecord: null }
+    : await checkSource(storage, config.source.base_url, {
+        accept: options.acceptNewSource === true,
+        dryRun: options.dryRun === true,
+      });
   const log: WarningLog = {
     warnings: [],
     warn(warning) {
@@ -194,6 +202,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           });
           stateEntries = changedEntries(state, advanced);
         }
+        // The service this output belongs to is recorded before its first run is.
+        if (source.toRecord !== null) await recordSource(storage, source.toRecord, new Date());
         await commitRun({ storage, pipelineDir, run, current: currentContext, prepared, stateEntries });
       } catch (error) {
         if (!(error instanceof CommitUncertain)) await run.discard();

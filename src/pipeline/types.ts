@@ -27,6 +27,8 @@ export interface RunOverrides {
   dryRun?: boolean;
   /** One state file (state.json's format) instead of the state kept beside the runs. */
   stateFile?: string;
+  /** source.base_url may differ from the service the output was written from (source-record.ts). */
+  acceptNewSource?: boolean;
 }
 
 export interface RunOptions extends RunOverrides {

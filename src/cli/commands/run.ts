@@ -70,6 +70,12 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     requiresArg: true,
     describe: 'state file (default out/<name>/state.json)',
   },
+  acceptNewSource: {
+    flag: 'accept-new-source',
+    type: 'boolean',
+    describe:
+      'let source.base_url differ from the service that wrote the output (the same data at a new address); recorded from this run on',
+  },
 };
 
 export function runCommand(context: CliContext): CommandModule<object, RunArgs> {
