@@ -12,7 +12,16 @@
  * bin/study-export.js in a clone runs it only while the sources still match.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -90,7 +99,10 @@ export function builtFrom(outdir) {
 
 // `node scripts/build.js [--if-stale] [OUTDIR]`: --if-stale keeps a folder already built from
 // these sources (npm pack runs prepack and then prepare: one build, not two).
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (process.argv[1] === fileURLToPath(import.meta.url) && !existsSync(join(root, 'src'))) {
+  // An installed package: it carries dist/ and no sources (an npm that runs prepare there).
+  process.stdout.write('no sources to build: dist/ came with the package\n');
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const ifStale = args.includes('--if-stale');
   const outdir = join(root, args.find((arg) => !arg.startsWith('--')) ?? 'dist');
