@@ -52,6 +52,12 @@ function removeOldBuilds(builds, current) {
 }
 
 if (!existsSync(join(root, 'src', 'cli.ts'))) {
+  if (!existsSync(packaged)) {
+    process.stderr.write(
+      `study-export: this install has no compiled program (${packaged} is missing): the package was made without its build; see docs/install.md\n`,
+    );
+    process.exit(1);
+  }
   await import(pathToFileURL(packaged).href);
 } else {
   let cli = null;
