@@ -104,7 +104,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const storage = await openStorage(pipelineRoot, config.output.s3);
   const stateStore = await openStateStore(storage, options);
   // A replay (answers an earlier run recorded) neither reads nor moves the state.
-  const state = options.recorded
+  let state = options.recorded
     ? emptyState()
     : await stateStore.read().catch((error: unknown) => {
         // The state lives in the output folder: a bad --out shows here first.
@@ -152,8 +152,16 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       };
       // What the shard's previous runs left unfinished is finished first, before anything
       // reads current/ or the state: whatever this run then finds, even nothing new.
-      if (!options.recorded)
-        await completePending({ storage, shard: options.shard, stateStore, current: currentSide });
+      if (!options.recorded) {
+        const pending = await completePending({
+          storage,
+          shard: options.shard,
+          stateStore,
+          current: currentSide,
+        });
+        // The state it wrote is where this run's studies start.
+        if (pending.completed.length > 0) state = await stateStore.read();
+      }
       // Read again under the lease: another run may have committed since.
       const previousRun = options.recorded || options.full ? null : await pipelineDir.latest();
       const run = await pipelineDir.createRun(startedAt);

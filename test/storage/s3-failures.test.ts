@@ -4,16 +4,19 @@
  * a failure while the run commits, and a run killed in the middle of a multipart upload.
  * Each gives a clear error with its exit code and leaves nothing that looks like a run.
  */
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, RunError } from '../../src/errors.ts';
+import { verifyRun } from '../../src/pipeline/verify.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
+import { runCli } from '../cli/helpers.ts';
+import { currentKeys } from '../current/helpers.ts';
 import { readHyparquet } from '../load/readers.ts';
-import { runAgainst, sandboxConfig, spawnRun, withTempDir } from '../pipeline/helpers.ts';
+import { KEY_ENV, runAgainst, sandboxConfig, spawnRun, withTempDir } from '../pipeline/helpers.ts';
 import { EnvironmentPatch } from '../shared.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
 
@@ -193,4 +196,133 @@ describe('a run that fails or is killed on object storage', () => {
       expect(ids.sort()).toEqual([...expected].sort());
     });
   });
+});
+
+/**
+ * Passes every request to s3rver; once a write of `latest` has gone through (the run is
+ * committed), answers 503 to every write or delete of the keys `failing` matches.
+ */
+async function failingAfterCommit(
+  failing: RegExp,
+): Promise<{ endpoint: string; failed: () => number; close(): Promise<void> }> {
+  const target = new URL(s3.endpoint);
+  let committed = false;
+  let failed = 0;
+  const proxy = createServer((req, res) => {
+    const url = req.url ?? '';
+    if (committed && req.method !== 'GET' && req.method !== 'HEAD' && failing.test(url)) {
+      failed++;
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/xml' });
+      res.end('<Error><Code>ServiceUnavailable</Code><Message>busy</Message></Error>');
+      return;
+    }
+    const upstream = request(
+      { host: target.hostname, port: target.port, method: req.method, path: url, headers: req.headers },
+      (answer) => {
+        if (req.method === 'PUT' && /\/latest(\?|$)/.test(url) && answer.statusCode === 200) committed = true;
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  const endpoint = await listen(proxy);
+  return {
+    endpoint,
+    failed: () => failed,
+    close: () => new Promise((resolve) => proxy.close(() => resolve())),
+  };
+}
+
+/** current/ of a bucket copied into `dir`, for DuckDB. */
+async function downloadCurrent(prefix: string, dir: string): Promise<string> {
+  for (const key of await s3.keys('exports', `${prefix}/test/current/`)) {
+    const path = join(dir, ...key.slice(`${prefix}/test/`.length).split('/'));
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, await s3.get('exports', key));
+  }
+  return join(dir, 'current');
+}
+
+describe('a store that fails after the commit', () => {
+  it.each([
+    ['current/', 'updating current/', /\/test\/current\//, 'current'],
+    ['state/', 'writing the state', /\/test\/state\//, 'state'],
+  ])(
+    'writes of %s failing: exit 3, "committed, but", the run kept; the next run completes it',
+    async (_what, says, failing, where) => {
+      await withTempDir(async (dir) => {
+        const prefix = `after-${where}`;
+        const out = `s3://exports/${prefix}`;
+        const pipeline = join(dir, 'p.yaml');
+        const pipelineFile = (endpoint: string) =>
+          writeFile(
+            pipeline,
+            [
+              'name: test',
+              `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV} }`,
+              `output: { dir: "${out}", s3: { endpoint: "${endpoint}" } }`,
+              'media: { enabled: false }',
+            ].join('\n'),
+          );
+        const env = { [KEY_ENV]: sandbox.api_key, ...S3_CREDENTIALS };
+        await pipelineFile(s3.endpoint);
+        expect((await runCli(['run', '--config', pipeline], { cwd: dir, env })).code).toBe(0);
+        const study = sandbox.studies()[0]!;
+        // A full run replaces the study's partitions: the response deleted on the service goes.
+        const gone = sandbox.responses(study.link_id)[0]!.id;
+        sandbox.deleteResponse(study.link_id, gone);
+
+        const proxy = await failingAfterCommit(failing);
+        await pipelineFile(proxy.endpoint);
+        const failed = await runCli(['run', '--config', pipeline, '--full'], { cwd: dir, env }).finally(() =>
+          proxy.close(),
+        );
+        expect(proxy.failed()).toBeGreaterThan(0);
+        expect(failed.code, failed.stderr).toBe(3);
+        const runId = (await s3.get('exports', `${prefix}/test/latest`)).toString('utf8').trim();
+        const lines = failed.stderr.split('\n').filter((line) => line.startsWith('study-export:'));
+        expect(lines).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^study-export: run ${runId} committed, but ${says} failed on ${out}/test/${where}: ${out}/test/${where}/.*the storage answered 503 \\(ServiceUnavailable\\) to a (write|delete), after retries; the next run completes it$`,
+            ),
+          ),
+        ]);
+        // latest names a run whose every object is there.
+        expect((await verifyRun(`${out}/test/runs/${runId}`, { endpoint: s3.endpoint })).problems).toEqual(
+          [],
+        );
+        expect(await s3.keys('exports', `${prefix}/test/.pending/`)).toEqual([
+          `${prefix}/test/.pending/${runId}.json`,
+        ]);
+
+        // The next run, with nothing new since, completes it.
+        await pipelineFile(s3.endpoint);
+        const next = await runCli(['run', '--config', pipeline], { cwd: dir, env });
+        expect(next.code, next.stderr).toBe(0);
+        expect(next.stdout).toMatch(new RegExp(`^nothing new since run ${runId} `));
+        expect(await s3.keys('exports', `${prefix}/test/.pending/`)).toEqual([]);
+        const state = JSON.parse(
+          (await s3.get('exports', `${prefix}/test/state/${study.id}.json`)).toString('utf8'),
+        );
+        expect(state.last_run).toBe(runId);
+        const { responseIds, repeated } = await currentKeys(await downloadCurrent(prefix, dir));
+        const expected = sandbox.studies().flatMap((s) => sandbox.responses(s.link_id).map((r) => r.id));
+        expect(responseIds).toEqual([...expected].sort());
+        expect(responseIds).not.toContain(gone);
+        expect(Object.values(repeated).every((n) => n === 0)).toBe(true);
+        const parts = (await s3.keys('exports', `${prefix}/test/current/responses/`)).filter((key) =>
+          key.endsWith('.parquet'),
+        );
+        expect(
+          parts.every(
+            (key) => key.endsWith(`part-${runId}.parquet`) || !key.includes(`study_id=${study.id}`),
+          ),
+        ).toBe(true);
+      });
+    },
+  );
 });
