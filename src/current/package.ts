@@ -1,30 +1,137 @@
 /**
- * current/datapackage.json: the current dataset's tables (fields, types, keys) as a
- * Frictionless Data Package, from the same builder as a run's. A table's parts change with
- * every run and live in one folder per study, so each resource's path is the pattern of its
- * parts (answers/*\/*.parquet), as DuckDB, Spark or pandas are given it; there are no sizes or
- * hashes (each run's manifest has those of the files it wrote).
+ * current/datapackage.json: every file of the current dataset as a Frictionless Data Package,
+ * from the same builder as a run's, rewritten at each publication from a listing of current/:
+ * each table resource lists every part it has now (one per study, a partition's newest), in
+ * the columns the parts hold (read from one part, so the descriptor follows the parts'
+ * layout); the wide sheets are tabular resources with their headers, the workbooks files.
+ * There are no sizes or hashes (each run's manifest has those of the files it wrote).
+ *
+ * Each CSV part has its own header row, as DuckDB, pandas and Spark read a folder of parts; a
+ * reader that joins a resource's files end to end must skip the header of every file after the
+ * first.
  */
+import { parquetMetadataAsync } from 'hyparquet';
+import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
-import { dataPackage } from '../load/datapackage.ts';
-import { tableNames } from '../load/tables.ts';
+import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
+import { type TableName, tableNames } from '../load/tables.ts';
+import { redact } from '../redact.ts';
+import { CURRENT_DIR, parsePartName, storeBuffer } from './parts.ts';
+import type { CurrentStore } from './store.ts';
+
+export const CURRENT_PACKAGE = `${CURRENT_DIR}/datapackage.json`;
 
 /** The formats of the current dataset: Parquet always (runs merge from it), CSV when asked for. */
 export function currentFormats(formats: readonly Format[]): TableFormat[] {
   return ['parquet', ...(formats.includes('csv') ? (['csv'] as const) : [])];
 }
 
-export function currentPackage(name: string, formats: readonly Format[]) {
-  const kept = currentFormats(formats);
-  const described = dataPackage({
-    name,
-    formats: kept,
-    resources: kept.flatMap((format) =>
-      tableNames.map((table) => ({ table, path: `${table}/*/*.${format}`, format, bytes: 0, sha256: '' })),
-    ),
+/** The descriptor of current/ as it is in `store` now. */
+export async function currentPackage(
+  store: CurrentStore,
+  options: { name: string; formats: readonly Format[]; baseUrl?: string },
+) {
+  const files: { path: string; bytes: number }[] = [];
+  for await (const file of store.list(CURRENT_DIR)) files.push({ path: file.path, bytes: file.bytes });
+  files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+
+  const tables = [];
+  const taken = new Set<string>(['datapackage.json']);
+  for (const format of currentFormats(options.formats)) {
+    for (const table of tableNames) {
+      const parts = newestParts(files, table, format);
+      if (parts.length === 0) continue;
+      for (const part of parts) taken.add(part.path);
+      const first = parts[0] as { path: string; bytes: number };
+      const columns = await columnsOf(store, `${CURRENT_DIR}/${first.path}`, first.bytes, format);
+      tables.push({ table, format, path: parts.map((part) => part.path), columns });
+    }
+  }
+  const sheets = [];
+  for (const file of files) {
+    if (!/^wide\/[^/]+\/[^/]+\.csv$/.test(file.path)) continue;
+    taken.add(file.path);
+    const text = await firstLine(store, `${CURRENT_DIR}/${file.path}`, file.bytes);
+    const bom = text.startsWith('\ufeff');
+    const header = Papa.parse<string[]>(text.replace(/^\ufeff/, '')).data[0] ?? [];
+    sheets.push({ path: file.path, header, bom });
+  }
+  const others = files
+    .filter((file) => !taken.has(file.path) && !leftOut(file.path))
+    .map((file) => ({
+      path: file.path,
+      bytes: file.bytes,
+      ...(file.path.startsWith('xlsx/')
+        ? {
+            description:
+              'The workbook of one study, from its current rows: sheets About, wide, answers and transcript (times UTC).',
+          }
+        : {}),
+    }));
+  const source: PackageSource | undefined =
+    options.baseUrl === undefined
+      ? undefined
+      : { base_url: redact(options.baseUrl), sandbox: options.baseUrl === 'sandbox' };
+  return dataPackage({
+    name: options.name,
+    title: `${options.name}: the current dataset of study-export`,
+    description: `Every response once, its newest copy, across the runs of the pipeline "${options.name}"; one part per study and table. ${packageNotes}`,
+    created: new Date().toISOString(),
+    ...(source ? { source } : {}),
+    tables,
+    sheets,
+    files: others,
   });
-  return {
-    ...described,
-    resources: described.resources.map(({ bytes: _bytes, hash: _hash, ...resource }) => resource),
-  };
+}
+
+/** A partition's newest part in `format` (by run id, as the merge reads them), for every partition. */
+function newestParts(
+  files: readonly { path: string; bytes: number }[],
+  table: TableName,
+  format: TableFormat,
+) {
+  const newest = new Map<string, { path: string; bytes: number; runId: string }>();
+  for (const file of files) {
+    const [folder, partition, name, ...rest] = file.path.split('/');
+    if (folder !== table || rest.length > 0 || !partition?.startsWith('study_id=') || !name) continue;
+    const part = parsePartName(name);
+    if (!part || part.format !== format) continue;
+    const seen = newest.get(partition);
+    if (!seen || seen.runId < part.runId) newest.set(partition, { ...file, runId: part.runId });
+  }
+  return [...newest.values()].map(({ path, bytes }) => ({ path, bytes }));
+}
+
+/** Files under temporary names, and every file of a table's folders that is not a newest part. */
+function leftOut(path: string): boolean {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  return name.startsWith('.') || (tableNames as string[]).includes(path.split('/')[0] ?? '');
+}
+
+/** The column names a part holds, in order: from a Parquet footer, or a CSV's header row. */
+async function columnsOf(
+  store: CurrentStore,
+  path: string,
+  bytes: number,
+  format: TableFormat,
+): Promise<string[]> {
+  if (format === 'parquet') {
+    const metadata = await parquetMetadataAsync(storeBuffer(store, path, bytes));
+    // The root element first, then one element per (flat) column.
+    return metadata.schema.slice(1).map((element) => element.name);
+  }
+  const line = await firstLine(store, path, bytes);
+  return Papa.parse<string[]>(line.replace(/^\ufeff/, '')).data[0] ?? [];
+}
+
+/** A CSV's header row: read in growing ranges until its first record ends. */
+async function firstLine(store: CurrentStore, path: string, bytes: number): Promise<string> {
+  for (let end = Math.min(bytes, 1 << 16); ; end = Math.min(bytes, end * 4)) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.readStream(path, { start: 0, end })) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const parsed = Papa.parse<string[]>(text, { preview: 1, newline: '\r\n' });
+    const cursor = parsed.meta.cursor;
+    if (end >= bytes || (cursor < text.length && parsed.errors.length === 0)) return text.slice(0, cursor);
+  }
 }

@@ -33,9 +33,8 @@ import {
   type ResponseTable,
   responseTables,
 } from './merge.ts';
-import { currentFormats, currentPackage } from './package.ts';
+import { CURRENT_PACKAGE, currentFormats, currentPackage } from './package.ts';
 import {
-  CURRENT_DIR,
   createPartCopy,
   createPartWriter,
   newestPart,
@@ -62,6 +61,8 @@ export interface CurrentContext {
   csv: CsvOptions;
   /** Where new parts are prepared before they are copied into the store; removed by the caller. */
   scratchDir: string;
+  /** The service's base_url ("sandbox" for the embedded one), named in current/datapackage.json. */
+  baseUrl?: string;
 }
 
 /** A study of the run: a full (since null) lossless export replaces the study's rows. */
@@ -537,17 +538,26 @@ async function readAll<T extends TableName>(
 }
 
 /**
- * current/datapackage.json depends only on the pipeline's name and formats, so every shard
- * would write the same bytes: it is written only when missing or different.
+ * current/datapackage.json lists every part, so it is rewritten after each publication, from a
+ * listing of current/; when only its `created` would change (a shard that found the same
+ * files), it is left as it is.
  */
 export async function writePackageIfChanged(
-  update: Pick<CurrentContext, 'store' | 'formats'> & { name: string },
+  update: Pick<CurrentContext, 'store' | 'formats' | 'baseUrl'> & { name: string },
 ): Promise<void> {
-  const text = `${JSON.stringify(currentPackage(update.name, update.formats), null, 2)}\n`;
-  const path = `${CURRENT_DIR}/datapackage.json`;
-  const existing = await update.store.read(path);
-  if (existing?.toString('utf8') === text) return;
-  const output = await update.store.create(path);
-  await output.write(text);
+  const described = await currentPackage(update.store, {
+    name: update.name,
+    formats: update.formats,
+    ...(update.baseUrl !== undefined ? { baseUrl: update.baseUrl } : {}),
+  });
+  const existing = await update.store.read(CURRENT_PACKAGE);
+  if (existing && sameBut('created', JSON.parse(existing.toString('utf8')), described)) return;
+  const output = await update.store.create(CURRENT_PACKAGE);
+  await output.write(`${JSON.stringify(described, null, 2)}\n`);
   await output.close();
+}
+
+function sameBut(key: string, a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const without = (o: Record<string, unknown>) => JSON.stringify({ ...o, [key]: null });
+  return without(a) === without(b);
 }

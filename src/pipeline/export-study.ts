@@ -18,6 +18,7 @@ import {
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
+import { wideHeader } from '../load/tables.ts';
 import { createWideWriter, type WideWriter } from '../load/wide.ts';
 import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
@@ -55,6 +56,8 @@ export interface ExportStudyInput {
   onIncompleteResponse?: (responseId: string) => void;
   /** Where the study's wide sheet is also written: its current sheet, when it is new there. */
   wideCopy?: Pick<Storage, 'create' | 'describe'>;
+  /** The study's wide sheet is written: its path in the run and its header (datapackage.json). */
+  onWideSheet?: (sheet: { path: string; header: string[] }) => void;
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
@@ -120,7 +123,8 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     const load: StudyLoad = { input, outcome, questions, wide, workbook };
     await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
     const columns = wideColumns(questions.all());
-    await wide.finish(columns);
+    const sheet = await wide.finish(columns);
+    input.onWideSheet?.({ path: sheet, header: wideHeader(columns.map((column) => column.header)) });
     await workbook?.finish(columns);
   } catch (error) {
     await wide.abort();

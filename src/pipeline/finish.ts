@@ -1,23 +1,51 @@
 /**
- * The last files of a run before its manifest: datapackage.json, which describes the tables
- * with their sizes and hashes, and the list of every file for the manifest. Sizes and hashes
- * are the ones counted while the files were written; nothing is read back.
+ * The last files of a run before its manifest: datapackage.json, which describes every file
+ * of the run (the tables with their schemas, sizes and hashes; the wide sheets with theirs;
+ * media.zip, the workbooks, raw/, rejects and the manifest as files with a media type), and
+ * the list of every file for the manifest. Sizes and hashes are the ones counted while the
+ * files were written; nothing is read back.
  */
 import type { PipelineConfig, TableFormat } from '../config/schema.ts';
-import { dataPackage } from '../load/datapackage.ts';
+import { dataPackage, type PackageFile, packageNotes } from '../load/datapackage.ts';
 import { MANIFEST_FILE, type ManifestFile } from '../load/manifest.ts';
 import type { TableFiles } from '../load/table-writers.ts';
+import { redact } from '../redact.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';
+
+export const DATAPACKAGE_FILE = 'datapackage.json';
+
+/** A wide sheet the run wrote, with its header. */
+export interface WrittenSheet {
+  path: string;
+  header: readonly string[];
+}
+
+/** What a reader of the descriptor is told about the files that are not tables. */
+function describeFile(path: string): string | undefined {
+  if (path === 'media.zip')
+    return 'The recordings, as <link_id>/<response_id>/<turn>-<kind>.<ext>; the media table lists each with its sha256.';
+  if (path === MANIFEST_FILE)
+    return 'What the run did: its configuration without secrets, counts, the sha256 of every other file, requests, warnings, timings. Written after this descriptor, so without a size or hash here.';
+  if (path === 'rejects.jsonl') return 'Records that failed validation, as received, with the reason.';
+  if (path.startsWith('raw/')) return 'Every payload as received from the service, for replay and audit.';
+  if (path.startsWith('xlsx/'))
+    return 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).';
+  return undefined;
+}
 
 /** Writes datapackage.json; returns every file of the run with bytes and sha256. */
 export async function finishRunDirectory(
   run: RecordedStorage,
   config: PipelineConfig,
   tables: TableFiles[],
+  options: { runId: string; sheets: readonly WrittenSheet[] },
 ): Promise<ManifestFile[]> {
-  const byPath = new Map(run.written().map((file) => [file.path, file]));
-  const resources = tables.flatMap((table) =>
+  const written = run.written();
+  const byPath = new Map(written.map((file) => [file.path, file]));
+  const described = new Set<string>([DATAPACKAGE_FILE, MANIFEST_FILE]);
+  const tableFiles = tables.flatMap((table) =>
     table.files.map((path) => {
+      described.add(path);
       const listed = byPath.get(path);
       return {
         table: table.table,
@@ -28,7 +56,30 @@ export async function finishRunDirectory(
       };
     }),
   );
-  const described = dataPackage({ name: config.name, formats: config.output.formats, resources });
-  await run.put('datapackage.json', `${JSON.stringify(described, null, 2)}\n`);
+  const sheets = options.sheets
+    .filter((sheet) => byPath.has(sheet.path))
+    .map((sheet) => {
+      described.add(sheet.path);
+      const listed = byPath.get(sheet.path);
+      return { ...sheet, bom: config.output.csv.bom, bytes: listed?.bytes, sha256: listed?.sha256 };
+    });
+  const files: PackageFile[] = [
+    ...written
+      .filter((file) => !described.has(file.path))
+      .map((file) => ({ ...file, description: describeFile(file.path) })),
+    { path: MANIFEST_FILE, description: describeFile(MANIFEST_FILE) },
+  ];
+  const baseUrl = config.source.base_url;
+  const pkg = dataPackage({
+    name: config.name,
+    title: `${config.name}: study-export run ${options.runId}`,
+    description: `Every file of one study-export run of the pipeline "${config.name}". ${packageNotes}`,
+    created: new Date().toISOString(),
+    source: { base_url: redact(baseUrl), sandbox: baseUrl === 'sandbox' },
+    tables: tableFiles,
+    sheets,
+    files,
+  });
+  await run.put(DATAPACKAGE_FILE, `${JSON.stringify(pkg, null, 2)}\n`);
   return run.written().filter((file) => file.path !== MANIFEST_FILE);
 }

@@ -50,7 +50,9 @@ export async function writePending(storage: Storage, record: PendingRecord): Pro
 }
 
 /** The current dataset's side of a completion. */
-export type CurrentSide = Pick<CurrentContext, 'store' | 'csv' | 'scratchDir' | 'formats'> & { name: string };
+export type CurrentSide = Pick<CurrentContext, 'store' | 'csv' | 'scratchDir' | 'formats' | 'baseUrl'> & {
+  name: string;
+};
 
 /**
  * Writes the state entries a committed run advanced. Shards read the state again: others may

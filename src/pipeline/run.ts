@@ -40,7 +40,7 @@ import { openScratch, scratchFull } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
 import { exportStudy } from './export-study.ts';
-import { finishRunDirectory } from './finish.ts';
+import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { growHeapSlowly } from './heap-growth.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
@@ -149,6 +149,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         formats: config.output.formats,
         csv: config.output.csv,
         scratchDir: scratch.dir,
+        baseUrl: config.source.base_url,
       };
       // What the shard's previous runs left unfinished is finished first, before anything
       // reads current/ or the state: whatever this run then finds, even nothing new.
@@ -504,6 +505,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     reporter.start('details', expectedResponses(studies, state, options, config));
     if (media) reporter.start('media');
 
+    const sheets: WrittenSheet[] = [];
     const studyLimit = pLimit(STUDIES_IN_PARALLEL + STUDIES_LISTED_AHEAD);
     const detailsLimit = pLimit(STUDIES_IN_PARALLEL);
     // Studies overlap, but their listing pages in flight hold at most one full page of
@@ -529,6 +531,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
             claims,
             onIncompleteResponse: (id) => stage.markIncomplete(id),
             ...(copy ? { wideCopy: copy.wide } : {}),
+            onWideSheet: (sheet) => sheets.push(sheet),
             media,
             reporter,
             pageGate: (expected, takePage) => pageGate(index, expected, takePage),
@@ -584,7 +587,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
       stats,
       warnings: log.warnings,
     });
-    const listed = await finishRunDirectory(files, config, tables);
+    const listed = await finishRunDirectory(files, config, tables, { runId: run.id, sheets });
     const finishedAt = Date.now();
     timings.total = finishedAt - startedAt;
     const manifest: Manifest = {

@@ -11,24 +11,131 @@ const files = (format: 'csv' | 'parquet') =>
     sha256: 'ab'.repeat(32),
   }));
 
+const options = {
+  name: 'Demo',
+  title: 'Demo: a run',
+  description: 'A run.',
+  created: '2026-11-24T23:50:00.000Z',
+};
+
+type Resource = ReturnType<typeof dataPackage>['resources'][number];
+type TableResource = Extract<Resource, { table: string }>;
+
 describe('dataPackage', () => {
   const pkg = dataPackage({
-    name: 'Demo',
-    formats: ['csv', 'parquet'],
-    resources: [...files('csv'), ...files('parquet')],
+    ...options,
+    source: { base_url: 'https://studies.example.com/api', sandbox: false },
+    tables: [...files('csv'), ...files('parquet')],
+    sheets: [
+      {
+        path: 'wide/Coffee Habits.csv',
+        header: ['response_id', 'response_number', 'created_at (UTC)', 'updated_at (UTC)', 'summary', 'Why?'],
+        bom: true,
+        bytes: 10,
+        sha256: 'cd'.repeat(32),
+      },
+    ],
+    files: [
+      { path: 'media.zip', bytes: 5, sha256: 'ef'.repeat(32) },
+      { path: 'raw/list_responses.jsonl.gz', bytes: 7, sha256: '01'.repeat(32) },
+      { path: 'xlsx/Coffee Habits.xlsx', bytes: 9, sha256: '02'.repeat(32) },
+      { path: 'manifest.json' },
+    ],
   });
+  const resources = pkg.resources as unknown as TableResource[];
 
-  it('is a tabular data package with one uniquely named resource per file', () => {
-    expect(pkg.profile).toBe('tabular-data-package');
-    expect(pkg.name).toBe('demo');
+  it('is a data package with one uniquely named resource per file, saying where the data came from', () => {
+    expect(pkg.profile).toBe('data-package');
+    expect(pkg).toMatchObject({
+      name: 'demo',
+      title: 'Demo: a run',
+      created: '2026-11-24T23:50:00.000Z',
+      sources: [
+        {
+          title: 'Study Responses service at https://studies.example.com/api',
+          path: 'https://studies.example.com/api',
+        },
+      ],
+    });
+    expect(pkg).not.toHaveProperty('licenses');
+    expect(
+      dataPackage({ ...options, source: { base_url: 'sandbox', sandbox: true }, tables: [] }).sources,
+    ).toEqual([{ title: expect.stringMatching(/^The sandbox/) }]);
     const names = pkg.resources.map((r) => r.name);
     expect(new Set(names).size).toBe(names.length);
     expect(names).toContain('answers');
     expect(names).toContain('answers-parquet');
+    for (const name of names) expect(name).toMatch(/^[-a-z0-9._/]+$/);
+  });
+
+  it('describes the files that are not tables by format and media type, and the wide sheets with a schema', () => {
+    const byPath = new Map(pkg.resources.map((r) => [r.path as string, r as Record<string, unknown>]));
+    expect(byPath.get('media.zip')).toMatchObject({
+      profile: 'data-resource',
+      name: 'media.zip',
+      format: 'zip',
+      mediatype: 'application/zip',
+      bytes: 5,
+      hash: `sha256:${'ef'.repeat(32)}`,
+    });
+    expect(byPath.get('manifest.json')).toMatchObject({
+      name: 'manifest.json',
+      mediatype: 'application/json',
+    });
+    expect(byPath.get('manifest.json')).not.toHaveProperty('hash');
+    expect(byPath.get('raw/list_responses.jsonl.gz')).toMatchObject({ format: 'jsonl', compression: 'gz' });
+    expect(byPath.get('xlsx/Coffee Habits.xlsx')).toMatchObject({
+      profile: 'data-resource',
+      name: expect.stringMatching(/^xlsx\/coffee_habits\.xlsx-[0-9a-f]{8}$/),
+      mediatype: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    });
+    const sheet = byPath.get('wide/Coffee Habits.csv') as unknown as {
+      profile: string;
+      encoding: string;
+      schema: { fields: { name: string; type: string; format?: string }[]; primaryKey: string[] };
+    };
+    // With a byte order mark (bom: true): a file, which CSV readers would refuse as a table.
+    expect(sheet).toMatchObject({ profile: 'data-resource', encoding: 'utf-8' });
+    expect(sheet.schema.fields.map((f) => [f.name, f.type, f.format])).toEqual([
+      ['response_id', 'string', undefined],
+      ['response_number', 'integer', undefined],
+      ['created_at (UTC)', 'datetime', '%Y-%m-%d %H:%M:%S'],
+      ['updated_at (UTC)', 'datetime', '%Y-%m-%d %H:%M:%S'],
+      ['summary', 'string', undefined],
+      ['Why?', 'string', undefined],
+    ]);
+    expect(sheet.schema.primaryKey).toEqual(['response_id']);
+  });
+
+  it('gives Parquet a data-resource profile (v1 keeps the tabular one for CSV) with its schema', () => {
+    const parquet = resources.find((r) => r.name === 'answers-parquet')!;
+    expect(parquet.profile).toBe('data-resource');
+    expect(resources.find((r) => r.name === 'answers')!.profile).toBe('tabular-data-resource');
+    expect(parquet.schema.primaryKey).toEqual(['response_id', 'answer_id']);
+  });
+
+  it('describes only the columns the files hold, and keys only where their columns are there', () => {
+    const [answers] = dataPackage({
+      ...options,
+      tables: [
+        {
+          table: 'answers',
+          path: ['answers/study_id=a/part-1.parquet', 'answers/study_id=b/part-1.parquet'],
+          format: 'parquet',
+          columns: columnNames('answers').filter((name) => name !== 'response_id'),
+        },
+      ],
+    }).resources as unknown as TableResource[];
+    expect(answers!.path).toEqual(['answers/study_id=a/part-1.parquet', 'answers/study_id=b/part-1.parquet']);
+    expect(answers!.schema.fields.map((f) => f.name)).toEqual(
+      columnNames('answers').filter((name) => name !== 'response_id'),
+    );
+    expect(answers!.schema).not.toHaveProperty('primaryKey');
+    expect(answers!.schema).not.toHaveProperty('foreignKeys');
   });
 
   it('describes fields, types, required constraints and keys from the table declarations', () => {
-    const responses = pkg.resources.find((r) => r.name === 'responses')!;
+    const responses = resources.find((r) => r.name === 'responses')!;
     expect(responses).toMatchObject({
       path: 'responses.csv',
       format: 'csv',
@@ -59,22 +166,22 @@ describe('dataPackage', () => {
   });
 
   it('points foreign keys at resources of the same format', () => {
-    const answers = pkg.resources.find((r) => r.name === 'answers-parquet')!;
+    const answers = resources.find((r) => r.name === 'answers-parquet')!;
     expect(answers).toMatchObject({ format: 'parquet', mediatype: 'application/vnd.apache.parquet' });
     expect(answers).not.toHaveProperty('dialect');
     expect(answers.schema.foreignKeys).toEqual([
       { fields: ['response_id'], reference: { resource: 'responses-parquet', fields: ['response_id'] } },
     ]);
-    const names = new Set(pkg.resources.map((r) => r.name));
-    for (const resource of pkg.resources) {
+    const names = new Set(resources.map((r) => r.name));
+    for (const resource of resources.filter((r) => r.table)) {
       for (const key of resource.schema.foreignKeys ?? [])
         expect(names.has(key.reference.resource)).toBe(true);
     }
   });
 
   it('says which resources are the same table in another format', () => {
-    const csv = pkg.resources.find((r) => r.name === 'answers')!;
-    const parquet = pkg.resources.find((r) => r.name === 'answers-parquet')!;
+    const csv = resources.find((r) => r.name === 'answers')!;
+    const parquet = resources.find((r) => r.name === 'answers-parquet')!;
     expect(csv.table).toBe('answers');
     expect(parquet.table).toBe('answers');
     expect(csv.description).toContain('Same rows as "answers-parquet" (parquet)');
@@ -82,27 +189,28 @@ describe('dataPackage', () => {
   });
 
   it('leaves out foreignKeys where a table has none, and keys every table by columns that are never empty', () => {
-    const studies = pkg.resources.find((r) => r.name === 'studies')!;
+    const studies = resources.find((r) => r.name === 'studies')!;
     expect(studies.schema).not.toHaveProperty('foreignKeys');
     // A URL parameter's name is the one key column the service may send as "" (`?=x`).
     const mayBeEmpty = new Set(['attributes.key', 'attributes-parquet.key']);
-    for (const resource of pkg.resources) {
-      for (const key of resource.schema.primaryKey) {
+    for (const resource of resources.filter((r) => r.table)) {
+      for (const key of resource.schema.primaryKey ?? []) {
         const field = resource.schema.fields.find((f) => f.name === key);
         expect(field?.constraints.required).toBe(!mayBeEmpty.has(`${resource.name}.${key}`));
       }
     }
-    expect(pkg.resources.find((r) => r.name === 'questions')?.schema.primaryKey).toEqual([
+    expect(resources.find((r) => r.name === 'questions')?.schema.primaryKey).toEqual([
       'study_id',
       'position',
     ]);
   });
 
-  it('gives the first listed format the bare names', () => {
-    const parquetOnly = dataPackage({ name: 'x', formats: ['parquet'], resources: files('parquet') });
-    expect(parquetOnly.resources.map((r) => r.name)).toEqual(tableNames);
+  it("names a table's resources by format alone, whatever the formats of the run", () => {
+    const parquetOnly = dataPackage({ ...options, tables: files('parquet') })
+      .resources as unknown as TableResource[];
+    expect(parquetOnly.map((r) => r.name)).toEqual(tableNames.map((t) => `${t}-parquet`));
     expect(
-      parquetOnly.resources.find((r) => r.name === 'media')?.schema.foreignKeys?.[0]?.reference.resource,
-    ).toBe('responses');
+      parquetOnly.find((r) => r.name === 'media-parquet')?.schema.foreignKeys?.[0]?.reference.resource,
+    ).toBe('responses-parquet');
   });
 });

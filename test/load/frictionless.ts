@@ -4,13 +4,16 @@
  * against its profile (strict mode throws on any error), and every CSV resource is read with
  * its declared schema: every cell cast, primary keys and foreign keys (relations) checked.
  */
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 interface FrictionlessResource {
   name: string;
-  descriptor: { format?: string };
+  tabular: boolean;
+  descriptor: { format?: string; path?: string | string[]; hash?: string; bytes?: number; profile?: string };
   read(options: { keyed?: boolean; relations?: boolean; forceCast?: boolean }): Promise<unknown[]>;
+  rawRead(): Promise<Buffer | undefined>;
 }
 interface FrictionlessPackage {
   valid: boolean;
@@ -18,47 +21,91 @@ interface FrictionlessPackage {
   resources: FrictionlessResource[];
 }
 /** The library ships no types; the little used here. */
-const { Package } = createRequire(import.meta.url)('datapackage') as {
+const { Package, Resource } = createRequire(import.meta.url)('datapackage') as {
   Package: {
     load(descriptor: string, options: { basePath: string; strict: boolean }): Promise<FrictionlessPackage>;
+  };
+  Resource: {
+    load(descriptor: object, options: { basePath: string; strict: boolean }): Promise<FrictionlessResource>;
   };
 };
 
 export interface FrictionlessReport {
   /** Every error, named by resource and row; empty when the package is valid. */
   errors: string[];
-  /** CSV resources read, with their row counts. */
+  /** Tabular (CSV) resources read, with their row counts (all parts together). */
   read: Record<string, number>;
-  /** Resources this reader cannot read (Parquet), skipped as the specification allows. */
+  /** Resources this reader cannot read as tables (Parquet, zip, workbooks, JSON), read as bytes. */
   skipped: string[];
 }
 
-export async function validateDataPackage(runDir: string): Promise<FrictionlessReport> {
+/**
+ * `dir` holds the package: a run's folder, or current/. Every resource is read: a tabular one
+ * with its schema, every cell cast and keys checked (with relations, for a single file); a
+ * resource in several parts (current/) part by part, since this reader reads no multipart
+ * table and each part has its header; any other resource as bytes, against its hash.
+ */
+export async function validateDataPackage(dir: string): Promise<FrictionlessReport> {
   const report: FrictionlessReport = { errors: [], read: {}, skipped: [] };
   let pkg: FrictionlessPackage;
   try {
-    pkg = await Package.load(join(runDir, 'datapackage.json'), { basePath: runDir, strict: true });
+    pkg = await Package.load(join(dir, 'datapackage.json'), { basePath: dir, strict: true });
   } catch (error) {
     report.errors.push(`descriptor: ${describe(error)}`);
     return report;
   }
   if (!pkg.valid) report.errors.push(...pkg.errors.map((e) => `descriptor: ${describe(e)}`));
   for (const resource of pkg.resources) {
-    if (resource.descriptor.format !== 'csv') {
-      report.skipped.push(resource.name);
-      continue;
-    }
+    const paths = resource.descriptor.path;
     try {
-      // forceCast: every failing row comes back as an Error instead of stopping at the first.
-      const rows = await resource.read({ keyed: true, relations: true, forceCast: true });
-      for (const row of rows)
-        if (row instanceof Error) report.errors.push(`${resource.name}: ${describe(row)}`);
-      report.read[resource.name] = rows.length;
+      if (!resource.tabular) {
+        report.skipped.push(resource.name);
+        for (const path of typeof paths === 'string' ? [paths] : (paths ?? [])) {
+          const part = await Resource.load({ ...resource.descriptor, path }, { basePath: dir, strict: true });
+          const bytes = (await part.rawRead()) ?? Buffer.alloc(0);
+          const { hash, bytes: size } = resource.descriptor;
+          if (
+            typeof paths === 'string' &&
+            hash &&
+            hash !== `sha256:${createHash('sha256').update(bytes).digest('hex')}`
+          )
+            report.errors.push(`${resource.name}: ${path} does not match its hash`);
+          if (typeof paths === 'string' && size !== undefined && size !== bytes.length)
+            report.errors.push(
+              `${resource.name}: ${path} has ${bytes.length} bytes, the descriptor says ${size}`,
+            );
+        }
+        continue;
+      }
+      if (typeof paths === 'string') {
+        report.read[resource.name] = readRows(
+          await resource.read({ keyed: true, relations: true, forceCast: true }),
+          resource.name,
+          report,
+        );
+        continue;
+      }
+      let rows = 0;
+      for (const path of paths ?? []) {
+        const part = await Resource.load({ ...resource.descriptor, path }, { basePath: dir, strict: true });
+        rows += readRows(
+          await part.read({ keyed: true, forceCast: true }),
+          `${resource.name} (${path})`,
+          report,
+        );
+      }
+      report.read[resource.name] = rows;
     } catch (error) {
       report.errors.push(`${resource.name}: ${describe(error)}`);
     }
   }
   return report;
+}
+
+/** forceCast: every failing row comes back as an Error instead of stopping at the first. */
+function readRows(rows: unknown[], name: string, report: FrictionlessReport): number {
+  for (const row of rows) if (row instanceof Error) report.errors.push(`${name}: ${describe(row)}`);
+  return rows.length;
 }
 
 function describe(error: unknown): string {
