@@ -37,6 +37,9 @@ async function compiled() {
   const cli = join(dir, 'cli.js');
   if (existsSync(cli)) return cli;
   mkdirSync(builds, { recursive: true });
+  // A second or two of silence on the first run would look stuck (on a terminal only: in a
+  // log or a pipe, stderr carries the command's own output).
+  if (process.stderr.isTTY) process.stderr.write('study-export: building the command line (once after each update)\n');
   await build(dir, id);
   removeOldBuilds(builds, id);
   return existsSync(cli) ? cli : null;

@@ -12,6 +12,8 @@ const code = await main({
   stdout: process.stdout,
   stderr: process.stderr,
   exitCode: 0,
+  // From the process's start (node's own clock), so the summary's time is the command's.
+  elapsedMs: () => performance.now(),
 });
 // Let stdout drain, then leave even if a library kept a handle open.
 process.exitCode = code;

@@ -9,6 +9,8 @@ export interface CliContext {
   stderr: NodeJS.WriteStream;
   /** The command's exit code (0 unless set). */
   exitCode: number;
+  /** Time since the process started, for the one elapsed time the summary gives. */
+  elapsedMs?: () => number;
 }
 
 export interface PipelineArgs {

@@ -30,6 +30,10 @@ export class JsonReporter extends LineReporter {
     });
   }
 
+  /** The start line is for people; the events that follow say the same. */
+  override note(): void {}
+
+  /** Every warning is its own event: a log collector counts and groups them itself. */
   override warn(warning: Warning): void {
     this.print(jsonEvent('warning', warning));
   }
@@ -42,6 +46,8 @@ export class JsonReporter extends LineReporter {
   override studyDone(outcome: StudyOutcome): void {
     this.print(jsonEvent('study_done', outcome));
   }
+
+  protected override blankLine(): void {}
 
   protected override print(line: string): void {
     this.options.stream.write(`${redact(line)}\n`);

@@ -3,18 +3,22 @@ import type { Stage } from '../pipeline/progress.ts';
 import { formatCount } from './format.ts';
 import { BaseReporter, type StageProgress, stageOrder } from './reporter-base.ts';
 
-/** Plain lines: every ~5 s for each stage that moved, and once when a stage completes. */
+/** Plain lines: every ~5 s for each stage that moved, and once when a stage's work ends. */
 export class LineReporter extends BaseReporter {
   private timer: NodeJS.Timeout | undefined;
   private readonly lastPrinted = new Map<Stage, string>();
+  private warningsPrinted = 0;
 
   protected onStart(progress: StageProgress): void {
     this.ensureTimer();
-    this.print(this.startText(progress));
+    this.say(this.startText(progress));
   }
 
-  protected onChange(progress: StageProgress): void {
-    if (!progress.finished && progress.isComplete()) this.finish(progress);
+  /** Lines come every few seconds, not on each tick. */
+  protected onChange(): void {}
+
+  protected onFinish(progress: StageProgress): void {
+    this.printProgress(progress);
   }
 
   protected startText(progress: StageProgress): string {
@@ -29,18 +33,9 @@ export class LineReporter extends BaseReporter {
     this.options.stream.write(`${line}\n`);
   }
 
-  stop(): void {
+  protected endDisplay(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    for (const stage of stageOrder) {
-      const progress = this.stages.get(stage);
-      if (progress && !progress.finished) this.finish(progress);
-    }
-  }
-
-  private finish(progress: StageProgress): void {
-    progress.finished = true;
-    this.printProgress(progress);
   }
 
   private ensureTimer(): void {
@@ -54,12 +49,17 @@ export class LineReporter extends BaseReporter {
       const progress = this.stages.get(stage);
       if (progress && !progress.finished) this.printProgress(progress, true);
     }
+    // Warnings are listed by kind at the end; meanwhile the log says how many there are.
+    if (this.warningCount > this.warningsPrinted) {
+      this.warningsPrinted = this.warningCount;
+      this.say(`warnings so far: ${formatCount(this.warningCount)} (listed by kind at the end)`);
+    }
   }
 
   private printProgress(progress: StageProgress, onlyIfMoved = false): void {
-    const key = `${progress.done}/${progress.total}/${progress.bytes}`;
+    const key = `${progress.done}/${progress.total}/${progress.bytes}/${progress.finished}`;
     if (onlyIfMoved && this.lastPrinted.get(progress.stage) === key) return;
     this.lastPrinted.set(progress.stage, key);
-    this.print(this.progressText(progress));
+    this.say(this.progressText(progress));
   }
 }

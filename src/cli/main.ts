@@ -13,7 +13,7 @@ import { validateCommand } from './commands/validate.ts';
 import { verifyCommand } from './commands/verify.ts';
 import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
-import { UsageError } from './usage.ts';
+import { closestOption, UsageError } from './usage.ts';
 
 const commandNames = ['init', 'run', 'replay', 'studies', 'sandbox', 'validate', 'verify'];
 
@@ -46,9 +46,13 @@ export async function main(context: CliContext): Promise<number> {
     // Ours, not whatever package.json yargs finds above the bin's path (node_modules/.bin).
     .version(packageJson.version)
     .wrap(Math.min(110, process.stdout.columns || 100))
-    .fail((message, error) => {
+    .fail((message, error, usage) => {
       // yargs' own validation gives a message; an error thrown by a handler comes through as is.
-      if (message) throw new UsageError(usageMessage(message, context.argv), commandOf(context.argv));
+      if (message) {
+        // The options the command takes (yargs passes its usage here, not the parser).
+        const known = Object.keys((usage as unknown as YargsUsage).getDescriptions?.() ?? {});
+        throw new UsageError(usageMessage(message, context.argv, known), commandOf(context.argv));
+      }
       throw error;
     })
     .exitProcess(false);
@@ -60,8 +64,15 @@ export async function main(context: CliContext): Promise<number> {
   }
 }
 
-/** yargs' messages, said the way the rest of the tool speaks: one line, options with dashes. */
-export function usageMessage(message: string, argv: string[]): string {
+interface YargsUsage {
+  getDescriptions?(): Record<string, unknown>;
+}
+
+/**
+ * yargs' messages, said the way the rest of the tool speaks: one line, options with dashes,
+ * and the option meant when an unknown one is a near miss of a known one.
+ */
+export function usageMessage(message: string, argv: string[], knownOptions: string[] = []): string {
   const choice = /Argument: (\S+), Given: (.+), Choices: (.+)$/m.exec(message);
   if (choice?.[1]) return `${dashed(choice[1])}: expected one of ${choice[3]}, found ${choice[2]}`;
   const text = message.split('\n')[0]?.trim() ?? message;
@@ -74,7 +85,13 @@ export function usageMessage(message: string, argv: string[]): string {
     const others = names.filter((name) => !options.includes(name));
     const parts: string[] = [];
     if (options.length > 0) {
-      parts.push(`unknown option${options.length > 1 ? 's' : ''} ${options.map(spelled).join(', ')}`);
+      const named = options.map((name) => {
+        const given = spelled(name) ?? name;
+        const meant = closestOption(optionName(given), knownOptions);
+        const negated = /^--no-/.test(given) ? 'no-' : '';
+        return meant === undefined ? given : `${given} (did you mean --${negated}${meant}?)`;
+      });
+      parts.push(`unknown option${options.length > 1 ? 's' : ''} ${named.join(', ')}`);
     }
     if (others.length > 0) {
       const what = commandOf(argv) ? 'unexpected argument' : 'unknown command';

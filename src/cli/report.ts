@@ -4,7 +4,7 @@
  * printed (and URLs lose their query strings), as a last line of defence behind the
  * error messages themselves.
  */
-import { exitCodes, StudyExportError } from '../errors.ts';
+import { exitCodes, StudyExportError, SystemError } from '../errors.ts';
 import { redact } from '../redact.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import type { LogFormat } from './context.ts';
@@ -102,7 +102,21 @@ function hintFor(error: StudyExportError): string | undefined {
       return 'the service did not answer (exit 1): run again once it does; if it never does, check source.base_url and the network';
     case 'E_RETRIES_EXHAUSTED':
       return 'the service kept failing; try later, or lower --concurrency';
+    case 'E_SYSTEM':
+      return error instanceof SystemError ? permissionHint(error) : undefined;
     default:
       return undefined;
   }
+}
+
+/** Where the user lacks the right to write: which option points elsewhere. */
+function permissionHint(error: SystemError): string | undefined {
+  if (!['EACCES', 'EPERM', 'EROFS'].includes(error.errno)) return undefined;
+  if (error.message.startsWith('state file')) {
+    return 'give --state a file this user can write, or leave --state out (the state then lives beside the runs)';
+  }
+  if (error.message.startsWith('output folder')) {
+    return 'choose a folder this user can write with --out DIR (or output.dir in the pipeline file), or let this user write to that one';
+  }
+  return 'this user may not write there: check its permissions (ls -ld), or choose another folder with --out DIR';
 }

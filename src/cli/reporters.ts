@@ -13,7 +13,10 @@ import type { ReporterOptions } from './reporter-base.ts';
 export type { ReporterOptions } from './reporter-base.ts';
 export { formatWarning } from './reporter-base.ts';
 
-export function createReporter(options: ReporterOptions & { format?: LogFormat }): ProgressReporter {
+/** A progress reporter that can also say what the command is starting. */
+export type CliReporter = ProgressReporter & { note(line: string): void };
+
+export function createReporter(options: ReporterOptions & { format?: LogFormat }): CliReporter {
   if (options.format === 'json') return new JsonReporter(options);
   return options.tty && !options.ci ? new BarReporter(options) : new LineReporter(options);
 }

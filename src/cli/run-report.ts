@@ -15,6 +15,8 @@ import { formatSummary, nothingNewLine } from './summary.ts';
 export async function reportRun(
   context: CliContext,
   format: LogFormat,
+  /** What the command is starting, said at once: the first seconds are never silent. */
+  startLine: string,
   execute: (reporter: ProgressReporter, onPreviousRun: (previous: PreviousRun) => void) => Promise<RunResult>,
 ): Promise<void> {
   const reporter = createReporter({
@@ -23,6 +25,7 @@ export async function reportRun(
     ci: isCI(context.env),
     stream: context.stderr,
   });
+  reporter.note(startLine);
   // Until the pipeline has read it, an interrupt cannot say which run latest names.
   let previous: PreviousRun | undefined;
   const stopOnSignal = interruptHandler(reporter, context, format, () => previous);
@@ -35,6 +38,8 @@ export async function reportRun(
     stopOnSignal.remove();
     reporter.stop();
   }
+  // One elapsed time, the command's own (start-up and sandbox included), not the pipeline's.
+  if (context.elapsedMs) result = { ...result, durationMs: Math.round(context.elapsedMs()) };
   context.exitCode = runExitCode(result.status, result.unfinished);
   context.stdout.write(`${formatSummary(result)}\n`);
   // Committed, but not all of its publication: said as errors are, after the summary.

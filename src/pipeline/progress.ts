@@ -19,6 +19,8 @@ export interface ProgressReporter {
   tick(stage: Stage, count?: number, bytes?: number): void;
   warn(warning: Warning): void;
   retry(event: RetryEvent): void;
+  /** A study's export begins (its listing, then its details). */
+  studyStarted?(studyId: string): void;
   /** A study is exported (or failed): what the manifest will say of it. */
   studyDone(outcome: StudyOutcome): void;
   stop(): void;

@@ -515,6 +515,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     const outcomes = await Promise.all(
       studies.map((study, index) =>
         studyLimit(async () => {
+          reporter.studyStarted?.(study.id);
           const stage = staging.forStudy(study.id);
           const copy = current ? await current.begin(study.id) : null;
           if (copy) writers.copyStudy(study.id, copy.tables);

@@ -24,11 +24,14 @@ describe('plain line reporter (CI or not a TTY)', () => {
     vi.useRealTimers();
   });
 
-  it('prints periodic lines with count, percent, rate and eta, and a line at stage end', () => {
+  it('prints periodic lines with count, percent, rate and eta, and last lines when the studies are done', () => {
     const out = capture();
     const reporter = createReporter({ tty: true, ci: true, stream: out.stream, now: () => clock });
+    reporter.start('studies', 2);
+    reporter.start('pages');
     reporter.start('details', 5000);
     clock = 4000;
+    reporter.tick('pages', 3);
     reporter.tick('details', 1200);
     vi.advanceTimersByTime(5000);
     expect(out.text()).toContain('details started (5,000)\n');
@@ -41,8 +44,16 @@ describe('plain line reporter (CI or not a TTY)', () => {
 
     clock = 10_000;
     reporter.tick('details', 3800);
-    expect(out.text()).toContain('details 5,000/5,000 (100%) 500/s\n');
+    reporter.tick('pages', 2);
+    reporter.tick('studies', 2);
+    const ended = out.text().slice(before.length);
+    expect(ended).toBe('studies 2/2 (100%), done\ndetails 5,000/5,000 (100%) 500/s\npages 5\n');
+
+    // The work is over: later, no line again and no falling rate.
+    clock = 60_000;
+    vi.advanceTimersByTime(20_000);
     reporter.stop();
+    expect(out.text()).toBe(`${before}${ended}\n`);
   });
 
   it('media lines carry bytes and a byte rate; stop() closes open stages', () => {
@@ -55,12 +66,19 @@ describe('plain line reporter (CI or not a TTY)', () => {
     expect(out.text()).toContain('media 3 files 4.0 MB 2.0 MB/s\n');
   });
 
-  it('prints warnings as they come', () => {
+  it('folds warnings into one line per kind with its count, then a blank line', () => {
     const out = capture();
     const reporter = createReporter({ tty: false, ci: true, stream: out.stream });
     reporter.warn({ code: 'W_COUNT', message: 'listed 10 responses, desc says 12', link_id: 'cars-2024' });
+    for (const row of [3, 21, 35]) {
+      reporter.warn({ code: 'xlsx_cell_cut', message: `sheet wide, row ${row}: cut to 32,767 characters` });
+    }
     reporter.stop();
-    expect(out.text()).toBe('warning: listed 10 responses, desc says 12 (study cars-2024)\n');
+    expect(out.text()).toBe(
+      'warning: listed 10 responses, desc says 12 (study cars-2024)\n' +
+        'warning: 3 × xlsx_cell_cut (each in the manifest), the first: sheet wide, row 3: cut to 32,767 characters\n' +
+        '\n',
+    );
   });
 });
 
@@ -77,11 +95,16 @@ describe('bar reporter (interactive terminal)', () => {
     const reporter = createReporter({ tty: true, ci: false, stream: out.stream });
     reporter.start('studies', 3);
     reporter.tick('studies', 2);
+    reporter.start('pages');
+    reporter.tick('pages', 4);
     reporter.warn({ code: 'W', message: 'something odd' });
     reporter.stop();
     expect(out.text()).toContain('studies');
     expect(out.text()).toContain('2/3 (66%)');
-    expect(out.text()).toContain('warning: something odd');
+    // A counter without a total has no bar: an empty one would look stuck.
+    expect(out.text()).toMatch(/pages {29}4/);
+    expect(out.text()).toContain('warnings');
+    expect(out.text()).toMatch(/warning: something odd\n\n$/);
   });
 });
 

@@ -3,7 +3,7 @@
  * the same code as `run`, into a new run. Exit 0 complete, 3 partial (the same records rejected).
  */
 import type { CommandModule } from 'yargs';
-import type { Format } from '../../config/schema.ts';
+import { type Format, formats } from '../../config/schema.ts';
 import type { CliContext, LogFormatArgs } from '../context.ts';
 import { reportRun } from '../run-report.ts';
 import { parseFormats } from '../usage.ts';
@@ -34,18 +34,20 @@ export function replayCommand(context: CliContext): CommandModule<object, Replay
           type: 'string',
           requiresArg: true,
           coerce: parseFormats,
-          describe: "csv, parquet or csv,parquet (default: the run's)",
+          describe: `one or more of ${formats.join(', ')}, comma-separated (default: the run's)`,
         })
         .example(
           '$0 replay out/demo/runs/20261121T235500Z',
           'a new run in out/demo/runs/ from the raw/ of that one',
         )
         .epilog(
-          'Media is not replayed: the signed links in raw/ have expired, so the new run has no media.zip. state.json is left as it is.',
+          'Media is not replayed: the signed links in raw/ have expired, so the new run has no media.zip. ' +
+            'The new run becomes latest; the state (the watermarks in state/) and the current/ dataset are left as they are.',
         ) as never,
     handler: async (args) => {
       const { replayRun } = await import('../../pipeline/replay.ts');
-      await reportRun(context, args['log-format'] ?? 'text', (reporter, onPreviousRun) =>
+      const start = `replay ${args.run_dir}: reading the answers recorded in its raw/`;
+      await reportRun(context, args['log-format'] ?? 'text', start, (reporter, onPreviousRun) =>
         replayRun({
           runDir: args.run_dir,
           ...(args.out === undefined ? {} : { out: args.out }),

@@ -1,9 +1,9 @@
 /** `study-export run`: the main job. Exit 0 complete (or dry run), 3 partial; errors exit 1 or 2. */
 import type { CommandModule, Options } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
-import { settingBounds } from '../../config/schema.ts';
+import { formats, type PipelineConfig, settingBounds } from '../../config/schema.ts';
 import type { RunOverrides } from '../../pipeline/run.ts';
-import { registerSecret } from '../../redact.ts';
+import { redact, registerSecret } from '../../redact.ts';
 import {
   type CliContext,
   type LogFormatArgs,
@@ -48,7 +48,7 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     type: 'string',
     requiresArg: true,
     coerce: parseFormats,
-    describe: 'csv, parquet or csv,parquet (instead of output.formats)',
+    describe: `one or more of ${formats.join(', ')}, comma-separated (instead of output.formats)`,
   },
   media: { flag: 'media', type: 'boolean', describe: 'archive audio and video (--no-media to skip)' },
   concurrency: {
@@ -68,7 +68,8 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     flag: 'state',
     type: 'string',
     requiresArg: true,
-    describe: 'state file (default out/<name>/state.json)',
+    describe:
+      'one state file for every study (default: one file per study in state/ beside the runs, e.g. out/<name>/state/)',
   },
   acceptNewSource: {
     flag: 'accept-new-source',
@@ -116,19 +117,32 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
       registerSecret(resolveApiKey(config, context.env, file));
       // Loaded on use: `--help` and usage errors stay fast.
       const { runPipeline } = await import('../../pipeline/run.ts');
-      await reportRun(context, args['log-format'] ?? 'text', (reporter, onPreviousRun) =>
-        runPipeline({
-          ...givenOverrides(args),
-          config,
-          configFile: file,
-          reporter,
-          onPreviousRun,
-          env: context.env,
-          ...(shard ? { shard } : {}),
-        }),
+      await reportRun(
+        context,
+        args['log-format'] ?? 'text',
+        startLine(config, args),
+        (reporter, onPreviousRun) =>
+          runPipeline({
+            ...givenOverrides(args),
+            config,
+            configFile: file,
+            reporter,
+            onPreviousRun,
+            env: context.env,
+            ...(shard ? { shard } : {}),
+          }),
       );
     },
   };
+}
+
+/** The first line: which pipeline, and what happens before the first bar (sandbox, listing). */
+function startLine(config: PipelineConfig, args: RunArgs): string {
+  const what = args['dry-run'] ? `dry run of ${config.name}` : `run ${config.name}`;
+  if (config.source.base_url === 'sandbox') {
+    return `${what}: starting the embedded sandbox (source.base_url is "sandbox"), then listing its studies`;
+  }
+  return `${what}: listing the studies at ${redact(config.source.base_url)}`;
 }
 
 /** The overrides given on the command line (an empty --study list is none). */
