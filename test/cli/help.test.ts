@@ -5,6 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import yargs, { type Argv, type CommandModule } from 'yargs';
+import { initCommand } from '../../src/cli/commands/init.ts';
 import { replayCommand } from '../../src/cli/commands/replay.ts';
 import { runCommand } from '../../src/cli/commands/run.ts';
 import { sandboxCommand } from '../../src/cli/commands/sandbox.ts';
@@ -22,6 +23,7 @@ interface YargsOptions {
 
 const context = {} as CliContext;
 const commands: Record<string, CommandModule<object, never>> = {
+  init: initCommand(context) as never,
   run: runCommand(context) as never,
   replay: replayCommand(context) as never,
   studies: studiesCommand(context) as never,
@@ -37,7 +39,7 @@ function acceptedOptions(command: CommandModule<object, never>): string[] {
   const parser = builder(yargs([])) as Argv & { getOptions(): YargsOptions };
   const options = parser.getOptions();
   const aliases = new Set(Object.values(options.alias).flat());
-  const positionals = /<(\w+)>/g;
+  const positionals = /[<[](\w+)[>\]]/g;
   const named = new Set([...String(command.command).matchAll(positionals)].map((match) => match[1]));
   return [...Object.keys(options.key), 'log-format']
     .filter((key) => !aliases.has(key) && !named.has(key))
