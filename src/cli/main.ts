@@ -11,11 +11,12 @@ import { sandboxCommand } from './commands/sandbox.ts';
 import { studiesCommand } from './commands/studies.ts';
 import { validateCommand } from './commands/validate.ts';
 import { verifyCommand } from './commands/verify.ts';
+import { viewCommand } from './commands/view.ts';
 import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
 import { closestOption, UsageError } from './usage.ts';
 
-const commandNames = ['init', 'run', 'replay', 'studies', 'sandbox', 'validate', 'verify'];
+const commandNames = ['init', 'run', 'replay', 'studies', 'sandbox', 'validate', 'verify', 'view'];
 
 /** Runs one command line and resolves to the process exit code. */
 export async function main(context: CliContext): Promise<number> {
@@ -31,6 +32,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(sandboxCommand())
     .command(validateCommand(context))
     .command(verifyCommand(context))
+    .command(viewCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
       default: 'text' as const,
@@ -38,7 +40,7 @@ export async function main(context: CliContext): Promise<number> {
       describe:
         'json: one JSON object per line on stderr for each event (progress, warnings, errors), for CI log collectors',
     })
-    .demandCommand(1, 'name a command: init, run, replay, studies, sandbox, validate or verify')
+    .demandCommand(1, 'name a command: init, run, replay, studies, sandbox, validate, verify or view')
     .recommendCommands()
     .strict()
     .help()

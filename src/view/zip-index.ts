@@ -1,0 +1,141 @@
+/**
+ * Where each entry's bytes lie inside media.zip, so the viewer serves a recording straight
+ * out of the zip by byte range, from a folder or a bucket alike: the end records and the
+ * central directory are read in two or three ranged reads, and an entry's data starts after
+ * its local header (read once, on first use). Only stored (uncompressed) entries can be
+ * served that way; media.zip holds nothing else.
+ */
+import type { Storage } from '../storage/types.ts';
+
+export interface ZipEntry {
+  name: string;
+  /** 0: stored. */
+  method: number;
+  size: number;
+  compressedSize: number;
+  localHeaderOffset: number;
+}
+
+const EOCD = 0x06054b50;
+const ZIP64_LOCATOR = 0x07064b50;
+const ZIP64_EOCD = 0x06064b50;
+const CENTRAL = 0x02014b50;
+const LOCAL = 0x04034b50;
+
+async function readRange(storage: Storage, path: string, start: number, end: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await storage.readStream(path, { start, end })) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export class ZipIndex {
+  readonly #dataOffsets = new Map<string, Promise<number>>();
+
+  private constructor(
+    private readonly storage: Storage,
+    private readonly path: string,
+    readonly entries: ReadonlyMap<string, ZipEntry>,
+  ) {}
+
+  /** Reads the central directory of the zip `path` of `bytes` bytes. */
+  static async open(storage: Storage, path: string, bytes: number): Promise<ZipIndex> {
+    const tailStart = Math.max(0, bytes - (22 + 0xffff + 20));
+    const tail = await readRange(storage, path, tailStart, bytes);
+    let at = -1;
+    for (let i = tail.length - 22; i >= 0; i--) {
+      if (tail.readUInt32LE(i) === EOCD) {
+        at = i;
+        break;
+      }
+    }
+    if (at < 0) throw new Error(`${path}: not a zip file (no end of central directory record)`);
+    let count = tail.readUInt16LE(at + 10);
+    let size = tail.readUInt32LE(at + 12);
+    let offset = tail.readUInt32LE(at + 16);
+    if (count === 0xffff || size === 0xffffffff || offset === 0xffffffff) {
+      const locator = at - 20;
+      if (locator < 0 || tail.readUInt32LE(locator) !== ZIP64_LOCATOR)
+        throw new Error(`${path}: zip64 end record locator missing`);
+      const recordAt = Number(tail.readBigUInt64LE(locator + 8));
+      const record = await readRange(storage, path, recordAt, recordAt + 56);
+      if (record.readUInt32LE(0) !== ZIP64_EOCD) throw new Error(`${path}: zip64 end record missing`);
+      count = Number(record.readBigUInt64LE(32));
+      size = Number(record.readBigUInt64LE(40));
+      offset = Number(record.readBigUInt64LE(48));
+    }
+    const directory = await readRange(storage, path, offset, offset + size);
+    const entries = new Map<string, ZipEntry>();
+    let p = 0;
+    for (let n = 0; n < count; n++) {
+      if (p + 46 > directory.length || directory.readUInt32LE(p) !== CENTRAL)
+        throw new Error(`${path}: central directory entry ${n + 1} is damaged`);
+      const nameLength = directory.readUInt16LE(p + 28);
+      const extraLength = directory.readUInt16LE(p + 30);
+      const commentLength = directory.readUInt16LE(p + 32);
+      const entry: ZipEntry = {
+        name: directory.subarray(p + 46, p + 46 + nameLength).toString('utf8'),
+        method: directory.readUInt16LE(p + 10),
+        compressedSize: directory.readUInt32LE(p + 20),
+        size: directory.readUInt32LE(p + 24),
+        localHeaderOffset: directory.readUInt32LE(p + 42),
+      };
+      readZip64Extra(directory.subarray(p + 46 + nameLength, p + 46 + nameLength + extraLength), entry);
+      entries.set(entry.name, entry);
+      p += 46 + nameLength + extraLength + commentLength;
+    }
+    return new ZipIndex(storage, path, entries);
+  }
+
+  /** Where the entry's bytes start in the zip. */
+  dataOffset(entry: ZipEntry): Promise<number> {
+    let offset = this.#dataOffsets.get(entry.name);
+    if (!offset) {
+      offset = readRange(this.storage, this.path, entry.localHeaderOffset, entry.localHeaderOffset + 30).then(
+        (header) => {
+          if (header.readUInt32LE(0) !== LOCAL)
+            throw new Error(`${this.path}: ${entry.name}: no local header`);
+          return entry.localHeaderOffset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
+        },
+      );
+      offset.catch(() => this.#dataOffsets.delete(entry.name));
+      this.#dataOffsets.set(entry.name, offset);
+    }
+    return offset;
+  }
+
+  /** The entry's bytes from `start` to `end` (exclusive), as a stream from the storage. */
+  async read(entry: ZipEntry, start: number, end: number) {
+    const data = await this.dataOffset(entry);
+    return this.storage.readStream(this.path, { start: data + start, end: data + end });
+  }
+
+  /** A small entry (a playlist) whole. */
+  async readAll(entry: ZipEntry): Promise<Buffer> {
+    const data = await this.dataOffset(entry);
+    return readRange(this.storage, this.path, data, data + entry.compressedSize);
+  }
+}
+
+/** Sizes and offset past 32 bits are in the zip64 extra field, in this order, when maxed out. */
+function readZip64Extra(extra: Buffer, entry: ZipEntry): void {
+  let p = 0;
+  while (p + 4 <= extra.length) {
+    const id = extra.readUInt16LE(p);
+    const length = extra.readUInt16LE(p + 2);
+    if (id === 0x0001) {
+      let q = p + 4;
+      if (entry.size === 0xffffffff && q + 8 <= p + 4 + length) {
+        entry.size = Number(extra.readBigUInt64LE(q));
+        q += 8;
+      }
+      if (entry.compressedSize === 0xffffffff && q + 8 <= p + 4 + length) {
+        entry.compressedSize = Number(extra.readBigUInt64LE(q));
+        q += 8;
+      }
+      if (entry.localHeaderOffset === 0xffffffff && q + 8 <= p + 4 + length)
+        entry.localHeaderOffset = Number(extra.readBigUInt64LE(q));
+      return;
+    }
+    p += 4 + length;
+  }
+}
