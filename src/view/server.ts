@@ -127,6 +127,7 @@ export async function startViewServer(data: ViewData, options: ViewServerOptions
 }
 
 function segmentsOf(pathname: string): string[] {
+  if (!pathname.startsWith('/')) throw new HttpProblem(400, 'the address is not valid');
   try {
     return pathname.split('/').slice(1).map(decodeURIComponent);
   } catch {
@@ -147,8 +148,11 @@ async function handle(
   }
   if (!allowedHosts.has((request.headers.host ?? '').toLowerCase()))
     throw new HttpProblem(400, 'this viewer answers only to its own address');
-  const url = new URL(request.url ?? '/', origin);
-  const parts = segmentsOf(url.pathname);
+  // The path as sent: WHATWG URL parsing would resolve "%2e%2e" into a step up first.
+  const target = request.url ?? '/';
+  const queryAt = target.indexOf('?');
+  const parts = segmentsOf(queryAt < 0 ? target : target.slice(0, queryAt));
+  const query = new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1));
   const [first, second, third, fourth, fifth] = parts;
   const at = (n: number) => parts.length === n;
   if (at(1) && first === '') return sendPage(request, response, studiesPage(data));
@@ -161,9 +165,9 @@ async function handle(
     const study = data.studies.find((s) => s.study_id === second);
     if (!study) throw new HttpProblem(404, 'no such study in this run');
     const filter: ResponseFilter = {
-      q: url.searchParams.get('q')?.trim() ?? '',
-      attr: url.searchParams.get('attr')?.trim() ?? '',
-      rec: url.searchParams.get('rec') ?? '',
+      q: query.get('q')?.trim() ?? '',
+      attr: query.get('attr')?.trim() ?? '',
+      rec: query.get('rec') ?? '',
     };
     return sendPage(request, response, responsesPage(data, study, filter));
   }

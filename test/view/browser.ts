@@ -1,0 +1,84 @@
+/**
+ * A real browser for the viewer's and report's tests: Debian's chromium (apt; .ci/run installs
+ * it when missing), driven by playwright-core, which downloads nothing. A fresh profile every
+ * launch, nothing that reaches out to the network on its own. Screenshots go under
+ * test-output/ (ignored by git) for a person to look at.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type BrowserContext, chromium } from 'playwright-core';
+
+const run = promisify(execFile);
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+export const screenshotDir = join(process.cwd(), 'test-output', 'view');
+
+export interface Browser {
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  const profile = await mkdtemp(join(tmpdir(), 'study-export-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--autoplay-policy=no-user-gesture-required',
+    ],
+    viewport: { width: 1100, height: 900 },
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Where a page's screenshot goes: test-output/view/<name>.png (printed for a person). */
+export async function screenshotPath(name: string): Promise<string> {
+  await mkdir(screenshotDir, { recursive: true });
+  const path = join(screenshotDir, `${name}.png`);
+  console.log(`screenshot: ${path}`);
+  return path;
+}
+
+/** One entry of a zip as unzip extracts it. */
+export async function extractEntry(zipPath: string, entry: string): Promise<Buffer> {
+  const { stdout } = await run('unzip', ['-p', zipPath, entry], { encoding: 'buffer', maxBuffer: 1 << 30 });
+  return stdout;
+}
+
+/** The duration ffprobe reports for one entry of a zip, extracted with unzip. */
+export async function ffprobeDuration(zipPath: string, entry: string): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'study-export-ffprobe-'));
+  try {
+    const file = join(dir, `media.${entry.split('.').at(-1)}`);
+    await run('sh', ['-c', 'unzip -p "$1" "$2" > "$3"', 'sh', zipPath, entry, file]);
+    const { stdout } = await run('ffprobe', [
+      '-v',
+      'error',
+      '-show_entries',
+      'format=duration',
+      '-of',
+      'default=noprint_wrappers=1:nokey=1',
+      file,
+    ]);
+    return Number(stdout.trim());
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
