@@ -101,8 +101,31 @@ export interface Fetched {
   receivedAt: string;
 }
 
+/**
+ * The service's clock against this machine's, from the Date header of its answers: the
+ * service's time minus this machine's when the header arrived, the least of those seen (the
+ * header is cut to the second and sent before it arrives, so this errs towards "behind").
+ */
+export class ServiceClock {
+  #skewMs: number | null = null;
+
+  observe(dateHeader: string | string[] | undefined, localMs: number): void {
+    const serviceMs = typeof dateHeader === 'string' ? Date.parse(dateHeader) : Number.NaN;
+    if (Number.isNaN(serviceMs)) return;
+    const skew = serviceMs - localMs;
+    if (this.#skewMs === null || skew < this.#skewMs) this.#skewMs = skew;
+  }
+
+  /** Null while no answer carried a Date header. */
+  get skewMs(): number | null {
+    return this.#skewMs;
+  }
+}
+
 export interface ApiClient {
   readonly baseUrl: string;
+  /** What the service's Date headers say of its clock; absent for a recorded source. */
+  readonly serviceClock?: ServiceClock;
   listStudies(): Promise<Fetched>;
   listResponses(linkId: string, query: ListResponsesQuery): Promise<Fetched>;
   getResponse(linkId: string, responseId: string): Promise<Fetched>;
@@ -153,6 +176,7 @@ class HttpApiClient implements ApiClient {
   readonly baseUrl: string;
   readonly counters: ApiCounters;
   readonly limit: LimitFunction;
+  readonly serviceClock = new ServiceClock();
   private readonly base: URL;
   private readonly agents: Agents;
   private readonly headers: Record<string, string>;
@@ -315,6 +339,10 @@ class HttpApiClient implements ApiClient {
       // Follow only redirects that stay on the API host; others come back as 3xx and fail.
       followRedirect: (_from, to) => to.host === this.base.host && to.protocol === this.base.protocol,
     });
+    // Taken when the headers arrive, before the body: the Date header's moment, give or take.
+    // Answers of the service itself only (a proxy's error page may carry another clock).
+    if (response.status >= 200 && response.status < 300)
+      this.serviceClock.observe(response.headers.date, Date.now());
     try {
       if (Number(response.headers['content-length']) > this.maxBodyBytes) throw new BodyTooLarge();
       const chunks: Buffer[] = [];

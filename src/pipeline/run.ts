@@ -59,6 +59,7 @@ import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import {
   advanceState,
+  clockSkewWarning,
   emptyState,
   type State,
   type StateStore,
@@ -208,6 +209,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
             id: run.id,
             startedAt,
             media: config.media.enabled,
+            serviceSkewMs: client.serviceClock?.skewMs ?? null,
           });
           stateEntries = changedEntries(state, advanced);
         }
@@ -566,6 +568,9 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
       warnings: log.warnings.length,
       mediaArchived: archived?.entries ?? 0,
     };
+    // Told (and kept in the manifest of a committed run), but on its own no reason to commit one.
+    const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
+    if (skew) log.warn(skew);
     const sinceRun = previousRun ? nothingNewSince(findings, previousRun.runId) : null;
     if (previousRun && sinceRun !== null) {
       const unchanged = {

@@ -9,19 +9,26 @@
  *
  * The watermark rule. A study's watermark is the run's start time minus WATERMARK_LAG_MS,
  * recorded only after the run is committed and only for studies that finished without
- * loss. The next run lists that study with updated_since = watermark. Why this and not
- * "the newest updated_at seen":
+ * loss, the start time read on the earlier of two clocks: this machine's and the service's
+ * (its Date header, src/api/client.ts ServiceClock). The service compares updated_since with
+ * its own updated_at, so a service clock behind this machine's would otherwise put the
+ * watermark after responses it stamps once the run is over, and they would never be listed;
+ * a service clock ahead changes nothing (this machine's start is the earlier). The next run
+ * lists that study with updated_since = watermark. Why this and not "the newest updated_at
+ * seen":
  * - list items may lack updated_at (the spec's sample omits it), so "newest seen" can be
  *   unknowable, while the service still filters on its own updated_at;
  * - a response updated while the run pages through the list has updated_at after the run
  *   started, so the next run fetches it again;
- * - the lag absorbs clock skew between this machine and the service.
+ * - the lag absorbs what the Date header cannot tell (its one-second resolution, a service
+ *   whose updated_at is stamped a little before it is visible).
  * The price is that responses updated in the lag window before a run are exported again
  * by the next run; rows are keyed by response_id, so the later run's copy supersedes.
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import { safeFileName } from '../load/wide.ts';
+import type { Warning } from '../records.ts';
 import { isObjectStorage, openStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
@@ -224,10 +231,17 @@ export function effectiveSince(
 export function advanceState(
   state: State,
   finished: { study_id: string; link_id: string; since: string | null; lossless: boolean }[],
-  run: { id: string; startedAt: number; media: boolean },
+  run: {
+    id: string;
+    startedAt: number;
+    media: boolean;
+    /** The service's clock minus this machine's (ServiceClock); null or absent when unknown. */
+    serviceSkewMs?: number | null;
+  },
 ): State {
   const next: State = { version: 1, studies: { ...state.studies } };
-  const watermark = new Date(run.startedAt - WATERMARK_LAG_MS).toISOString();
+  const behind = Math.min(0, run.serviceSkewMs ?? 0);
+  const watermark = new Date(run.startedAt + behind - WATERMARK_LAG_MS).toISOString();
   for (const study of finished) {
     const previous = state.studies[study.study_id];
     if (!study.lossless || !coversGap(study.since, previous?.watermark ?? null)) continue;
@@ -243,6 +257,22 @@ export function advanceState(
     };
   }
   return next;
+}
+
+/**
+ * A warning when the service's clock (its Date header) and this machine's differ by more than
+ * the watermark's margin. The watermark is taken on the earlier of the two (advanceState), so
+ * nothing is missed either way; the warning says which clock is off.
+ */
+export function clockSkewWarning(skewMs: number | null): Warning | null {
+  if (skewMs === null || Math.abs(skewMs) <= WATERMARK_LAG_MS) return null;
+  const minutes = Math.round(Math.abs(skewMs) / 60_000);
+  const margin = Math.round(WATERMARK_LAG_MS / 60_000);
+  const message =
+    skewMs < 0
+      ? `the service's clock is ${minutes} minutes behind this machine's (its Date header), beyond the ${margin}-minute margin: watermarks follow the service's clock, so what it stamps after this run is still listed by the next one. Check both clocks`
+      : `the service's clock is ${minutes} minutes ahead of this machine's (its Date header), beyond the ${margin}-minute margin: watermarks follow this machine's clock, the earlier one, so nothing is missed, but the next run lists more again. Check both clocks`;
+  return { code: 'service_clock_skew', message };
 }
 
 /** A listing from `since` covers everything after `mark` (null: from the beginning). */

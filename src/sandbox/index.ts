@@ -48,7 +48,11 @@ export interface SandboxOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** Initial clock value in epoch ms; default Date.now(). */
+  /**
+   * Initial clock value in epoch ms; default Date.now(). The clock dates what the sandbox
+   * creates and signs, and is its Date header: set apart from now, it is a service whose
+   * clock is off.
+   */
   startTime?: number;
 }
 
@@ -112,7 +116,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     secondary: `sbx-secondary-${stableHex(24, seed, 'key', 'secondary')}`,
   };
   const log = new RequestLog(options.requestLog);
-  const shared = { log, overrides: new Overrides(), faults: () => faults };
+  const shared = { log, overrides: new Overrides(), faults: () => faults, now: () => clock.now() };
   const urls = { storage: '', stream: '' };
   const context: ApiContext = {
     data,

@@ -99,6 +99,8 @@ export interface Shared {
   log: RequestLog;
   overrides: Overrides;
   faults: () => FaultSpec;
+  /** The service's clock: its Date header. Default: this machine's. */
+  now?: () => number;
 }
 
 export interface Listener {
@@ -157,6 +159,9 @@ async function serve(
       x_api_key: request.headers['x-api-key'] !== undefined,
     });
 
+  // The Date header says the service's time, as a real service's does: a sandbox whose clock
+  // is set apart from this machine's (startTime, clock.set) is a service whose clock is off.
+  response.setHeader('date', new Date(shared.now?.() ?? Date.now()).toUTCString());
   const override = shared.overrides.take(setup.name, target);
   if (override) {
     send(response, method, override);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { advanceState, effectiveSince, emptyState, type StudyState } from '../../src/pipeline/state.ts';
+import {
+  advanceState,
+  clockSkewWarning,
+  effectiveSince,
+  emptyState,
+  type StudyState,
+} from '../../src/pipeline/state.ts';
 
 const study = (watermark: string | null, media?: string | null): StudyState => ({
   link_id: 's',
@@ -56,5 +62,27 @@ describe('the media watermark', () => {
       media: true,
     });
     expect(lossy.studies.id).toEqual(owed.studies.id);
+  });
+});
+
+describe('the watermark on the earlier clock', () => {
+  const startedAt = Date.parse('2026-04-01T12:15:00.000Z');
+  const finished = [{ study_id: 'id', link_id: 's', since: null, lossless: true }];
+  const mark = (serviceSkewMs: number | null) =>
+    advanceState(emptyState(), finished, { id: 'r', startedAt, media: true, serviceSkewMs }).studies.id
+      ?.watermark;
+
+  it("follows a service clock behind this machine's, and this machine's when the service is ahead", () => {
+    expect(mark(null)).toBe('2026-04-01T12:00:00.000Z');
+    expect(mark(-60 * 60_000)).toBe('2026-04-01T11:00:00.000Z');
+    expect(mark(60 * 60_000)).toBe('2026-04-01T12:00:00.000Z');
+    expect(mark(-800)).toBe('2026-04-01T11:59:59.200Z');
+  });
+
+  it('warns only beyond the 15-minute margin, naming the direction', () => {
+    expect(clockSkewWarning(null)).toBeNull();
+    expect(clockSkewWarning(-15 * 60_000)).toBeNull();
+    expect(clockSkewWarning(-61 * 60_000)?.message).toMatch(/61 minutes behind this machine's/);
+    expect(clockSkewWarning(20 * 60_000)?.message).toMatch(/20 minutes ahead of this machine's/);
   });
 });
