@@ -1,6 +1,6 @@
 /**
- * Does adaptive concurrency help? Issue 3 asks the client to lower its concurrency on
- * sustained 429s and to recover afterwards, and to measure that it helps.
+ * Does adaptive concurrency help? The client lowers its concurrency on sustained 429s and
+ * recovers afterwards; this measures whether that helps.
  *
  * The sandbox answers 429 (Retry-After 1 s) to API requests beyond `max_in_flight` at once:
  * a rate limit that depends on load, as real services have. The same extract (every page

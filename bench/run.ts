@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (or `npm run bench -- --quick`): every figure of issue 7 in one run on
+ * `npm run bench` (or `npm run bench -- --quick`): every figure of bench/README.md in one run on
  * this machine, each a ratio against a baseline measured in the same run. Progress goes to
  * stderr; the last stdout line is one JSON object with the figures. Results are also
  * written to bench/results/<UTC time>.json and bench/results/latest.json (latest-quick.json
@@ -269,7 +269,7 @@ async function main(): Promise<void> {
     const largest = sizes[sizes.length - 1] as SizeFigures;
     const result = {
       e2e_vs_floor: largest.e2e_vs_floor,
-      // Issue 15: the fixed cost of a run shows at the smallest size, so every size counts.
+      // The fixed cost of a run shows at the smallest size, so every size counts.
       e2e_vs_floor_worst: Math.max(...sizes.map((size) => size.e2e_vs_floor)),
       transform_vs_duckdb: transform.transform_vs_duckdb,
       media_vs_curl: media.media_vs_curl,
