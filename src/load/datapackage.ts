@@ -13,7 +13,7 @@
  * CSV); every other file is a `data-resource` with its format and media type.
  *
  * Strict readers (the `datapackage` reference library for JavaScript) cast every CSV cell
- * with this schema, so: timestamps declare the exact format the CSV holds; an empty cell is
+ * with this schema, so: timestamps declare a format every value the CSV holds casts with; an empty cell is
  * a missing value, so a column that may be "" is not `required`; keys use columns that always
  * have a value; table CSVs carry no byte order mark (that reader takes it for part of the
  * first column's name).
@@ -78,8 +78,13 @@ const fieldTypes = {
   timestamp: 'datetime',
   json: 'object',
 } as const;
-/** What Date.toISOString() writes, "2026-11-21T23:55:00.000Z", as a Frictionless (strptime) pattern. */
-export const timestampFormat = '%Y-%m-%dT%H:%M:%S.%fZ';
+/**
+ * The tables' timestamps are ISO 8601 UTC with milliseconds, or microseconds where the service
+ * sent them ("2026-11-21T23:55:00.000Z", "2026-11-21T23:55:00.000001Z": src/util/timestamp.ts).
+ * `any`, the Frictionless format for ISO 8601 of any precision: a strptime pattern with %f would
+ * do in Python, but the reference reader for JavaScript maps %f to exactly three digits.
+ */
+export const timestampFormat = 'any';
 /** A wide sheet's times, "2026-11-21 23:55:00" (load/wide.ts: spreadsheetTime). */
 export const sheetTimeFormat = '%Y-%m-%d %H:%M:%S';
 const mediaTypes: Record<TableFormat, string> = {

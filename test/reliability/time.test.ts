@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../cli/helpers.ts';
+import { validateDataPackage } from '../load/frictionless.ts';
 import { duckdb, readCsv } from '../load/readers.ts';
 import { KEY_ENV, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 
@@ -116,6 +117,10 @@ it('zone-less timestamps are UTC under TZ=Asia/Kathmandu and keep their microsec
     );
     expect(updated.find((row) => row.id === first!.id)?.us).toBe('1741803600000001');
     expect((await verifyRun(runDir)).problems).toEqual([]);
+    // The Frictionless reader casts every CSV timestamp, six digits included, with the declared format.
+    const frictionless = await validateDataPackage(runDir);
+    expect(frictionless.errors).toEqual([]);
+    expect(frictionless.read.responses).toBe(4);
 
     // --since without a zone is UTC too: the service is asked from 18:19 UTC, not 12:34.
     const from = sandbox.requests.length;
