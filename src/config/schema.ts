@@ -62,6 +62,11 @@ export const SourceConfig = z.strictObject({
     .string()
     .min(1)
     .refine(isBaseUrl, 'expected "sandbox" or an http:// or https:// URL')
+    // The client adds /api/public/... itself: with it here every request would 404.
+    .refine(
+      (url) => !/\/api\/public\/?$/i.test(url),
+      "expected the service's root URL without /api/public (the tool adds it to every request)",
+    )
     .default('sandbox')
     .describe(
       'the service\'s URL, e.g. https://studies.example.com; "sandbox" starts the embedded reference service (no key, no network). An output folder keeps one service: a run against another stops (exit 2) unless given --accept-new-source',

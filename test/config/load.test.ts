@@ -133,6 +133,15 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     );
   });
 
+  it('a base_url ending in /api/public (every request would 404 at /api/public/api/public)', async () => {
+    await writePipeline('x', 'name: x\nsource:\n  base_url: https://studies.example.com/api/public/\n');
+    const error = await loadError('x');
+    expect(error.message).toBe(
+      `${path.join('pipelines', 'x.yaml')}: source.base_url: expected the service's root URL without /api/public (the tool adds it to every request), found "https://studies.example.com/api/public/"`,
+    );
+    expect(error.exitCode).toBe(2);
+  });
+
   it('out-of-range number, bad enum in a list, bad boolean: every problem listed', async () => {
     await writePipeline(
       'x',
