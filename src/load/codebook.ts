@@ -107,7 +107,7 @@ export function codebookMarkdown(input: CodebookInput): string {
     );
   if (hasUnder('wide'))
     lines.push(
-      '- **wide/<link_id>.csv** (spreadsheet): one row per response, one column per question; opens in Excel, LibreOffice, Numbers.',
+      `- **${input.kind === 'run' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response, one column per question; opens in Excel, LibreOffice, Numbers.`,
     );
   if (hasUnder('xlsx'))
     lines.push('- **xlsx/<link_id>.xlsx** (spreadsheet): per study, sheets wide, answers and transcript.');

@@ -9,6 +9,7 @@ import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
+import { writeCurrentGuide } from '../current/guide.ts';
 import { responseTables } from '../current/merge.ts';
 import { currentOwners } from '../current/owners.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
@@ -229,6 +230,15 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       if (prepared) {
         await settleCurrent(currentContext, prepared).catch((error: unknown) => {
           unfinished.push(unfinishedMessage(run.id, 'updating current/', storage.describe('current'), error));
+        });
+      }
+      if (prepared) {
+        // The guide to current/ is no part of its data: a failure only warns.
+        await writeCurrentGuide(storage, config, run.id).catch((error: unknown) => {
+          options.reporter.warn({
+            code: 'current_guide_failed',
+            message: `current/README.md and report.html were not rewritten: ${messageOf(error)}`,
+          });
         });
       }
       if (stateEntries) {

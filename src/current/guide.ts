@@ -1,0 +1,88 @@
+/**
+ * current/README.md and current/report.html: the same codebook and report as a run's, for
+ * the whole current dataset, rewritten after each run that publishes into it. The report's
+ * figures are counted from the newest part of each study (only the columns it needs).
+ */
+import { parquetReadObjects } from 'hyparquet';
+import type { PipelineConfig } from '../config/schema.ts';
+import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
+import { publicConfig } from '../load/manifest.ts';
+import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
+import { RunStats } from '../load/run-stats.ts';
+import type { Row, TableName } from '../load/tables.ts';
+import type { Storage } from '../storage/types.ts';
+import { currentFormats } from './package.ts';
+import { CURRENT_DIR, newestPart, parsePartName, storeBuffer } from './parts.ts';
+
+/** The columns RunStats reads, per table. */
+const needed: Partial<Record<TableName, string[]>> = {
+  studies: ['study_id', 'link_id', 'title'],
+  responses: ['study_id', 'link_id', 'created_at', 'summary'],
+  answers: ['study_id', 'discussion_guide_question_id', 'concept_id', 'question', 'answer', 'position'],
+  transcript: ['study_id', 'has_audio', 'has_video'],
+  media: ['study_id', 'kind', 'status', 'error'],
+};
+
+export async function writeCurrentGuide(
+  storage: Storage,
+  config: PipelineConfig,
+  runId: string,
+): Promise<void> {
+  const store = storage.at(CURRENT_DIR);
+  const stats = new RunStats();
+  for (const [table, columns] of Object.entries(needed) as [TableName, string[]][]) {
+    const byFolder = new Map<string, { name: string; bytes: number }[]>();
+    for await (const file of store.list(table)) {
+      const [folder, name] = file.path.split('/');
+      if (!folder || !name || !parsePartName(name)) continue;
+      byFolder.set(folder, [...(byFolder.get(folder) ?? []), { name, bytes: file.bytes }]);
+    }
+    for (const [folder, files] of byFolder) {
+      const newest = newestPart(files.map((f) => f.name));
+      const part = files.find((f) => f.name === newest);
+      if (!part) continue;
+      const path = `${table}/${folder}/${part.name}`;
+      const rows = await parquetReadObjects({ file: storeBuffer(store, path, part.bytes), columns });
+      // hyparquet's values (bigint, Date) as row values (number, ISO string).
+      for (const row of rows) {
+        for (const [key, value] of Object.entries(row)) {
+          if (typeof value === 'bigint') row[key] = Number(value);
+          else if (value instanceof Date) row[key] = value.toISOString();
+        }
+      }
+      stats.add(table, rows as unknown as Row<TableName>[]);
+    }
+  }
+  const folders = await store.listFolders('');
+  const studies = [...stats.studies.values()]
+    .sort((a, b) => a.link_id.localeCompare(b.link_id))
+    .map((study) => ({
+      study_id: study.study_id,
+      link_id: study.link_id,
+      title: study.title,
+      responses: study.responses,
+      since: null,
+    }));
+  const finishedAt = new Date().toISOString();
+  const common = {
+    kind: 'current' as const,
+    pipeline: config.name,
+    service: publicConfig(config).source.base_url,
+    runId,
+    startedAt: finishedAt,
+    finishedAt,
+  };
+  await store.put(
+    REPORT_FILE,
+    reportHtml({ ...common, studies, stats, warnings: [], mediaEnabled: config.media.enabled }),
+  );
+  await store.put(
+    CODEBOOK_FILE,
+    codebookMarkdown({
+      ...common,
+      studies,
+      formats: currentFormats(config.output.formats),
+      files: [...folders.map((folder) => `${folder}/`), 'datapackage.json', REPORT_FILE],
+    }),
+  );
+}
