@@ -1,15 +1,18 @@
 /**
  * examples/: the GitHub Actions matrix workflow and the Kubernetes Indexed Job parse as
  * YAML, and the command line each one runs, with the environment it sets, is accepted by
- * the CLI: run as a dry run against the sandbox, the N shards take every study exactly once.
- * Their buckets are served by s3rver on loopback (a dry run reads the state kept there).
+ * the CLI: the N shards take every study exactly once, each shard's verify step checks the
+ * run its pointer names, and the summary finds every shard's pointer. The Kubernetes pods
+ * run the Dockerfile's image as it is (its entrypoint, its working folder, the pipeline file
+ * from the ConfigMap). Buckets are served by s3rver on loopback.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { repoRoot, runCli } from '../cli/helpers.ts';
+import { withTempDir } from '../shared.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
 
 let sandbox: Sandbox;
@@ -24,13 +27,26 @@ afterAll(async () => {
 });
 
 interface Step {
+  name?: string;
   run?: string;
   env?: Record<string, string>;
 }
 interface Workflow {
-  jobs: { export: { strategy: { matrix: { shard: number[] } }; steps: Step[] } };
+  jobs: {
+    export: { strategy: { matrix: { shard: number[] } }; steps: Step[] };
+    summary: { needs: string; if: string; steps: Step[] };
+  };
+}
+interface Container {
+  image: string;
+  command?: string[];
+  args: string[];
+  env: { name: string; value?: string }[];
+  securityContext: { readOnlyRootFilesystem: boolean };
+  volumeMounts: { name: string; mountPath: string }[];
 }
 interface IndexedCronJob {
+  kind: 'CronJob';
   spec: {
     jobTemplate: {
       spec: {
@@ -38,12 +54,19 @@ interface IndexedCronJob {
         completions: number;
         template: {
           spec: {
-            containers: { command: string[]; args: string[]; env: { name: string; value?: string }[] }[];
+            securityContext: { runAsNonRoot: boolean };
+            containers: Container[];
+            volumes: { name: string; configMap?: { name: string }; emptyDir?: object }[];
           };
         };
       };
     };
   };
+}
+interface ConfigMap {
+  kind: 'ConfigMap';
+  metadata: { name: string };
+  data: Record<string, string>;
 }
 
 const example = async <T>(name: string) =>
@@ -54,7 +77,7 @@ function shellWords(command: string, env: Record<string, string>): string[] {
   const words: string[] = [];
   for (const match of command.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)) {
     const word = (match[1] ?? match[2])!;
-    words.push(word.replace(/\$\{?([A-Z_][A-Z0-9_]*)\}?/g, (_, name: string) => env[name] ?? ''));
+    words.push(word.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, name: string) => env[name] ?? ''));
   }
   return words;
 }
@@ -95,14 +118,19 @@ function expectEveryStudyOnce(taken: string[][]): void {
 }
 
 describe('examples/github-actions-sharded.yml', () => {
-  it('is a matrix workflow whose shards together take every study once', async () => {
+  it('is a matrix workflow whose shards together take every study once, each verified, and gathered in one summary', async () => {
     const workflow = await example<Workflow>('github-actions-sharded.yml');
     const job = workflow.jobs.export;
     const shards: number[] = job.strategy.matrix.shard;
     expect(shards).toEqual(shards.map((_, i) => i + 1));
-    const step = job.steps.find((s) => /study-export run/.test(s.run ?? ''));
-    expect(step).toBeDefined();
+    expect(job.steps.some((step) => /npm (ci|install)\b(?! --global)/.test(step.run ?? ''))).toBe(false);
+    expect(job.steps.find((step) => step.name === 'Install study-export')?.run).toContain(
+      'npm install --global',
+    );
+    const step = job.steps.find((s) => /study-export run/.test(s.run ?? ''))!;
+    const verify = job.steps.find((s) => /study-export verify/.test(s.run ?? ''))!;
     const taken: string[][] = [];
+    const verified: string[] = [];
     for (const shard of shards) {
       const expressions: Record<string, string> = {
         'matrix.shard': String(shard),
@@ -112,48 +140,117 @@ describe('examples/github-actions-sharded.yml', () => {
         'secrets.STUDY_API_KEY': sandbox.api_key,
       };
       const env: Record<string, string> = {};
-      for (const [name, value] of Object.entries(step?.env ?? {})) {
+      for (const [name, value] of Object.entries(step.env ?? {})) {
         env[name] = githubExpand(String(value), expressions);
       }
       expect(env.STUDY_EXPORT_SHARD).toBe(`${shard}/${shards.length}`);
-      const words = shellWords(step?.run?.trim() ?? '', env);
-      expect(words.slice(0, 2)).toEqual(['npx', 'study-export']);
-      const result = await runCli([...words.slice(2), '--dry-run'], { env: { ...env, ...sandboxEnv() } });
+      const words = shellWords(step.run?.trim() ?? '', env);
+      expect(words[0]).toBe('study-export');
+      const planned = await runCli([...words.slice(1), '--dry-run'], { env: { ...env, ...sandboxEnv() } });
       // Nothing but the line saying what starts.
-      expect(result.stderr).toMatch(
+      expect(planned.stderr).toMatch(
         /^dry run of [\w-]+: listing the studies at http:\/\/127\.0\.0\.1:\d+\n\n$/,
       );
-      expect(result.code).toBe(0);
-      expect(result.stdout).toContain(`shard:    ${shard} of ${shards.length}`);
-      expect(result.stdout).toMatch(/^out: +s3:.*test-bucket\/study-export/m);
-      taken.push(plannedStudies(result.stdout));
+      expect(planned.code).toBe(0);
+      expect(planned.stdout).toContain(`shard:    ${shard} of ${shards.length}`);
+      expect(planned.stdout).toMatch(/^out: +s3:.*test-bucket\/study-export/m);
+      taken.push(plannedStudies(planned.stdout));
+      const exported = await runCli(words.slice(1), { env: { ...env, ...sandboxEnv() } });
+      expect(exported.code).toBe(0);
+
+      // The verify step: the pointer it reads (`aws s3 cp` is read here with the SDK), then verify.
+      const verifyEnv: Record<string, string> = {};
+      for (const [name, value] of Object.entries(verify.env ?? {})) {
+        verifyEnv[name] = githubExpand(String(value), expressions);
+      }
+      const lines = verify.run!.split('\n').map((line) => line.trim());
+      const pointerLine = lines.find((line) => line.startsWith('pointer='))!;
+      const pointer = shellWords(pointerLine.slice('pointer='.length), verifyEnv)[0]!;
+      expect(pointer).toBe(
+        `s3://test-bucket/study-export/nightly-incremental/latest-shard-${shard}-of-${shards.length}`,
+      );
+      const runId = (await s3.get('test-bucket', pointer.slice('s3://test-bucket/'.length)))
+        .toString()
+        .trim();
+      const verifyLine = lines.find((line) => line.startsWith('study-export verify'))!;
+      const verifyWords = shellWords(verifyLine, { ...verifyEnv, run_id: runId });
+      const checked = await runCli(verifyWords.slice(1), { env: { ...verifyEnv, ...sandboxEnv() } });
+      expect(checked.stderr + checked.stdout).toMatch(/: ok \(checked \d+ files, \d+ tables/);
+      expect(checked.code).toBe(0);
+      verified.push(runId);
     }
     expectEveryStudyOnce(taken);
+
+    // The summary job runs after every shard and lists exactly the shards' pointers, whose runs
+    // have the manifest fields it prints.
+    const summary = workflow.jobs.summary;
+    expect(summary.needs).toBe('export');
+    expect(summary.if).toContain('!cancelled()');
+    const gather = summary.steps.find((s) => /latest-shard-/.test(s.run ?? ''))!;
+    expect(gather.run).toContain('$GITHUB_STEP_SUMMARY');
+    const root = 'study-export/nightly-incremental/';
+    const pointers = (await s3.keys('test-bucket', root))
+      .map((key) => key.slice(root.length))
+      .filter((name) => /^latest-shard-/.test(name));
+    expect(pointers).toEqual(shards.map((shard) => `latest-shard-${shard}-of-${shards.length}`));
+    for (const runId of verified) {
+      const manifest = JSON.parse(
+        (await s3.get('test-bucket', `${root}runs/${runId}/manifest.json`)).toString(),
+      );
+      expect(manifest.status).toBe('complete');
+      expect(Array.isArray(manifest.studies)).toBe(true);
+    }
   });
 });
 
 describe('examples/kubernetes-indexed-job.yaml', () => {
-  it('is an Indexed Job whose pods (JOB_COMPLETION_INDEX 0..N-1) together take every study once', async () => {
-    const cronJob = await example<IndexedCronJob>('kubernetes-indexed-job.yaml');
+  it("runs the Dockerfile's image as it is, and its pods (JOB_COMPLETION_INDEX 0..N-1) together take every study once", async () => {
+    const documents = parseAllDocuments(
+      await readFile(path.join(repoRoot, 'examples', 'kubernetes-indexed-job.yaml'), 'utf8'),
+    ).map((document) => document.toJS()) as (ConfigMap | IndexedCronJob)[];
+    const configMap = documents.find((document): document is ConfigMap => document.kind === 'ConfigMap')!;
+    const cronJob = documents.find((document): document is IndexedCronJob => document.kind === 'CronJob')!;
     const job = cronJob.spec.jobTemplate.spec;
     expect(job.completionMode).toBe('Indexed');
-    const container = job.template.spec.containers[0]!;
-    expect(container.command).toEqual(['node', 'bin/study-export.js']);
+    const pod = job.template.spec;
+    const container = pod.containers[0]!;
+    // The image's entrypoint, not a command of its own (which would skip the heap settings).
+    expect(container.command).toBeUndefined();
+    const dockerfile = await readFile(path.join(repoRoot, 'Dockerfile'), 'utf8');
+    const workdir = /^WORKDIR (\S+)$/m.exec(dockerfile.slice(dockerfile.lastIndexOf('\nFROM ')))?.[1];
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
     const env = Object.fromEntries(container.env.map((item) => [item.name, item.value ?? '']));
+    // Writable: only the scratch volume, where TMPDIR points.
+    const scratch = container.volumeMounts.find((mount) => mount.mountPath === env.TMPDIR)!;
+    expect(pod.volumes.find((volume) => volume.name === scratch.name)?.emptyDir).toBeDefined();
+    const pipelines = container.volumeMounts.find((mount) => mount.mountPath === `${workdir}/pipelines`)!;
+    expect(pod.volumes.find((volume) => volume.name === pipelines.name)?.configMap?.name).toBe(
+      configMap.metadata.name,
+    );
     expect(Number(env.STUDY_EXPORT_SHARD_COUNT)).toBe(job.completions);
-    const taken: string[][] = [];
-    for (let index = 0; index < job.completions; index++) {
-      // --dry-run: the manifest's bucket is not the test's to write.
-      const result = await runCli([...container.args, '--dry-run'], {
-        env: { ...env, JOB_COMPLETION_INDEX: String(index), ...sandboxEnv() },
-      });
-      // Nothing but the line saying what starts.
-      expect(result.stderr).toMatch(
-        /^dry run of [\w-]+: listing the studies at http:\/\/127\.0\.0\.1:\d+\n\n$/,
-      );
-      expect(result.code).toBe(0);
-      taken.push(plannedStudies(result.stdout));
-    }
-    expectEveryStudyOnce(taken);
+    await withTempDir(async (cwd) => {
+      // The working folder as the pod has it: the ConfigMap's files in pipelines/.
+      await mkdir(path.join(cwd, 'pipelines'));
+      for (const [name, text] of Object.entries(configMap.data)) {
+        await writeFile(path.join(cwd, 'pipelines', name), text);
+      }
+      const taken: string[][] = [];
+      for (let index = 0; index < job.completions; index++) {
+        // --dry-run: the manifest's bucket is not the test's to write.
+        const result = await runCli([...container.args, '--dry-run'], {
+          cwd,
+          env: { ...env, JOB_COMPLETION_INDEX: String(index), ...sandboxEnv() },
+        });
+        // Nothing but the line saying what starts.
+        expect(result.stderr).toMatch(
+          /^dry run of [\w-]+: listing the studies at http:\/\/127\.0\.0\.1:\d+\n\n$/,
+        );
+        expect(result.code).toBe(0);
+        expect(result.stdout).toMatch(/^out: +s3:.*your-bucket\/study-export/m);
+        taken.push(plannedStudies(result.stdout));
+      }
+      expectEveryStudyOnce(taken);
+    });
   });
 });

@@ -23,9 +23,11 @@ afterAll(async () => {
 });
 
 interface Step {
+  name?: string;
   uses?: string;
   run?: string;
   env?: Record<string, string>;
+  with?: Record<string, string>;
 }
 
 /** Words of a one-line shell command: "..." quoting and $VAR expansion, nothing more. */
@@ -55,6 +57,12 @@ it('exports to the bucket and verifies the run there, with no cache step', async
   };
   const steps = workflow.jobs.export.steps;
   expect(steps.filter((step) => /actions\/(cache|upload-artifact)/.test(step.uses ?? ''))).toEqual([]);
+  // The package is installed, not a clone's dependencies; the bucket's region is a setting.
+  expect(steps.some((step) => /npm ci\b|npx /.test(step.run ?? ''))).toBe(false);
+  expect(steps.find((step) => step.name === 'Install study-export')?.run).toContain('npm install --global');
+  const aws = steps.find((step) => /configure-aws-credentials/.test(step.uses ?? ''))!;
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub expression, as the workflow writes it
+  expect(aws.with?.['aws-region']).toBe('${{ vars.AWS_REGION }}');
   const values = {
     'vars.STUDY_EXPORT_BUCKET': 'acme-exports',
     'vars.STUDY_API_BASE_URL': sandbox.base_url,
@@ -71,8 +79,8 @@ it('exports to the bucket and verifies the run there, with no cache step', async
   const exportStep = steps.find((step) => /study-export run/.test(step.run ?? ''))!;
   const env = envOf(exportStep);
   const words = shellWords(exportStep.run!.trim(), env);
-  expect(words.slice(0, 2)).toEqual(['npx', 'study-export']);
-  const exported = await runCli(words.slice(2), { env: { ...env, STUDY_API_BASE_URL: sandbox.base_url } });
+  expect(words[0]).toBe('study-export');
+  const exported = await runCli(words.slice(1), { env: { ...env, STUDY_API_BASE_URL: sandbox.base_url } });
   expect(exported.stderr).not.toMatch(/warning/i);
   expect(exported.code).toBe(0);
 
@@ -81,8 +89,8 @@ it('exports to the bucket and verifies the run there, with no cache step', async
   const runId = (await s3.get('acme-exports', `study-export/${env.PIPELINE}/latest`)).toString().trim();
   const verifyLine = verifyStep.run!.split('\n').find((line) => line.includes('study-export verify'))!;
   const verifyWords = shellWords(verifyLine.trim(), { ...envOf(verifyStep), run_id: runId });
-  expect(verifyWords[3]).toBe(`s3://acme-exports/study-export/${env.PIPELINE}/runs/${runId}`);
-  const verified = await runCli(verifyWords.slice(2), { env: envOf(verifyStep) });
+  expect(verifyWords[2]).toBe(`s3://acme-exports/study-export/${env.PIPELINE}/runs/${runId}`);
+  const verified = await runCli(verifyWords.slice(1), { env: envOf(verifyStep) });
   expect(verified.stdout).toMatch(/: ok \(checked \d+ files, 14 tables, \d+ rows, \d+ zip entries\)/);
   expect(verified.code).toBe(0);
   // The state is in the bucket, beside the runs: one object per study the run finished.
