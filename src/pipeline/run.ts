@@ -136,7 +136,9 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   try {
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return await plannedResult(client, listing, state, options, config, startedAt, log);
-    const scratch = await openScratch();
+    const scratch = await openScratch().catch((error: unknown) => {
+      throw scratchFull(error) ?? error;
+    });
     const pipelineDir = await openPipelineDirectory(storage, {
       shard: options.shard,
       leftoverGraceMs: options.leftoverGraceMs,
