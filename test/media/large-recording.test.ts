@@ -11,22 +11,24 @@
  * at its peak, both removed at the end) and reads it back several times: this file is slow
  * (about six minutes on a busy two-core machine) and kept apart from the fast media tests.
  * A third case puts an entry after one of more than 4 GiB (zip64 offsets) without using the
- * disk: the big body and the zip are sparse files of zeros.
+ * disk: the big body and the zip are sparse files of zeros. A fourth writes 65,540 entries
+ * (zip64 end records for the entry count alone).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { open, stat, statfs, truncate } from 'node:fs/promises';
+import { open, readFile, stat, statfs, truncate } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ZipWriter } from '../../src/media/archive.ts';
+import { openMediaArchive, ZipWriter } from '../../src/media/archive.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 import type { Detail } from '../sandbox/helpers.ts';
+import { localFile } from '../storage/helpers.ts';
 import { unzipTest, zipFactsByPython, zipFactsByYauzl } from './zip.ts';
 
 const MiB = 1024 * 1024;
@@ -293,6 +295,33 @@ describe('an entry after one of more than 4 GiB', () => {
       expect(await zipFactsByYauzl(zipPath)).toEqual(expected);
       expect(zipFactsByPython(zipPath)).toEqual(expected);
       const report = unzipTest(zipPath);
+      expect(report).toContain('No errors detected in compressed data');
+    });
+  }, 600_000);
+});
+
+describe('an archive of more than 65,535 entries', () => {
+  it('writes the zip64 end records on its own once there are 65,535 entries or more, and readers find them all', async () => {
+    await withTempDir(async (dir) => {
+      const zipPath = join(dir, 'media.zip');
+      const archive = await openMediaArchive(...localFile(zipPath));
+      const count = 65_540;
+      const name = (i: number) => `s/r/${i}-audio.mp3`;
+      for (let i = 0; i < count; i++)
+        await archive.add(name(i), { kind: 'memory', data: Buffer.from([i & 0xff]) });
+      expect((await archive.finish()).entries).toBe(count);
+      const zip = await readFile(zipPath);
+      const end = zip.length - 22;
+      expect(zip.readUInt16LE(end + 10)).toBe(0xffff);
+      expect(zip.readUInt32LE(end - 76)).toBe(0x06064b50);
+      expect(zip.readBigUInt64LE(end - 76 + 32)).toBe(BigInt(count));
+      // Offsets and sizes still fit in 32 bits: no entry has a zip64 extra field.
+      const byYauzl = await zipFactsByYauzl(zipPath);
+      expect(byYauzl.map((f) => f.name)).toEqual(Array.from({ length: count }, (_, i) => name(i)));
+      expect(byYauzl.filter((f) => f.extraIds.length > 0 || f.size !== 1)).toEqual([]);
+      expect(zipFactsByPython(zipPath)).toEqual(byYauzl);
+      const report = unzipTest(zipPath);
+      expect(report).toContain(`testing: ${name(count - 1)}`);
       expect(report).toContain('No errors detected in compressed data');
     });
   }, 600_000);
