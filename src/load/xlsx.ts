@@ -1,6 +1,7 @@
 /**
- * The Excel workbook of one study: xlsx/<safe link_id>.xlsx with the sheets wide (one row
- * per response, one column per question slot), answers and transcript. The workbook writer
+ * The Excel workbook of one study: xlsx/<safe link_id>.xlsx with the sheets About (the study,
+ * the export time, that times are UTC, what each sheet and column is: from the declarations),
+ * wide (one row per response, one column per question slot), answers and transcript. The workbook writer
  * wants one sheet after another, but a study's rows arrive response by response and the wide
  * sheet's columns are known only at the end, so rows are spilled to JSONL files in the run's
  * scratch folder and the workbook is written from them when the study is done.
@@ -15,8 +16,8 @@ import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables, wideSheet } from './tables.ts';
-import { safeFileName, wideRowSpill } from './wide.ts';
-import type { CutCell, SheetColumn, SheetSource } from './xlsx-workbook.ts';
+import { safeFileName, spreadsheetTime, wideRowSpill } from './wide.ts';
+import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
 
@@ -44,14 +45,21 @@ export function cutMessage(cut: CutReport): string {
   return `${cut.file}: sheet ${cut.sheet}, row ${cut.row} (${cut.what}), column "${cut.column}": ${cut.length} characters cut to Excel's cell limit of 32,767; the full text is in the CSV and Parquet tables`;
 }
 
+/** The study a workbook is of, as its About sheet and properties name it. */
+export interface WorkbookStudy {
+  id: string;
+  link_id: string;
+  title: string;
+}
+
 /** The workbook goes to `storage` as it is written; its spills to `scratchDir` (local). */
 export function createXlsxWriter(
   storage: Storage,
   scratchDir: string,
-  linkId: string,
+  study: WorkbookStudy,
   onCut: (cut: CutReport) => void,
 ): XlsxWriter {
-  const name = safeFileName(linkId);
+  const name = safeFileName(study.link_id);
   const file = `${XLSX_DIR}/${name}.xlsx`;
   const spillPath = (sheet: Spilled) => join(scratchDir, `xlsx-${name}.${sheet}.jsonl`);
   const wide = wideRowSpill(scratchDir, `xlsx-${name}.wide`);
@@ -91,8 +99,15 @@ export function createXlsxWriter(
       try {
         // exceljs is loaded only by runs that write workbooks: it is most of start-up otherwise.
         const { writeWorkbook } = await import('./xlsx-workbook.ts');
-        await writeWorkbook(output, sheetsOf(wide.sorted(), spillPath, columns), (cut) =>
-          onCut({ ...cut, file }),
+        const exportedAt = new Date();
+        await writeWorkbook(
+          output,
+          [
+            aboutSheet(study, exportedAt, columns),
+            ...sheetsOf(wide.sorted(), (table) => linesOf(spillPath(table)), columns),
+          ],
+          (cut) => onCut({ ...cut, file }),
+          workbookProperties(study, exportedAt),
         );
         if (!output.writableEnded) output.end();
       } catch (error) {
@@ -114,14 +129,72 @@ export function createXlsxWriter(
   };
 }
 
-function sheetsOf(
+/** The document properties: the study's title, and its link_id and id. */
+export function workbookProperties(study: WorkbookStudy, exportedAt: Date): WorkbookProperties {
+  return {
+    title: study.title,
+    subject: `Responses of study ${study.link_id} (${study.id})`,
+    keywords: study.link_id,
+    description: `Exported by study-export on ${spreadsheetTime(exportedAt.toISOString())} UTC. Times in this workbook are UTC.`,
+    created: exportedAt,
+  };
+}
+
+/**
+ * The About sheet: the study, the export time, that times are UTC, then each sheet and each
+ * of its columns with its description, from the table declarations (tables.ts).
+ */
+export function aboutSheet(
+  study: WorkbookStudy,
+  exportedAt: Date,
+  questions: readonly WideColumn[],
+): SheetSource {
+  const rows: SheetValue[][] = [
+    ['Study', study.title],
+    ['link_id', study.link_id],
+    ['study_id', study.id],
+    ['Exported (UTC)', exportedAt.toISOString()],
+    ['Times', 'Every time in this workbook is UTC (Coordinated Universal Time), not local time.'],
+    ['Written by', 'study-export'],
+    [null, null],
+    ['Sheet / column', 'What it is'],
+    [wideSheet.name, wideSheet.description],
+    ...wideSheet.fixed.map((column) => [`  ${column.header}`, column.description]),
+    ...questions.map((column) => [`  ${column.header}`, wideSheet.questionDescription(column.header)]),
+    ...workbookTables.flatMap((table) => [
+      [table, tables[table].description],
+      ...tables[table].columns.map((column) => [`  ${column.name}`, column.description]),
+    ]),
+  ];
+  const exportedRow = rows.findIndex((row) => row[0] === 'Exported (UTC)');
+  return {
+    name: 'About',
+    table: false,
+    columns: [
+      { header: 'Sheet / column', kind: 'text' },
+      { header: 'What it is', kind: 'text' },
+    ],
+    // The export time is a date cell; every other value of the second column is text.
+    rows: (async function* () {
+      for (const row of rows) yield row;
+    })(),
+    describeRow: (values) => String(values[0]),
+    cellKind: (row, column) => (row === exportedRow && column === 1 ? 'timestamp' : undefined),
+  };
+}
+
+/** The tables that have a sheet of their own in a workbook, after the wide sheet. */
+export const workbookTables = ['answers', 'transcript'] as const satisfies readonly TableName[];
+
+/** The data sheets: wide, then answers and transcript from `rowsOf` (rows as the tables hold them). */
+export function sheetsOf(
   wideRows: AsyncIterable<WideRow>,
-  spillPath: (sheet: Spilled) => string,
+  rowsOf: (table: (typeof workbookTables)[number]) => AsyncIterable<Record<string, unknown>>,
   columns: readonly WideColumn[],
 ): SheetSource[] {
   return [
     {
-      name: 'wide',
+      name: wideSheet.name,
       columns: [
         ...wideSheet.fixed.map(
           (column): SheetColumn => ({
@@ -137,47 +210,37 @@ function sheetsOf(
       ]),
       describeRow: (values) => `response ${values[0]}`,
     },
-    tableSheet('answers', spillPath('answers')),
-    tableSheet('transcript', spillPath('transcript')),
+    ...workbookTables.map((table) => tableSheet(table, rowsOf(table))),
   ];
 }
 
 /** A sheet with a table's columns, in declaration order, typed by the declaration. */
-function tableSheet(table: TableName, path: string): SheetSource {
+function tableSheet(table: TableName, rows: AsyncIterable<Record<string, unknown>>): SheetSource {
   const declared = tables[table].columns;
   return {
     name: table,
     columns: declared.map((column) => ({
       header: column.name,
       kind:
-        column.type === 'integer' || column.type === 'timestamp'
+        column.type === 'integer' || column.type === 'timestamp' || column.type === 'boolean'
           ? column.type
           : column.name.endsWith('_id')
             ? 'id'
             : 'text',
     })),
-    // Booleans are the words true and false, as in the CSV.
-    rows: mapLines(path, (row: Record<string, string | number | boolean | null>) =>
-      declared.map((column) => {
-        const value = row[column.name] ?? null;
-        return typeof value === 'boolean' ? String(value) : value;
-      }),
-    ),
+    rows: mapRows(rows, (row) => declared.map((column) => (row[column.name] ?? null) as SheetValue)),
     describeRow: (values) => `response ${values[0]}`,
   };
 }
 
-async function* mapLines<T>(
-  path: string,
-  toValues: (row: T) => (string | number | null)[],
-): AsyncIterable<(string | number | null)[]> {
+async function* linesOf(path: string): AsyncIterable<Record<string, unknown>> {
   const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
-  for await (const line of lines) if (line !== '') yield toValues(JSON.parse(line) as T);
+  for await (const line of lines) if (line !== '') yield JSON.parse(line) as Record<string, unknown>;
 }
 
 async function* mapRows<T>(
   rows: AsyncIterable<T>,
-  toValues: (row: T) => (string | number | null)[],
-): AsyncIterable<(string | number | null)[]> {
+  toValues: (row: T) => SheetValue[],
+): AsyncIterable<SheetValue[]> {
   for await (const row of rows) yield toValues(row);
 }

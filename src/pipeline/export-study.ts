@@ -89,7 +89,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     ...(input.wideCopy ? { alsoTo: input.wideCopy } : {}),
   });
   const workbook = config.output.formats.includes('xlsx')
-    ? createXlsxWriter(input.files, input.scratchDir, study.link_id, (cut) =>
+    ? createXlsxWriter(input.files, input.scratchDir, study, (cut) =>
         sinks.warn({
           code: 'xlsx_cell_cut',
           message: cutMessage(cut),

@@ -8,7 +8,7 @@
  *   has open is named as such, a note that does not fail the run);
  * - every table's row count, in every format, equals the manifest's;
  * - primary keys are unique and child tables' response_id values exist in responses;
- * - with xlsx, every exported study has its workbook, and each opens with its three sheets;
+ * - with xlsx, every exported study has its workbook, and each opens with its four sheets;
  * - media.zip opens, every entry reads to its end, and every archived media row points at
  *   an entry with its bytes and sha256.
  */
@@ -76,12 +76,12 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   return { ok: problems.length === 0, problems, notes, checked };
 }
 
-/** The sheets every workbook has (xlsx.ts writes wide, answers, transcript in this order). */
-const workbookParts = ['xl/workbook.xml', ...[1, 2, 3].map((n) => `xl/worksheets/sheet${n}.xml`)];
+/** The sheets every workbook has (xlsx.ts writes About, wide, answers, transcript in this order). */
+const workbookParts = ['xl/workbook.xml', ...[1, 2, 3, 4].map((n) => `xl/worksheets/sheet${n}.xml`)];
 
 /**
  * With xlsx, every study exported without error has its workbook, and every workbook opens:
- * each part of its zip reads to its end, and its three sheets are there.
+ * each part of its zip reads to its end, and its four sheets are there.
  */
 async function checkWorkbooks(
   run: Storage,

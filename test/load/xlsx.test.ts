@@ -6,14 +6,24 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
+import { columnNames } from '../../src/load/tables.ts';
+import { createXlsxWriter } from '../../src/load/xlsx.ts';
 import {
   type CutCell,
   columnLetter,
   cutText,
   excelCellLimit,
+  lineFeeds,
   writeWorkbook,
 } from '../../src/load/xlsx-workbook.ts';
+import { questionKey, wideColumns } from '../../src/transform/index.ts';
+import { localFolder } from '../storage/helpers.ts';
 import { withTempDir } from './readers.ts';
+import { workbookXmlProblems } from './workbook.ts';
+
+const tablesColumns = (table: 'transcript') =>
+  Object.fromEntries(columnNames(table).map((name) => [name, true]));
+
 import { awkwardTexts } from './samples.ts';
 
 async function* rowsOf<T>(rows: T[]): AsyncIterable<T> {
@@ -50,7 +60,8 @@ describe('the xlsx workbook writer', () => {
       expect(sheet.A1).toMatchObject({ t: 's', v: 'text' });
       texts.forEach((text, i) => {
         const row = i + 2;
-        expect(sheet[`A${row}`], JSON.stringify(text)).toMatchObject({ t: 's', v: text });
+        // Line breaks as line feeds: a carriage return would be stored as _x000D_.
+        expect(sheet[`A${row}`], JSON.stringify(text)).toMatchObject({ t: 's', v: lineFeeds(text) });
         expect(sheet[`A${row}`].f).toBeUndefined();
         if (i === 0) expect(sheet[`B${row}`]).toBeUndefined();
         else expect(sheet[`B${row}`]).toMatchObject({ t: 'n', v: 2 ** 40 + i });
@@ -106,6 +117,92 @@ describe('the xlsx workbook writer', () => {
       ]);
       const cell = XLSX.read(await readFile(path)).Sheets.answers!.B3!;
       expect(cell.v).toBe(cutText(long));
+    });
+  });
+
+  it('writes a study workbook with About first, wrapped lines, filter names, booleans and properties (SheetJS and its XML)', async () => {
+    await withTempDir(async (dir) => {
+      const study = { id: 's-1', link_id: 'coffee', title: 'Coffee & "habits" <2026>' };
+      const writer = createXlsxWriter(localFolder(dir), dir, study, () => {});
+      const answer = (n: number, text: string) => ({
+        response_id: `r-${n}`,
+        answer_id: `a-${n}`,
+        study_id: study.id,
+        discussion_guide_question_id: 'd1',
+        concept_id: null,
+        question: 'Why?',
+        answer: text,
+        position: 1,
+        extra: null,
+      });
+      const turn = (n: number, audio: boolean) => ({
+        response_id: `r-${n}`,
+        turn: 1,
+        study_id: study.id,
+        answer_id: `a-${n}`,
+        discussion_guide_question_id: 'd1',
+        concept_id: null,
+        moderator: 'Why?',
+        user: 'first\r\nsecond\rthird',
+        audio_file: null,
+        video_file: null,
+        has_audio: audio,
+        has_video: false,
+        extra: null,
+      });
+      for (const [n, text] of [
+        [1, 'one line'],
+        [2, 'two\r\nlines'],
+      ] as const) {
+        await writer.add({
+          wide: {
+            response_id: `r-${n}`,
+            response_number: n,
+            created_at: '2026-11-21T23:55:00.000Z',
+            updated_at: null,
+            summary: null,
+            cells: { [questionKey('d1', null)]: text },
+          },
+          answers: [answer(n, text)],
+          transcript: [turn(n, n === 1)],
+        });
+      }
+      const questions = [
+        {
+          study_id: study.id,
+          discussion_guide_question_id: 'd1',
+          concept_id: null,
+          question: 'Why?',
+          position: 1,
+        },
+      ];
+      const path = await writer.finish(wideColumns(questions));
+      const file = join(dir, path);
+      expect(await workbookXmlProblems(file, study)).toEqual([]);
+
+      const book = XLSX.read(await readFile(file), { cellNF: true });
+      expect(book.SheetNames).toEqual(['About', 'wide', 'answers', 'transcript']);
+      const about = XLSX.utils.sheet_to_json<unknown[]>(book.Sheets.About!, { header: 1, defval: null });
+      expect(about.slice(0, 3)).toEqual([
+        ['Study', study.title],
+        ['link_id', 'coffee'],
+        ['study_id', 's-1'],
+      ]);
+      expect(book.Sheets.About!.B4).toMatchObject({ t: 'n' });
+      expect(XLSX.SSF.is_date(String(book.Sheets.About!.B4.z))).toBe(true);
+      expect(about.some((row) => String(row[1]).includes('UTC'))).toBe(true);
+      // Every column of every sheet is explained, from the declarations.
+      const explained = new Set(about.map((row) => String(row[0]).trim()));
+      for (const name of ['created_at (UTC)', 'Why?', 'has_audio', 'answer', 'moderator'])
+        expect(explained.has(name), name).toBe(true);
+      const transcript = book.Sheets.transcript!;
+      const column = (name: string) =>
+        columnLetter(Object.keys(tablesColumns('transcript')).indexOf(name) + 1);
+      expect(transcript[`${column('has_audio')}2`]).toMatchObject({ t: 'b', v: true });
+      expect(transcript[`${column('has_audio')}3`]).toMatchObject({ t: 'b', v: false });
+      expect(transcript[`${column('user')}2`]).toMatchObject({ t: 's', v: 'first\nsecond\nthird' });
+      expect(book.Sheets.wide!.F3).toMatchObject({ t: 's', v: 'two\nlines' });
+      expect(book.Props).toMatchObject({ Title: study.title, Author: 'study-export' });
     });
   });
 
