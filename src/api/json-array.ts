@@ -13,9 +13,31 @@
 
 import { isUtf8 } from 'node:buffer';
 
-/** `bytes`: the element's size as received, when it came as bytes. */
+/**
+ * A key an element's object member holds more than once (`{"utm":"a","utm":"b"}`), which
+ * JSON.parse silently resolves to the last. `alike`: every copy's value is the same.
+ */
+export interface RepeatedKey {
+  member: KeyedMember;
+  key: string;
+  copies: number;
+  alike: boolean;
+}
+
+/**
+ * The members of a list item whose keys are data (spec 2.2): attributes (URL parameter names)
+ * and answers (question keys, the answer ids when answers_array is absent).
+ */
+export type KeyedMember = 'attributes' | 'answers';
+const keyedMembers: readonly KeyedMember[] = ['attributes', 'answers'];
+const keyedMemberBytes = keyedMembers.map((name) => Buffer.from(name));
+
+/**
+ * `bytes`: the element's size as received, when it came as bytes. `repeatedKeys`: keys its
+ * keyed members hold twice in the text (answers only when the item has no answers_array).
+ */
 export type ParsedElement =
-  | { ok: true; value: unknown; bytes?: number }
+  | { ok: true; value: unknown; bytes?: number; repeatedKeys?: RepeatedKey[] }
   | { ok: false; text: string; reason: string };
 
 export interface JsonArrayElements {
@@ -96,18 +118,30 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
   let depth = 1;
   /** Start and end offsets of each element, in pairs. */
   const bounds: number[] = [];
+  /** Keyed members' objects: element index, member index, start and end offsets, in fours. */
+  const members: number[] = [];
+  /** The keyed member whose key was just read at an element's top level (-1: none). */
+  let pendingMember = -1;
   let start = i + 1;
   let end = -1;
   for (i += 1; i < n; i++) {
     const byte = bytes[i];
     if (byte === QUOTE) {
-      i = stringEnd(bytes, i + 1);
-      if (i < 0) return null;
+      const close = stringEnd(bytes, i + 1);
+      if (close < 0) return null;
+      // An element's own keys only (two levels down): a cheap length test first.
+      if (closers.length === 2) pendingMember = keyedMemberAt(bytes, i + 1, close);
+      i = close;
     } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+      if (closers.length === 2 && pendingMember >= 0 && byte === OPEN_OBJECT) {
+        members.push(bounds.length / 2, pendingMember, i, -1);
+      }
+      if (closers.length === 2) pendingMember = -1;
       closers.push(byte === OPEN_ARRAY ? CLOSE_ARRAY : CLOSE_OBJECT);
       depth = Math.max(depth, closers.length);
     } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) {
       if (closers.pop() !== byte) return null;
+      if (closers.length === 2 && members.at(-1) === -1) members[members.length - 1] = i;
       if (closers.length === 0) {
         bounds.push(start, i);
         end = i;
@@ -131,11 +165,91 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
       const start = bounds[2 * index] as number;
       const end = bounds[2 * index + 1] as number;
       const text = bytes.toString('utf8', start, end);
+      let value: unknown;
       try {
-        return { ok: true, value: JSON.parse(text), bytes: end - start };
+        value = JSON.parse(text);
       } catch (error) {
         return { ok: false, text: text.trim(), reason: `not JSON (${(error as Error).message})` };
       }
+      const repeatedKeys = repeatedKeysOf(bytes, members, index, value);
+      return repeatedKeys.length > 0
+        ? { ok: true, value, bytes: end - start, repeatedKeys }
+        : { ok: true, value, bytes: end - start };
     },
   };
+}
+
+/** Which keyed member the key `bytes[from, to)` names, or -1. */
+function keyedMemberAt(bytes: Buffer, from: number, to: number): number {
+  const length = to - from;
+  for (let m = 0; m < keyedMemberBytes.length; m++) {
+    const name = keyedMemberBytes[m] as Buffer;
+    if (name.length === length && bytes.compare(name, 0, length, from, to) === 0) {
+      // A key only when a colon follows (else it was a string value).
+      let next = to + 1;
+      while (isSpace(bytes[next])) next++;
+      return bytes[next] === 0x3a ? m : -1;
+    }
+  }
+  return -1;
+}
+
+/** Keys repeated in the keyed members of element `index` (answers only without answers_array). */
+function repeatedKeysOf(
+  bytes: Buffer,
+  members: readonly number[],
+  index: number,
+  value: unknown,
+): RepeatedKey[] {
+  const found: RepeatedKey[] = [];
+  for (let k = 0; k < members.length; k += 4) {
+    if (members[k] !== index) continue;
+    const member = keyedMembers[members[k + 1] as number] as KeyedMember;
+    const item = value as Record<string, unknown> | null;
+    if (member === 'answers' && item !== null && typeof item === 'object' && 'answers_array' in item)
+      continue;
+    const start = members[k + 2] as number;
+    const end = members[k + 3] as number;
+    if (end > start) found.push(...repeatedKeysIn(bytes, start, end, member));
+  }
+  return found;
+}
+
+/**
+ * The keys the flat object `bytes[start..end]` (its braces included) holds more than once,
+ * with whether their values are alike. Members are split at commas outside strings and
+ * brackets; each member's key and value are read with JSON.parse.
+ */
+function repeatedKeysIn(bytes: Buffer, start: number, end: number, member: KeyedMember): RepeatedKey[] {
+  const values = new Map<string, unknown[]>();
+  let from = start + 1;
+  let nesting = 0;
+  const take = (to: number) => {
+    const open = bytes.indexOf(QUOTE, from);
+    const at = from;
+    from = to + 1;
+    if (open < 0 || open >= to || !isBlank(bytes, at, open)) return;
+    const close = stringEnd(bytes, open + 1);
+    const colon = bytes.indexOf(0x3a, close + 1);
+    const key = JSON.parse(bytes.toString('utf8', open, close + 1)) as string;
+    const copies = values.get(key) ?? [];
+    copies.push(JSON.parse(bytes.toString('utf8', colon + 1, to)));
+    values.set(key, copies);
+  };
+  for (let i = start + 1; i < end; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) i = stringEnd(bytes, i + 1);
+    else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) nesting++;
+    else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) nesting--;
+    else if (byte === COMMA && nesting === 0) take(i);
+  }
+  take(end);
+  const repeated: RepeatedKey[] = [];
+  for (const [key, copies] of values) {
+    if (copies.length < 2) continue;
+    const first = JSON.stringify(copies[0]);
+    const alike = copies.every((copy) => JSON.stringify(copy) === first);
+    repeated.push({ member, key, copies: copies.length, alike });
+  }
+  return repeated;
 }

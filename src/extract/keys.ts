@@ -3,11 +3,14 @@
  *
  * - answer_id within a response (the answers table's key is response_id, answer_id): copies of
  *   one answer that are exactly alike collapse into the first, with a warning; copies that
- *   differ make the response a reject, since no rule can say which is the answer.
+ *   differ make the response a reject, since no rule can say which is the answer. The same
+ *   for a key an attributes (or answers) object's text holds twice, which JSON.parse would
+ *   silently resolve to the last (src/api/json-array.ts finds them).
  * - A response id belongs to one study (the responses table's key is response_id alone): the
  *   first study of a run to list it keeps it, and a response id that current/ already holds
  *   under one study stays there. Listed under another study, it is a reject there, naming both.
  */
+import type { RepeatedKey } from '../api/json-array.ts';
 import type { ListedResponse } from '../api/resources.ts';
 
 /** What a list item's answers_array holds twice. */
@@ -42,6 +45,11 @@ export function keyedAnswers(item: ListedResponse): AnswerKeys {
     item: { ...item, answers_array: kept },
     collapsed: [...copies].map(([answer_id, count]) => ({ answer_id, copies: count })),
   };
+}
+
+/** Why an item whose text names one key of `attributes` (or `answers`) twice, differently, is a reject. */
+export function repeatedKeyReason(repeated: RepeatedKey): string {
+  return `${repeated.member}: key "${repeated.key}" appears ${repeated.copies} times with different values; one key cannot hold both`;
 }
 
 /** JSON values equal whatever the order of their keys. */

@@ -24,7 +24,7 @@ import { PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, rejectRecord } from '../records.ts';
 import { redact } from '../redact.ts';
 import { compareInstants, type Instant, parseTimestamp } from '../util/timestamp.ts';
-import { keyedAnswers, ownedElsewhere, type ResponseClaims } from './keys.ts';
+import { keyedAnswers, ownedElsewhere, type ResponseClaims, repeatedKeyReason } from './keys.ts';
 import { jsonText, MAX_NESTING, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
 import { Spill } from './spill.ts';
 
@@ -230,11 +230,25 @@ async function pageIntoSpill(
         rejectItem(sinks, study, raw, `page ${page} [${index}] ${describeIssues(parsed.error)}`);
         continue;
       }
+      const differing = element.repeatedKeys?.find((repeated) => !repeated.alike);
+      if (differing) {
+        stats.rejected += 1;
+        rejectItem(sinks, study, raw, `page ${page} [${index}] ${repeatedKeyReason(differing)}`);
+        continue;
+      }
       const keyed = keyedAnswers(parsed.data);
       if (!keyed.ok) {
         stats.rejected += 1;
         rejectItem(sinks, study, raw, `page ${page} [${index}] ${keyed.reason}`);
         continue;
+      }
+      for (const { member, key, copies } of element.repeatedKeys ?? []) {
+        warn(
+          sinks,
+          study,
+          'duplicate_key',
+          `response "${keyed.item.id}" sends ${member} key "${key}" ${copies} times, every copy alike; kept once`,
+        );
       }
       for (const { answer_id, copies } of keyed.collapsed) {
         warn(

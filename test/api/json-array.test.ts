@@ -93,3 +93,43 @@ describe('splitJsonArray', () => {
     expect(split(deep)?.nestsDeeperThan(256)).toBe(true);
   });
 });
+
+describe('keys repeated in a list item’s attributes and answers', () => {
+  const repeated = (text: string) => {
+    const elements = split(text);
+    if (!elements) throw new Error('not split');
+    return Array.from({ length: elements.length }, (_, index) => {
+      const element = elements.element(index);
+      if (!element.ok) throw new Error(element.reason);
+      return element.repeatedKeys ?? [];
+    });
+  };
+
+  it('names a key an attributes object holds twice, alike or not, which JSON.parse alone hides', () => {
+    const page =
+      '[{"id":"a","attributes":{"utm":"mail","id":"1","utm":"web"}},' +
+      ' {"id":"b","attributes" : { "utm" : "x" , "ut\\u006d":"x", "ответ": "1", "ответ": "1", "ответ": "1" }},' +
+      '{"id":"c","attributes":{"utm":"x"},"note":"attributes","x":{"attributes":{"k":"1","k":"2"}}}]';
+    expect(repeated(page)).toEqual([
+      [{ member: 'attributes', key: 'utm', copies: 2, alike: false }],
+      [
+        { member: 'attributes', key: 'utm', copies: 2, alike: true },
+        { member: 'attributes', key: 'ответ', copies: 3, alike: true },
+      ],
+      // Only the item's own attributes: a nested object of that name, or the word as a value, is not one.
+      [],
+    ]);
+  });
+
+  it('checks the answers object only when the item has no answers_array (its keys are then the answer ids)', () => {
+    const page =
+      '[{"id":"a","answers":{"Q":"1","Q":"2"}},' +
+      '{"id":"b","answers":{"Q":"1","Q":"2"},"answers_array":[]},' +
+      '{"id":"c","answers":{"Summary":"s","Q {1}, [2]":"a, \\"b\\"","Q {1}, [2]":"a, \\"b\\""},"attributes":{}}]';
+    expect(repeated(page)).toEqual([
+      [{ member: 'answers', key: 'Q', copies: 2, alike: false }],
+      [],
+      [{ member: 'answers', key: 'Q {1}, [2]', copies: 2, alike: true }],
+    ]);
+  });
+});

@@ -215,3 +215,56 @@ it('a response id current/ holds under one study, listed by another in a later r
     await sandbox.close();
   }
 });
+
+it('an attributes key the service sends twice in one object: alike, kept once with a warning; different, a reject naming it (exit 3)', async () => {
+  const sandbox = await startSandbox({ seed: 104, studies: 1, responses: 3 });
+  try {
+    await withTempDir(async (dir) => {
+      const [study] = sandbox.studies();
+      const link = study!.link_id;
+      const [alike, different] = sandbox.responses(link);
+      // JSON.stringify cannot write a key twice: the page's text is edited as a service would send it.
+      const page = (edit: (text: string, id: string) => string) => {
+        let text = JSON.stringify(sandbox.responses(link));
+        text = edit(text, alike!.id);
+        return text;
+      };
+      const twice = (text: string, id: string, first: string, second: string) =>
+        text.replace(`"id":"${id}"`, `"id":"${id}","attributes":{"src":${first},"src":${second}}`).replace(
+          // The item's own attributes (now the second) are dropped, so the edited object is the one read.
+          new RegExp(`("id":"${id}","attributes":\\{[^}]*\\}[^]*?),"attributes":\\{[^}]*\\}`),
+          '$1',
+        );
+      sandbox.overrideNext(
+        { listener: 'api', pathIncludes: `/${link}?` },
+        { status: 200, body: page((text, id) => twice(text, id, '"mail"', '"mail"')) },
+      );
+      const first = await run(sandbox, dir);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toContain(
+        `response "${alike!.id}" sends attributes key "src" 2 times, every copy alike`,
+      );
+      const warnings = (await readManifest(first.runDir!)).warnings.filter((w) => w.code === 'duplicate_key');
+      expect(warnings).toHaveLength(1);
+      const src = await query(
+        `select value from read_parquet('${join(first.current, 'attributes', '*', '*.parquet')}', hive_partitioning = true) where response_id = '${alike!.id}' and key = 'src'`,
+      );
+      expect(src).toEqual([{ value: 'mail' }]);
+      await expectKeysOnce(first.runDir!, first.current);
+
+      sandbox.touchResponse(link, different!.id);
+      sandbox.overrideNext(
+        { listener: 'api', pathIncludes: `/${link}?` },
+        { status: 200, body: page((text) => twice(text, different!.id, '"mail"', '"web"')) },
+      );
+      const second = await run(sandbox, dir);
+      expect(second.code, second.stderr).toBe(3);
+      const rejects = await readRejects(second.runDir!);
+      expect(rejects.map((r) => [r.response_id, r.operation])).toEqual([[different!.id, 'list_responses']]);
+      expect(rejects[0]!.reason).toContain('attributes: key "src" appears 2 times with different values');
+      await expectKeysOnce(second.runDir!, second.current);
+    });
+  } finally {
+    await sandbox.close();
+  }
+});
