@@ -16,8 +16,9 @@ export function tablesMarkdown(): string {
     '<!-- Generated from src/load/tables.ts by `npm run docs`; do not edit by hand. -->',
     '',
     'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
-    'cell is a missing value; in Parquet nullable columns are OPTIONAL, timestamps are UTC',
-    "TIMESTAMP(MICROS) and integers INT64. The same facts are in each run's datapackage.json.",
+    'cell is a missing value and timestamps are ISO 8601 UTC (`2025-03-12T18:18:53.934Z`, with six',
+    'digits where the service sent microseconds); in Parquet nullable columns are OPTIONAL, timestamps',
+    "are UTC TIMESTAMP(MICROS) and integers INT64. The same facts are in each run's datapackage.json.",
     '',
   ];
   for (const name of tableNames) parts.push(...tableSection(name));

@@ -2,7 +2,8 @@
  * The tables, declared once. Each declaration drives the CSV header order, the Parquet
  * schema, datapackage.json and the TypeScript row types (Row<'answers'> and so on).
  *
- * Value conventions in rows: timestamps are ISO 8601 UTC strings ("2026-11-21T23:55:00.000Z"),
+ * Value conventions in rows: timestamps are ISO 8601 UTC strings ("2026-11-21T23:55:00.000Z", or
+ * "2026-11-21T23:55:00.000001Z" with microseconds: src/util/timestamp.ts),
  * integers are numbers, booleans are true or false, json columns hold JSON text, null is a
  * missing value.
  */
