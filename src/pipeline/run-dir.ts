@@ -20,7 +20,7 @@ import type { Storage } from '../storage/types.ts';
 import { type Shard, shardLabel } from './shard.ts';
 import type { PreviousRun } from './types.ts';
 
-/** What a killed run left on object storage is removed once it is this old (see README). */
+/** What a killed run left on object storage is removed once it is this old (docs/object-storage.md). */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
 
 /** Run ids are UTC times, e.g. 20261121T235500Z. */

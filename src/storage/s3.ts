@@ -331,7 +331,7 @@ class S3Storage implements Storage {
         );
       } catch (error) {
         // Servers without this call (s3rver, some S3-compatible ones): a lifecycle rule that
-        // aborts incomplete uploads does it there (README).
+        // aborts incomplete uploads does it there (docs/object-storage.md).
         if ((error as S3ServiceException).$metadata?.httpStatusCode === 501) return;
         throw storageError(error, 'list', this.describe(prefix));
       }
@@ -357,7 +357,7 @@ class S3Storage implements Storage {
   /**
    * An object holding the owner and an expiry, created with If-None-Match: * so that of two
    * runs starting together only one gets it. Servers that ignore the condition (s3rver)
-   * only have the read before the write (README). Renewed while the run lives; one whose
+   * only have the read before the write (docs/object-storage.md). Renewed while the run lives; one whose
    * expiry has passed was left by a run that died and is taken over.
    */
   async lease(path: string): Promise<Lease> {

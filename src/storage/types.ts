@@ -76,7 +76,7 @@ export interface Storage {
   put(path: string, content: string | Uint8Array): Promise<StoredFile>;
   /**
    * Creates `path` only if it does not exist; false when it does. Where the server ignores
-   * conditional writes this is only as good as a read before the write (README).
+   * conditional writes this is only as good as a read before the write (docs/object-storage.md).
    */
   putIfAbsent(path: string, content: string): Promise<boolean>;
   /**

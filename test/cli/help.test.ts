@@ -3,6 +3,8 @@
  * parser accepts, and what they name (formats, where the state lives) is what the code uses.
  */
 
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { initCommand } from '../../src/cli/commands/init.ts';
@@ -12,9 +14,10 @@ import { sandboxCommand } from '../../src/cli/commands/sandbox.ts';
 import { studiesCommand } from '../../src/cli/commands/studies.ts';
 import { validateCommand } from '../../src/cli/commands/validate.ts';
 import { verifyCommand } from '../../src/cli/commands/verify.ts';
+import { viewCommand } from '../../src/cli/commands/view.ts';
 import type { CliContext } from '../../src/cli/context.ts';
 import { formats } from '../../src/config/schema.ts';
-import { runCli } from './helpers.ts';
+import { repoRoot, runCli } from './helpers.ts';
 
 interface YargsOptions {
   key: Record<string, unknown>;
@@ -30,6 +33,7 @@ const commands: Record<string, CommandModule<object, never>> = {
   sandbox: sandboxCommand() as never,
   validate: validateCommand(context) as never,
   verify: verifyCommand(context) as never,
+  view: viewCommand(context) as never,
 };
 
 /** The long options a command's parser accepts (strict mode rejects every other one). */
@@ -89,5 +93,23 @@ describe('--help of each command', () => {
     expect(state).toContain('state/ beside the runs, e.g. out/<name>/state/');
     expect(`${run.stdout}${replay.stdout}`).not.toContain('state.json');
     expect(replay.stdout).toMatch(/state \(the watermarks in\s+state\/\) and the current\/ dataset are left/);
+  });
+});
+
+describe('docs/configuration.md', () => {
+  it('lists for each command exactly the options it accepts (beside --help, --version, --log-format)', async () => {
+    const page = await readFile(path.join(repoRoot, 'docs', 'configuration.md'), 'utf8');
+    for (const [name, command] of Object.entries(commands)) {
+      const section = page.split(new RegExp(`^### ${name}\\b.*$`, 'm'))[1]?.split(/^##/m)[0];
+      expect(section, `a section "### ${name}" in docs/configuration.md`).toBeDefined();
+      const documented = [...(section ?? '').matchAll(/^\| `(?:-\w, )?--([\w-]+)[^|]*\|/gm)]
+        .flatMap((row) => [...(row[0].split('|')[1] ?? '').matchAll(/--([\w-]+)/g)].map((match) => match[1]))
+        .filter((option) => option !== undefined && !option.startsWith('no-'))
+        .sort();
+      const accepted = acceptedOptions(command).filter(
+        (option) => !['help', 'version', 'log-format'].includes(option),
+      );
+      expect(documented, name).toEqual(accepted);
+    }
   });
 });
