@@ -53,7 +53,7 @@ export function repeatedKeyReason(repeated: RepeatedKey): string {
 }
 
 /** JSON values equal whatever the order of their keys. */
-function sameValue(a: unknown, b: unknown): boolean {
+export function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;

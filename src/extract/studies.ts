@@ -9,6 +9,7 @@ import type { ApiClient } from '../api/client.ts';
 import { checked, describeIssues, Study } from '../api/resources.ts';
 import { ConfigError, PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, type Reject, rejectRecord } from '../records.ts';
+import { sameValue } from './keys.ts';
 import { jsonText, nestsDeeperThan, tooDeepReason } from './nesting.ts';
 
 /** Lists the studies, archives the payload raw, and returns the valid ones (invalid ones go to rejects). */
@@ -23,7 +24,8 @@ export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promi
     });
   }
   const studies: Study[] = [];
-  const seen = new Set<string>();
+  /** Each study id's first listing, as received. */
+  const seen = new Map<string, unknown>();
   for (const [index, raw] of fetched.payload.entries()) {
     if (tooDeep && nestsDeeperThan(raw)) {
       sinks.rejects.write(studyReject(jsonText(raw), `[${index}] ${tooDeepReason}`));
@@ -35,10 +37,22 @@ export async function listStudies(client: ApiClient, sinks: ExtractSinks): Promi
       continue;
     }
     if (seen.has(parsed.data.id)) {
-      sinks.rejects.write(studyReject(raw, `[${index}] id: study "${parsed.data.id}" listed twice`));
+      // Listed twice alike: one study, kept once. Differently: no rule says which is the study.
+      if (sameValue(seen.get(parsed.data.id), raw)) {
+        sinks.warn({
+          code: 'duplicate_study',
+          message: `the study list names study "${parsed.data.id}" (link_id "${parsed.data.link_id}") twice, both alike; kept once`,
+          study_id: parsed.data.id,
+          link_id: parsed.data.link_id,
+        });
+      } else {
+        sinks.rejects.write(
+          studyReject(raw, `[${index}] id: study "${parsed.data.id}" listed twice, with different content`),
+        );
+      }
       continue;
     }
-    seen.add(parsed.data.id);
+    seen.set(parsed.data.id, raw);
     studies.push(parsed.data);
   }
   return studies;

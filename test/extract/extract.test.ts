@@ -443,4 +443,28 @@ describe('extract against the sandbox', () => {
     );
     await expect(listStudies(client, sinks)).rejects.toMatchObject({ code: 'E_PAYLOAD' });
   });
+
+  it('a study listed twice: alike, kept once with a warning; different, the second is a reject', async () => {
+    const { sandbox, client, sinks } = await setup({ seed: 6, studies: 4, responses: 0 });
+    const [first, second] = sandbox.studies();
+    // Alike whatever the order of the keys.
+    const reordered = Object.fromEntries(Object.entries(first!).reverse());
+    const renamed = { ...second!, link_id: 'another-link' };
+    sandbox.overrideNext(
+      { listener: 'api', pathIncludes: 'list_surveys' },
+      { status: 200, body: JSON.stringify([first, second, reordered, renamed]) },
+    );
+    expect(second).toBeDefined();
+    expect(await listStudies(client, sinks)).toEqual([first, second]);
+    expect(sinks.warnings.map((w) => [w.code, w.study_id])).toEqual([['duplicate_study', first!.id]]);
+    expect(sinks.rejected).toHaveLength(1);
+    expect(sinks.rejected[0]).toMatchObject({
+      operation: 'list_surveys',
+      study_id: second!.id,
+      link_id: 'another-link',
+    });
+    expect(sinks.rejected[0]?.reason).toBe(
+      `[3] id: study "${second!.id}" listed twice, with different content`,
+    );
+  });
 });
