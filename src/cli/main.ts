@@ -113,6 +113,8 @@ export function usageMessage(message: string, argv: string[], knownOptions: stri
     const what = command === 'verify' ? 'check' : 'rebuild';
     return `${command} needs RUN_DIR, the run directory to ${what} (e.g. out/demo/runs/20261121T235500Z)`;
   }
+  if (/^Not enough non-option arguments/.test(text) && command === 'view')
+    return 'view needs what to show: a run directory (out/demo/runs/<run id>), an s3:// run, or out/demo/current';
   return text;
 }
 

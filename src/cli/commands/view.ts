@@ -48,10 +48,9 @@ export function viewCommand(context: CliContext): CommandModule<object, ViewArgs
         ...(args.port !== undefined ? { port: args.port } : {}),
         onError: (error) => context.stderr.write(`study-export view: ${(error as Error).message}\n`),
       });
-      const responses = data.responses.size;
+      const what = data.kind === 'run' ? `run ${data.runId}` : 'the current dataset';
       context.stdout.write(
-        `${data.kind === 'run' ? `run ${data.runId}` : 'current dataset'}: ${data.studies.length} studies, ${responses} responses\n` +
-          `viewer: ${server.url}  (read-only; Ctrl-C stops it)\n`,
+        `${server.url}  ${what}: ${data.studies.length} studies, ${data.responses.size} responses (read-only; Ctrl-C stops it)\n`,
       );
       if (args.open) openBrowser(server.url, context);
       await new Promise<void>((resolve) => {
