@@ -101,7 +101,7 @@ export function builtFrom(outdir) {
 // these sources (npm pack runs prepack and then prepare: one build, not two).
 if (process.argv[1] === fileURLToPath(import.meta.url) && !existsSync(join(root, 'src'))) {
   // An installed package: it carries dist/ and no sources (an npm that runs prepare there).
-  process.stdout.write('no sources to build: dist/ came with the package\n');
+  process.stderr.write('no sources to build: dist/ came with the package\n');
 } else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const ifStale = args.includes('--if-stale');
@@ -109,10 +109,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && !existsSync(join(root,
   const id = fingerprint();
   const where = relative(process.cwd(), outdir) || '.';
   if (ifStale && builtFrom(outdir) === id) {
-    process.stdout.write(`${where} is up to date\n`);
+    process.stderr.write(`${where} is up to date\n`);
   } else {
     rmSync(outdir, { recursive: true, force: true });
     await build(outdir, id);
-    process.stdout.write(`built ${where}\n`);
+    process.stderr.write(`built ${where}\n`);
   }
 }

@@ -1,0 +1,89 @@
+/**
+ * Start-up of the installed command: `node --import tsx bench/startup.ts [--rounds 15]`.
+ * Packs the package (npm pack), installs it into a temporary prefix as a user would
+ * (npm install --global), then times `study-export --version` through the installed command
+ * (its sh line, node with the heap settings, dist/) against `node -e 0`, alternating the two
+ * so both see the same machine load. The figure is the ratio of the medians. Writes
+ * bench/results/<UTC time>-startup.json and latest-startup.json.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot } from './processes.ts';
+import { machine, round } from './report.ts';
+
+const exec = promisify(execFile);
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+}
+
+/** Wall time of one process, start to exit, in milliseconds. */
+function timed(file: string, args: string[], env: NodeJS.ProcessEnv): number {
+  const start = process.hrtime.bigint();
+  const result = spawnSync(file, args, { env, stdio: 'ignore' });
+  if (result.status !== 0) throw new Error(`${file} ${args.join(' ')} exited with ${result.status}`);
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+
+async function main(): Promise<void> {
+  const rounds = option('rounds', 15);
+  const work = await mkdtemp(join(tmpdir(), 'study-export-startup-'));
+  try {
+    process.stderr.write('packing and installing the package...\n');
+    const { stdout } = await exec('npm', ['pack', '--pack-destination', work, '--json'], {
+      cwd: repoRoot,
+      maxBuffer: 1 << 24,
+    });
+    const tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+    const prefix = join(work, 'prefix');
+    await exec(
+      'npm',
+      ['install', '--global', '--omit=dev', '--no-audit', '--no-fund', '--prefix', prefix, tarball],
+      {
+        maxBuffer: 1 << 24,
+      },
+    );
+    const command = join(prefix, 'bin', 'study-export');
+    const env = { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH ?? ''}` };
+    // One of each first: the file system cache warm for both.
+    timed(command, ['--version'], env);
+    timed(process.execPath, ['-e', '0'], env);
+    const installed: number[] = [];
+    const bare: number[] = [];
+    for (let round = 0; round < rounds; round++) {
+      installed.push(timed(command, ['--version'], env));
+      bare.push(timed(process.execPath, ['-e', '0'], env));
+    }
+    const result = {
+      machine: machine(),
+      rounds,
+      installed_version_ms: round(median(installed), 1),
+      node_e0_ms: round(median(bare), 1),
+      startup_vs_node: round(median(installed) / median(bare), 2),
+      installed_version_rounds_ms: installed.map((ms) => round(ms, 1)),
+      node_e0_rounds_ms: bare.map((ms) => round(ms, 1)),
+    };
+    const dir = join(repoRoot, 'bench', 'results');
+    await mkdir(dir, { recursive: true });
+    const stamp = new Date()
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
+    const text = `${JSON.stringify(result, null, 2)}\n`;
+    for (const name of [`${stamp}-startup.json`, 'latest-startup.json'])
+      await writeFile(join(dir, name), text);
+    process.stdout.write(
+      `installed --version ${result.installed_version_ms} ms, node -e 0 ${result.node_e0_ms} ms: ratio ${result.startup_vs_node}\n`,
+    );
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();
