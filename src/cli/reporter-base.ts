@@ -220,7 +220,7 @@ export function formatWarning(warning: Warning): string {
 
 /**
  * One line for every warning of a kind: its count and the first one. On a terminal the line
- * is cut to its width (the manifest has each warning in full).
+ * is cut to its width in the middle (the manifest has each warning in full).
  */
 export function foldedWarning(kind: WarningKind, width?: number): string {
   if (kind.count === 1) return fitWidth(formatWarning(kind.first), width);
@@ -228,6 +228,9 @@ export function foldedWarning(kind: WarningKind, width?: number): string {
   return fitWidth(head + formatWarning(kind.first).slice('warning: '.length), width);
 }
 
+/** Cut in the middle: a warning's end usually says what happened, its start where. */
 function fitWidth(line: string, width: number | undefined): string {
-  return width === undefined || line.length <= width ? line : `${line.slice(0, width - 1)}…`;
+  if (width === undefined || line.length <= width) return line;
+  const head = Math.floor((width - 1) * 0.4);
+  return `${line.slice(0, head)}…${line.slice(line.length - (width - 1 - head))}`;
 }

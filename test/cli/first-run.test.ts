@@ -134,7 +134,9 @@ describe('first run on a terminal (tmux)', () => {
     const cut = lines.filter((line) => line.includes('xlsx_cell_cut'));
     expect(cut).toHaveLength(1);
     // Cut to the terminal's width, so it stays one line.
-    expect(cut[0]).toMatch(/^warning: 18 × xlsx_cell_cut \(each in the manifest\), the first: .*…$/);
+    expect(cut[0]).toMatch(
+      /^warning: 18 × xlsx_cell_cut \(each in the manifest\), the first: .*….*Parquet tables$/,
+    );
     expect(cut[0]?.length).toBe(160);
 
     const summary = lines.findIndex((line) => line.startsWith('run complete in '));
