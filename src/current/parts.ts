@@ -9,7 +9,7 @@ import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
-import { safeFileName } from '../load/wide.ts';
+import { nameOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
@@ -17,11 +17,11 @@ import type { CurrentStore } from './store.ts';
 export const CURRENT_DIR = 'current';
 
 /**
- * The partition folder's name. Permanent ids are uuids, used as they are; anything that is
- * not safe as a folder name is made safe (with a hash, so two ids never share a folder).
+ * The partition folder's name: the id percent-encoded (src/names.ts), which hive-partitioned
+ * readers (DuckDB, pyarrow, Spark) decode back to the exact id. Uuids are used as they are.
  */
 export function partitionName(studyId: string): string {
-  return `study_id=${safeFileName(studyId)}`;
+  return `study_id=${nameOf(studyId)}`;
 }
 
 export function partitionPath(table: TableName, studyId: string): string {

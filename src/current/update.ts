@@ -12,14 +12,14 @@
  *
  * Only the studies of the run are touched, so a shard only ever writes its own partitions.
  */
-import { mkdir, mkdtemp, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import type { StudyCopy } from '../load/table-writers.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
-import { safeFileName } from '../load/wide.ts';
+import { nameOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
@@ -206,16 +206,17 @@ function copiesDir(studyDir: string): string {
 
 /**
  * The study's wide sheet as its run wrote it, if the run finished writing it (a study that
- * failed half way has none: the writer removes what it began).
+ * failed half way has none: the writer removes what it began). The run names it as a run does
+ * (by study where two studies share a link_id); current/ names it by its link_id.
  */
 async function copiedWide(start: StudyStart, studyId: string, linkId: string): Promise<PreparedPart | null> {
-  const name = `${safeFileName(linkId)}.csv`;
-  const local = join(copiesDir(start.dir), 'wide', name);
-  const exists = await stat(local).then(
-    () => true,
-    () => false,
-  );
-  return exists ? { files: [{ local, target: `${wideFolder(studyId)}/${name}` }] } : null;
+  const folder = join(copiesDir(start.dir), 'wide');
+  const sheets = await readdir(folder).catch(() => [] as string[]);
+  const written = sheets.find((name) => name.endsWith('.csv'));
+  if (written === undefined) return null;
+  return {
+    files: [{ local: join(folder, written), target: `${wideFolder(studyId)}/${nameOf(linkId)}.csv` }],
+  };
 }
 
 /** What a study's preparation starts from: its partitions as they were, and its copies, if any. */

@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import type { CsvOptions } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
 import { createWideWriter } from '../load/wide.ts';
+import { nameOf } from '../names.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
@@ -60,7 +61,7 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
   try {
     await mkdir(work);
     const local = new LocalStorage(dir, { unseen: true });
-    const sheet = createWideWriter(local, work, input.linkId, input.csv);
+    const sheet = createWideWriter(local, work, nameOf(input.linkId), input.csv);
     try {
       const bucketCount = Math.max(
         1,

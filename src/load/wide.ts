@@ -13,30 +13,11 @@ import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
 import { wideHeader, wideSheet } from './tables.ts';
 
-const maxNameLength = 100;
-const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
 const batchSize = 1000;
 
-/**
- * A file name (without extension) for any string: letters, digits, ".", "_" and "-" only,
- * no leading dot (so never "." or ".."), at most 100 characters and 200 UTF-8 bytes before
- * the suffix. A name that had to change gets a short hash of the original, so two different
- * link ids never share a file.
- */
-export function safeFileName(s: string): string {
-  // Cut by code points (a UTF-16 cut can split a surrogate pair, which reaches the disk as
-  // U+FFFD) and to 200 UTF-8 bytes, so the name and its suffix stay under 255 bytes.
-  const chars = Array.from(
-    s
-      .normalize('NFC')
-      .replace(/[^\p{L}\p{N}._-]/gu, '_')
-      .replace(/^\.+/, (dots) => '_'.repeat(dots.length)),
-  ).slice(0, maxNameLength);
-  while (Buffer.byteLength(chars.join('')) > 200) chars.pop();
-  const cleaned = chars.join('');
-  if (cleaned === s && cleaned.length > 0 && !reservedNames.test(cleaned)) return cleaned;
-  const hash = createHash('sha256').update(s).digest('hex').slice(0, 8);
-  return `${cleaned || '_'}-${hash}`;
+/** A short name for a sheet's files in scratch, whatever the length of the sheet's name. */
+export function scratchName(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 16);
 }
 
 type WideOrderKey = readonly [number | null, string];
@@ -66,7 +47,7 @@ export function wideRowSpill(scratchDir: string, name: string, runBytes?: number
 
 export interface WideWriter {
   add(row: WideRow): Promise<void>;
-  /** Writes wide/<safe link_id>.csv with the given question columns; returns its path in the storage. */
+  /** Writes wide/<name>.csv with the given question columns; returns its path in the storage. */
   finish(columns: readonly WideColumn[]): Promise<string>;
   abort(): Promise<void>;
 }
@@ -79,12 +60,12 @@ export interface WideWriter {
 export function createWideWriter(
   storage: Storage,
   scratchDir: string,
-  linkId: string,
+  /** The sheet's name (src/names.ts): its link_id's, or its study's in a run (studyFileName). */
+  name: string,
   options: CsvOptions & { alsoTo?: Pick<Storage, 'create' | 'describe'> },
 ): WideWriter {
-  const name = safeFileName(linkId);
   const csvPath = `wide/${name}.csv`;
-  const spill = wideRowSpill(scratchDir, `wide-${name}`);
+  const spill = wideRowSpill(scratchDir, `wide-${scratchName(name)}`);
   const sheets: CsvWriter[] = [];
 
   return {

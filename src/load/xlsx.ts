@@ -1,7 +1,8 @@
 /**
- * The Excel workbook of one study: xlsx/<safe link_id>.xlsx with the sheets About (the study,
- * the export time, that times are UTC, what each sheet and column is: from the declarations),
- * wide (one row per response, one column per question slot), answers and transcript. The workbook writer
+ * The Excel workbook of one study: xlsx/<name>.xlsx (src/names.ts studyFileName) with the sheets
+ * About (the study, the export time, that times are UTC, what each sheet and column is: from the
+ * declarations), wide (one row per response, one column per question slot), answers and
+ * transcript. The workbook writer
  * wants one sheet after another, but a study's rows arrive response by response and the wide
  * sheet's columns are known only at the end, so rows are spilled to JSONL files in the run's
  * scratch folder and the workbook is written from them when the study is done.
@@ -16,7 +17,7 @@ import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables, wideSheet } from './tables.ts';
-import { safeFileName, spreadsheetTime, wideRowSpill } from './wide.ts';
+import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
@@ -57,12 +58,14 @@ export function createXlsxWriter(
   storage: Storage,
   scratchDir: string,
   study: WorkbookStudy,
+  /** The workbook's name (src/names.ts studyFileName), as its wide sheet's. */
+  name: string,
   onCut: (cut: CutReport) => void,
 ): XlsxWriter {
-  const name = safeFileName(study.link_id);
   const file = `${XLSX_DIR}/${name}.xlsx`;
-  const spillPath = (sheet: Spilled) => join(scratchDir, `xlsx-${name}.${sheet}.jsonl`);
-  const wide = wideRowSpill(scratchDir, `xlsx-${name}.wide`);
+  const spill = `xlsx-${scratchName(name)}`;
+  const spillPath = (sheet: Spilled) => join(scratchDir, `${spill}.${sheet}.jsonl`);
+  const wide = wideRowSpill(scratchDir, `${spill}.wide`);
   let spills: Map<Spilled, OutputFile> | null = null;
   // Adds are chained so concurrent callers keep whole lines.
   let queue: Promise<void> = Promise.resolve();

@@ -31,6 +31,8 @@ import type { ProgressReporter } from './progress.ts';
 
 export interface ExportStudyInput {
   study: Study;
+  /** The name of the study's wide sheet and workbook in this run (src/names.ts studyFileNames). */
+  fileName: string;
   since: string | null;
   previousLinkId: string | undefined;
   client: ApiClient;
@@ -84,12 +86,12 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
   }
   const studySinks = trackLoss(sinks, outcome);
-  const wide = createWideWriter(input.files, input.scratchDir, study.link_id, {
+  const wide = createWideWriter(input.files, input.scratchDir, input.fileName, {
     ...config.output.csv,
     ...(input.wideCopy ? { alsoTo: input.wideCopy } : {}),
   });
   const workbook = config.output.formats.includes('xlsx')
-    ? createXlsxWriter(input.files, input.scratchDir, study, (cut) =>
+    ? createXlsxWriter(input.files, input.scratchDir, study, input.fileName, (cut) =>
         sinks.warn({
           code: 'xlsx_cell_cut',
           message: cutMessage(cut),

@@ -31,6 +31,7 @@ import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
+import { studyFileNames } from '../names.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
 import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
@@ -525,6 +526,9 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     // Studies overlap, but their listing pages in flight hold at most one full page of
     // responses together (weightedGate), earlier studies' pages first.
     const pageGate = weightedGate(config.source.per_page);
+    const fileNames = studyFileNames(
+      studies.map((study) => ({ study_id: study.id, link_id: study.link_id })),
+    );
     const exportStart = Date.now();
     const outcomes = await Promise.all(
       studies.map((study, index) =>
@@ -535,6 +539,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
           if (copy) writers.copyStudy(study.id, copy.tables);
           const outcome = await exportStudy({
             study,
+            fileName: fileNames.get(study.id) as string,
             since: sinceFor(study, state, options, config),
             previousLinkId: state.studies[study.id]?.link_id,
             client,

@@ -27,7 +27,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import { safeFileName } from '../load/wide.ts';
+import { nameOf } from '../names.ts';
 import type { Warning } from '../records.ts';
 import { isObjectStorage, openStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
@@ -128,9 +128,9 @@ export function studyStateStore(pipeline: Storage): StateStore {
   };
 }
 
-/** The object of one study; a name made safe whatever the id contains. */
+/** The object of one study, named by the one encoding of ids (src/names.ts). */
 export function studyObjectPath(studyId: string): string {
-  return `${STATE_FOLDER}/${safeFileName(studyId)}.json`;
+  return `${STATE_FOLDER}/${nameOf(studyId)}.json`;
 }
 
 /** `--state FILE`: the whole state in one JSON file (the format of state.json), local or s3://. */

@@ -20,8 +20,8 @@ import yauzl from 'yauzl';
 import { RunError } from '../errors.ts';
 import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
 import { type TableName, tableNames, tables } from '../load/tables.ts';
-import { safeFileName } from '../load/wide.ts';
 import { XLSX_DIR } from '../load/xlsx.ts';
+import { studyFileNames } from '../names.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 
@@ -93,8 +93,10 @@ async function checkWorkbooks(
     manifest.files.map((f) => f.path).filter((path) => /^xlsx\/[^/]+\.xlsx$/.test(path)),
   );
   if (manifest.config.output.formats.includes('xlsx')) {
+    // Named as the run named them: by link_id, by study where two studies share one.
+    const names = studyFileNames(manifest.studies);
     for (const study of manifest.studies) {
-      const path = `${XLSX_DIR}/${safeFileName(study.link_id)}.xlsx`;
+      const path = `${XLSX_DIR}/${names.get(study.study_id)}.xlsx`;
       if (study.error === null && !listed.has(path))
         problems.push(`${path}: the workbook of ${study.link_id} is missing`);
     }

@@ -1,7 +1,8 @@
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createWideWriter, safeFileName } from '../../src/load/wide.ts';
+import { createWideWriter } from '../../src/load/wide.ts';
+import { nameOf } from '../../src/names.ts';
 import type { WideRow } from '../../src/records.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
 import { localFolder } from '../storage/helpers.ts';
@@ -136,50 +137,17 @@ describe('createWideWriter', () => {
 
   it('keeps the link id out of the path and removes everything on abort', async () => {
     await withFolders(async (out, scratch) => {
-      const writer = createWideWriter(localFolder(out), scratch, '../../etc/passwd', csv);
+      const writer = createWideWriter(localFolder(out), scratch, nameOf('../../etc/passwd'), csv);
       await writer.add(wideRow(1, {}));
       await writer.abort();
       expect(await readdir(out)).toEqual([]);
       expect(await readdir(scratch)).toEqual([]);
 
-      const path = await createWideWriter(localFolder(out), scratch, '../../etc/passwd', csv).finish([]);
+      const path = await createWideWriter(localFolder(out), scratch, nameOf('../../etc/passwd'), csv).finish(
+        [],
+      );
       expect(path).toMatch(/^wide\/[^/]+\.csv$/);
       expect(path.split('/').filter((part) => part === '..' || part === '.')).toEqual([]);
     });
-  });
-});
-
-describe('safeFileName', () => {
-  it('keeps ordinary link ids as they are', () => {
-    expect(safeFileName('coffee-habits_2026.v2')).toBe('coffee-habits_2026.v2');
-    expect(safeFileName('café-日本')).toBe('café-日本');
-  });
-
-  it('never yields a separator, a dot-name, a control character or a long name', () => {
-    for (const id of [
-      '..',
-      '.',
-      '../x',
-      'a/b',
-      'a\\b',
-      'tab\there',
-      'nul\0',
-      '',
-      ' ',
-      'CON',
-      'x'.repeat(500),
-    ]) {
-      const name = safeFileName(id);
-      expect(name).toMatch(/^[^/\\\0-\x1f.][^/\\\0-\x1f]*$/u);
-      expect(name.length).toBeLessThanOrEqual(109);
-      expect(name).not.toBe(id);
-    }
-  });
-
-  it('gives different link ids different names, readable and stable', () => {
-    expect(safeFileName('a/b')).toMatch(/^a_b-[0-9a-f]{8}$/);
-    expect(safeFileName('a/b')).toBe(safeFileName('a/b'));
-    expect(safeFileName('a/b')).not.toBe(safeFileName('a_b'));
-    expect(safeFileName('a?b')).not.toBe(safeFileName('a/b'));
   });
 });

@@ -10,8 +10,9 @@ import { expect } from 'vitest';
 import XLSX from 'xlsx';
 import { formulaPattern } from '../../src/load/csv.ts';
 import { columnNames, type TableName, tables, wideSheet } from '../../src/load/tables.ts';
-import { safeFileName, spreadsheetTime } from '../../src/load/wide.ts';
+import { spreadsheetTime } from '../../src/load/wide.ts';
 import { cutText, excelCellLimit, lineFeeds } from '../../src/load/xlsx-workbook.ts';
+import { nameOf } from '../../src/names.ts';
 import { readZip } from '../media/zip.ts';
 import { readCsv, readHyparquet, tableRow } from './readers.ts';
 
@@ -75,7 +76,7 @@ export async function workbookProblems(
   let cut = 0;
   for (const { id, link_id } of studies) {
     const study = { id, link_id, title: titles.get(id) ?? '' };
-    const file = join(runDir, 'xlsx', `${safeFileName(study.link_id)}.xlsx`);
+    const file = join(runDir, 'xlsx', `${nameOf(study.link_id)}.xlsx`);
     const book = XLSX.read(await readFile(file), { cellNF: true });
     expect(book.SheetNames).toEqual(['About', 'wide', 'answers', 'transcript']);
     const about = XLSX.utils.sheet_to_json<unknown[]>(book.Sheets.About!, { header: 1, defval: null });
@@ -87,7 +88,7 @@ export async function workbookProblems(
     problems.push(...(await workbookXmlProblems(file, study)));
 
     // wide: the wide CSV's header and rows (without the CSV's formula escapes).
-    const [header, ...records] = (await readCsv(join(runDir, 'wide', `${safeFileName(study.link_id)}.csv`)))
+    const [header, ...records] = (await readCsv(join(runDir, 'wide', `${nameOf(study.link_id)}.csv`)))
       .records;
     const wide = book.Sheets.wide!;
     expect(XLSX.utils.decode_range(wide['!ref']!).e.r).toBe(records.length);

@@ -16,6 +16,7 @@ import {
   lineFeeds,
   writeWorkbook,
 } from '../../src/load/xlsx-workbook.ts';
+import { nameOf } from '../../src/names.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
 import { localFolder } from '../storage/helpers.ts';
 import { withTempDir } from './readers.ts';
@@ -123,7 +124,7 @@ describe('the xlsx workbook writer', () => {
   it('writes a study workbook with About first, wrapped lines, filter names, booleans and properties (SheetJS and its XML)', async () => {
     await withTempDir(async (dir) => {
       const study = { id: 's-1', link_id: 'coffee', title: 'Coffee & "habits" <2026>' };
-      const writer = createXlsxWriter(localFolder(dir), dir, study, () => {});
+      const writer = createXlsxWriter(localFolder(dir), dir, study, nameOf(study.link_id), () => {});
       const answer = (n: number, text: string) => ({
         response_id: `r-${n}`,
         answer_id: `a-${n}`,

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
 import { wideFolder } from '../../src/current/wide.ts';
-import { compareWideOrder, safeFileName } from '../../src/load/wide.ts';
+import { compareWideOrder } from '../../src/load/wide.ts';
+import { nameOf } from '../../src/names.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readCsv, readHyparquet } from '../load/readers.ts';
 import { workbookProblems } from '../load/workbook.ts';
@@ -47,7 +48,7 @@ describe('wide sheets', () => {
       const { runDir } = await runAgainst(sandbox, config);
       const responses = await readHyparquet(join(runDir!, 'responses.parquet'));
       for (const study of sandbox.studies()) {
-        const name = safeFileName(study.link_id);
+        const name = nameOf(study.link_id);
         const arrived = responses
           .filter((r) => r.study_id === study.id)
           .map(
