@@ -12,7 +12,7 @@ import type { Storage } from '../storage/types.ts';
 
 export type CurrentStore = Pick<
   Storage,
-  'create' | 'describe' | 'moveIn' | 'moveFolderIn' | 'read' | 'readStream' | 'list' | 'delete'
+  'create' | 'describe' | 'moveIn' | 'moveFolderIn' | 'read' | 'readStream' | 'list' | 'delete' | 'deleteAll'
 >;
 
 /** Temporary names of parts being written on a file system (the local storage's). */

@@ -33,6 +33,7 @@ import {
   type ResponseTable,
   responseTables,
 } from './merge.ts';
+import { migrateStudyPartitions } from './migrate.ts';
 import { CURRENT_PACKAGE, currentFormats, currentPackage } from './package.ts';
 import {
   createPartCopy,
@@ -232,6 +233,7 @@ async function startStudy(
   studyId: string,
   options: { copy: boolean },
 ): Promise<StudyStart> {
+  await migrateStudyPartitions(update.store, studyId, update.scratchDir);
   const listed = await Promise.all(tableNames.map((table) => partitionOf(update.store, table, studyId)));
   const partitions = new Map(tableNames.map((table, i) => [table, listed[i] as Partition]));
   const dir = await mkdtemp(join(update.scratchDir, 'current-'));

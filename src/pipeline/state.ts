@@ -86,17 +86,28 @@ export interface StateStore {
 /** state/<study id>.json in the pipeline's storage, migrating a state.json found there. */
 export function studyStateStore(pipeline: Storage): StateStore {
   let migrating: Buffer | null = null;
+  /** Objects found under another name than their study's (the earlier naming rule), by study. */
+  let misnamed = new Map<string, string>();
   return {
     location: pipeline.describe(STATE_FOLDER),
     async read() {
       const state = emptyState();
+      misnamed = new Map();
+      const owned = new Set<string>();
       for await (const file of pipeline.list(STATE_FOLDER)) {
         if (!file.path.endsWith('.json')) continue;
         const path = `${STATE_FOLDER}/${file.path}`;
         const study = parseStudyObject(pipeline.describe(path), await pipeline.read(path));
         if (!study) continue;
         const { version: _v, study_id, ...entry } = study;
-        state.studies[study_id] = entry;
+        if (path === studyObjectPath(study_id)) {
+          owned.add(study_id);
+          state.studies[study_id] = entry;
+        } else {
+          misnamed.set(study_id, path);
+          // Its own object, where there is one as well, is the newer: it was written by this rule.
+          if (!owned.has(study_id)) state.studies[study_id] = entry;
+        }
       }
       migrating = await pipeline.read(LEGACY_STATE_FILE);
       if (migrating) {
@@ -110,7 +121,7 @@ export function studyStateStore(pipeline: Storage): StateStore {
       // One object per study, each whole: written at once, in any order.
       const changed = Object.entries(next.studies).filter(([id, entry]) => {
         const before = previous.studies[id];
-        return migrating || !before || JSON.stringify(before) !== JSON.stringify(entry);
+        return migrating || misnamed.has(id) || !before || JSON.stringify(before) !== JSON.stringify(entry);
       });
       await Promise.all(
         changed.map(([id, entry]) => {
@@ -118,6 +129,16 @@ export function studyStateStore(pipeline: Storage): StateStore {
           return pipeline.put(studyObjectPath(id), `${JSON.stringify(object, null, 2)}\n`);
         }),
       );
+      // An object under its earlier name goes once its study's own is written, and only while it
+      // still holds that study: under the earlier rule another id could have written it since.
+      for (const [id] of changed) {
+        const old = misnamed.get(id);
+        if (old === undefined) continue;
+        const text = await pipeline.read(old);
+        const held = text === null ? null : parseStudyObject(pipeline.describe(old), text);
+        if (held?.study_id === id) await pipeline.delete(old);
+        misnamed.delete(id);
+      }
       if (migrating) {
         // Every study of the old file is an object now; the file is kept, renamed, not lost.
         await pipeline.put(`${LEGACY_STATE_FILE}.migrated`, migrating);
