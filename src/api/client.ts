@@ -136,17 +136,20 @@ export interface ApiClient {
   close(): void;
 }
 
-/** A path segment safe in a URL: '/', '?', '#', '%', unicode all encoded. */
+/**
+ * A path segment safe in a URL: '/', '?', '#', '%', unicode all encoded, and "." and ".." as
+ * "%2E" and "%2E%2E", which a WHATWG URL would remove (so such a request is sent with its path
+ * as written: `requestPath`).
+ */
 export function pathSegment(value: string, what: string): string {
-  // WHATWG URLs collapse "." and ".." segments even when percent-encoded: they cannot be addressed.
-  if (value === '.' || value === '..' || value === '') {
-    throw new HttpError(
-      'E_BAD_REQUEST',
-      `${what} ${JSON.stringify(value)} cannot be used as a URL path segment`,
-    );
+  if (value === '') {
+    throw new HttpError('E_BAD_REQUEST', `${what} "" cannot be used as a URL path segment`);
   }
+  if (value === '.' || value === '..') return value.replaceAll('.', '%2E');
   return encodeURIComponent(value);
 }
+
+const dotSegment = /(^|\/)(%2E){1,2}(\/|$)/;
 
 /** The client options a pipeline file's `source` section sets (run and studies alike). */
 export function clientSettings(
@@ -228,15 +231,25 @@ class HttpApiClient implements ApiClient {
       include_in_progress: String(query.includeInProgress),
     };
     if (query.updatedSince !== undefined) params.updated_since = query.updatedSince;
-    const url = this.url(`api/public/responses/${pathSegment(linkId, 'study link_id')}`, params);
-    return this.fetch({ operation: 'list_responses', url, query: params, study: linkId, byElement: true });
+    const path = `api/public/responses/${pathSegment(linkId, 'study link_id')}`;
+    const url = this.url(path, params);
+    return this.fetch({
+      operation: 'list_responses',
+      url,
+      ...this.requestPath(path, url),
+      query: params,
+      study: linkId,
+      byElement: true,
+    });
   }
 
   async getResponse(linkId: string, responseId: string): Promise<Fetched> {
     const path = `api/public/responses/${pathSegment(linkId, 'study link_id')}/${pathSegment(responseId, 'response id')}`;
+    const url = this.url(path);
     return this.fetch({
       operation: 'get_response',
-      url: this.url(path),
+      url,
+      ...this.requestPath(path, url),
       study: linkId,
       response: responseId,
     });
@@ -245,6 +258,15 @@ class HttpApiClient implements ApiClient {
   close(): void {
     this.agents.http.destroy();
     this.agents.https.destroy();
+  }
+
+  /**
+   * The path to send as written, for a path with a "." or ".." segment (written %2E): the URL
+   * has lost it (WHATWG URLs remove such segments), and the service addresses it only this way.
+   */
+  private requestPath(path: string, url: URL): { path?: string } {
+    if (!dotSegment.test(path)) return {};
+    return { path: `${new URL('./', this.base).pathname}${path}${url.search}` };
   }
 
   private url(path: string, params?: Record<string, string>): URL {
@@ -308,7 +330,7 @@ class HttpApiClient implements ApiClient {
     const started = performance.now();
     let answer: RawAnswer;
     try {
-      answer = await this.receive(spec.url);
+      answer = await this.receive(spec.url, spec.path);
     } catch (error) {
       if (error instanceof BodyTooLarge) {
         this.counters.recordAttempt(spec.operation, 'too_large', performance.now() - started, 0);
@@ -330,8 +352,9 @@ class HttpApiClient implements ApiClient {
   }
 
   /** The whole answer; the body cap is enforced as the (decompressed) bytes arrive. */
-  private async receive(url: URL): Promise<RawAnswer> {
+  private async receive(url: URL, path: string | undefined): Promise<RawAnswer> {
     const response = await httpGet(url, {
+      ...(path === undefined ? {} : { path }),
       timeoutMs: this.options.timeoutMs,
       deadlineMs: this.deadlineMs,
       headers: this.headers,

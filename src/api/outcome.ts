@@ -22,6 +22,8 @@ export interface RequestSpec {
   operation: Operation;
   /** Full request URL (query string included); messages show it redacted. */
   url: URL;
+  /** The path and query as sent, where `url` cannot hold them (a "." segment: client.ts requestPath). */
+  path?: string;
   query?: Record<string, string>;
   study?: string;
   response?: string;

@@ -54,11 +54,21 @@ export async function migrateStudyPartitions(
   const dir = await mkdtemp(join(scratchDir, 'migrate-'));
   try {
     for (const table of tableNames) {
-      await moveFolder(store, legacyPartition(table, studyId), partitionPath(table, studyId), dir, (name) => name);
+      await moveFolder(
+        store,
+        legacyPartition(table, studyId),
+        partitionPath(table, studyId),
+        dir,
+        (name) => name,
+      );
     }
     // The sheet takes its link_id's name too (one sheet per folder).
-    await moveFolder(store, legacyPartition('wide', studyId), wideFolder(studyId), dir, () =>
-      `${nameOf(owner.link_id)}.csv`,
+    await moveFolder(
+      store,
+      legacyPartition('wide', studyId),
+      wideFolder(studyId),
+      dir,
+      () => `${nameOf(owner.link_id)}.csv`,
     );
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -47,6 +47,8 @@ export interface GetOptions {
   /** Whether to follow a redirect from `from` to `to`; refused ones are answered as they came. */
   followRedirect: (from: URL, to: URL) => boolean;
   agents?: Agents;
+  /** The first request's path and query as written, where `url` cannot hold them (a "." segment). */
+  path?: string;
 }
 
 export interface GetResponse {
@@ -89,6 +91,7 @@ export function httpGet(url: string | URL, options: GetOptions): Promise<GetResp
       const request = (secure ? https : http).get(target, {
         agent: secure ? agents.https : agents.http,
         headers: options.headers,
+        ...(redirects === 0 && options.path !== undefined ? { path: options.path } : {}),
       });
       current = { request };
       request.setTimeout(options.timeoutMs, () =>

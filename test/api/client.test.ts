@@ -187,7 +187,16 @@ describe('api client against the sandbox', () => {
 
   it('encodes hostile ids into single path segments', async () => {
     const linkId = 'wave/../1 ✓ ?x=1#frag%41';
-    const responseIds = ['a/b', 'x/../../list_surveys', 'ünïcødé-回答', 'r'.repeat(300), '%2F?#'];
+    const responseIds = [
+      'a/b',
+      'x/../../list_surveys',
+      'ünïcødé-回答',
+      'r'.repeat(300),
+      '%2F?#',
+      '.',
+      '..',
+      'CON',
+    ];
     sandbox.addStudy({ link_id: linkId, responses: 0, responseIds });
     const client = sandboxClient(sandbox);
     const page = await client.listResponses(linkId, { page: 0, perPage: 100, includeInProgress: true });
@@ -202,7 +211,7 @@ describe('api client against the sandbox', () => {
       expect(detail.id).toBe(id);
       expect(detail.survey).toBe(linkId);
     }
-    await expect(client.getResponse(linkId, '..')).rejects.toThrow(/cannot be used as a URL path segment/);
+    await expect(client.getResponse(linkId, '')).rejects.toThrow(/cannot be used as a URL path segment/);
     client.close();
   });
 
