@@ -7,6 +7,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PENDING_FOLDER } from '../../src/pipeline/publication.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readCsv, readHyparquet } from '../load/readers.ts';
@@ -106,7 +107,9 @@ it('hostile ids and answers: safe names on disk and in the zip, escaped CSV, exa
     // Nothing was written beside or above the output folder.
     expect(await readdir(dir)).toEqual(['out']);
     for (const entry of await readdir(out, { recursive: true })) {
-      for (const segment of entry.split('/')) expectSafeSegment(segment, entry);
+      // The tool's own record folder (src/pipeline/publication.ts) is hidden on purpose.
+      const segments = entry.split('/').filter((segment, i) => !(i === 1 && segment === PENDING_FOLDER));
+      for (const segment of segments) expectSafeSegment(segment, entry);
     }
     const wide = await readdir(join(runDir, 'wide'));
     expect(wide).toHaveLength(hostileStudies.length);
