@@ -3,30 +3,34 @@
  * encoding every output path uses (state files, current/ partitions, wide sheets, workbooks,
  * zip entries).
  *
- * `nameOf(id)` percent-encodes, as the Hive/Spark convention for partition folders does, every
- * UTF-8 byte outside [a-z0-9_.-] as "%XX" (upper-case hex), and also a leading or trailing "."
- * and the first letter of a Windows device name (con, nul, com1…). So:
+ * Every UTF-8 byte outside [a-z0-9_.-] is escaped as a mark and two upper-case hex digits, and so
+ * are a leading or trailing "." and the first letter of a Windows device name (con, nul, com1…).
+ * The mark is "%" in current/'s partition folders (`partitionValueOf`): the Hive/Spark
+ * convention, which hive-partitioned readers (DuckDB, pyarrow, Spark) decode back to the exact
+ * id. Elsewhere (`nameOf`) it is "~": a path with two "%" reads as a Windows variable ("%X%") to
+ * some tools, the Frictionless data package library among them, which then refuses it. So:
  * - plain lower-case ids (uuids) are their own names;
- * - two ids never share a name: the encoding can be read back (hive-partitioned readers such as
- *   DuckDB do, which is how current/'s `study_id=<name>` folders give back the exact id);
+ * - two ids never share a name: the escaping can be read back (`idOf`);
  * - ids that differ only by case never share a name on a case-insensitive file system (macOS,
- *   Windows): upper-case letters are "%41".."%5A", and no two names differ only by case;
+ *   Windows): upper-case letters are escaped ("~41".."~5A"), and no two names differ only by case;
  * - every name is safe as a file name on every OS and as a zip entry: no "/" or "\", no ".",
  *   "..", hidden or Windows-reserved names, nothing Windows would cut (a trailing dot).
- * A name is at most MAX_NAME_BYTES bytes. A longer one keeps its first part and ends in "~" and
- * 16 hex digits of the id's SHA-256: "~" never survives the encoding ("%7E"), so such a name can
- * never be another id's name; two long ids share one only if those 64 bits of their hashes do.
- * A hive reader gives back such a name as it is, not the id.
+ * A name is at most MAX_NAME_BYTES bytes. A longer one keeps its first part and ends in "~~" (in
+ * a partition, "~") and 16 hex digits of the id's SHA-256. After an escape's mark come two hex
+ * digits, and "~" in a partition value is escaped, so such a name is never another id's; two
+ * long ids share one only if those 64 bits of their hashes do. A hive reader gives back such a
+ * partition's name as it is, not the id.
  */
 import { createHash } from 'node:crypto';
 
 /** Bytes of a name at most: a workbook's name and its extension stay well under 255. */
 export const MAX_NAME_BYTES = 120;
 
-const HASH_MARK = '~';
 const HASH_HEX = 16;
-/** Two names in one ("<link_id name>~~<study id name>"): neither half can hold "~~". */
-const PAIR_MARK = '~~';
+/** Two names in one ("<link_id name>~_<study id name>"): in a name "~" is followed by a hex digit or "~". */
+const PAIR_MARK = '~_';
+
+type Mark = '~' | '%';
 
 /** Names as they are: lower-case letters, digits, "_" and "-", and inner dots. */
 const plain = /^[a-z0-9_-](?:[a-z0-9_.-]*[a-z0-9_-])?$/;
@@ -34,30 +38,40 @@ const kept = /^[a-z0-9_.-]$/;
 /** Names Windows refuses for a file or folder, whatever follows a dot. */
 const windowsDevice = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\.|$)/;
 
-/** The name of `id` (see the top of this file). */
+/** The name of `id` in file names, zip entries and object keys (see the top of this file). */
 export function nameOf(id: string): string {
+  return encode(id, '~');
+}
+
+/** The value of `id` in a partition folder's name (study_id=<value>), as Hive readers decode it. */
+export function partitionValueOf(id: string): string {
+  return encode(id, '%');
+}
+
+function encode(id: string, mark: Mark): string {
   if (id.length <= MAX_NAME_BYTES && plain.test(id) && !windowsDevice.test(id)) return id;
-  // An empty id is "%", which no other id's name is ("%" always starts an escape).
-  if (id === '') return '%';
-  const escapes = encodeBytes(id);
-  if (windowsDevice.test(escapes.join(''))) escapes[0] = percentOf(id.charCodeAt(0));
+  // An empty id is the mark alone, which no other id's name is (the mark starts an escape).
+  if (id === '') return mark;
+  const escapes = encodeBytes(id, mark);
+  if (windowsDevice.test(escapes.join(''))) escapes[0] = escapeOf(id.charCodeAt(0), mark);
   const last = escapes.length - 1;
-  if (escapes[0] === '.') escapes[0] = '%2E';
-  if (escapes[last] === '.') escapes[last] = '%2E';
+  if (escapes[0] === '.') escapes[0] = escapeOf(0x2e, mark);
+  if (escapes[last] === '.') escapes[last] = escapeOf(0x2e, mark);
   const name = escapes.join('');
   if (name.length <= MAX_NAME_BYTES) return name;
-  // Cut between escapes, so the kept part still decodes.
+  // Cut between characters, so the kept part still decodes.
+  const hashMark = mark === '~' ? '~~' : '~';
   let cut = '';
   for (const piece of escapes) {
-    if (cut.length + piece.length > MAX_NAME_BYTES - HASH_MARK.length - HASH_HEX) break;
+    if (cut.length + piece.length > MAX_NAME_BYTES - hashMark.length - HASH_HEX) break;
     cut += piece;
   }
-  return `${cut}${HASH_MARK}${hashOf(id)}`;
+  return `${cut}${hashMark}${hashOf(id)}`;
 }
 
 /**
  * The name of a study's files in a run (wide/<name>.csv, xlsx/<name>.xlsx): its link_id's
- * name, or, for a link_id that two studies of the run share, "<link_id name>~~<study id name>".
+ * name, or, for a link_id that two studies of the run share, "<link_id name>~_<study id name>".
  */
 export function studyFileName(study: { study_id: string; link_id: string }, shared: boolean): string {
   const name = nameOf(study.link_id);
@@ -75,12 +89,12 @@ export function studyFileNames(
   );
 }
 
-/** The id a name encodes, for names that are not hashed (the inverse of nameOf). */
-export function idOf(name: string): string {
-  if (name === '%') return '';
+/** The id a name encodes, for names that are not hashed (the inverse of nameOf, or of partitionValueOf with "%"). */
+export function idOf(name: string, mark: Mark = '~'): string {
+  if (name === mark) return '';
   const bytes: number[] = [];
   for (let i = 0; i < name.length; i++) {
-    if (name[i] === '%') {
+    if (name[i] === mark) {
       bytes.push(Number.parseInt(name.slice(i + 1, i + 3), 16));
       i += 2;
     } else bytes.push(name.charCodeAt(i));
@@ -89,21 +103,21 @@ export function idOf(name: string): string {
 }
 
 /** Each character's UTF-8 bytes, each as itself or "%XX": one piece per character, so a cut never splits one. */
-function encodeBytes(id: string): string[] {
+function encodeBytes(id: string, mark: Mark): string[] {
   const pieces: string[] = [];
   for (const char of id) {
     let piece = '';
     for (const byte of wtf8(char)) {
       const one = String.fromCharCode(byte);
-      piece += kept.test(one) ? one : percentOf(byte);
+      piece += kept.test(one) ? one : escapeOf(byte, mark);
     }
     pieces.push(piece);
   }
   return pieces;
 }
 
-function percentOf(byte: number): string {
-  return `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+function escapeOf(byte: number, mark: Mark): string {
+  return `${mark}${byte.toString(16).toUpperCase().padStart(2, '0')}`;
 }
 
 function hashOf(id: string): string {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { type TableName, tableNames } from '../load/tables.ts';
 import { nameOf } from '../names.ts';
-import { CURRENT_DIR, newestPart, partitionPath, readPart } from './parts.ts';
+import { CURRENT_DIR, newestPart, partitionName, partitionPath, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { wideFolder } from './wide.ts';
 
@@ -48,7 +48,7 @@ export async function migrateStudyPartitions(
   studyId: string,
   scratchDir: string,
 ): Promise<void> {
-  if (`study_id=${legacyName(studyId)}` === `study_id=${nameOf(studyId)}`) return;
+  if (`study_id=${legacyName(studyId)}` === partitionName(studyId)) return;
   const owner = await ownerOf(store, legacyPartition('studies', studyId));
   if (owner === null || owner.study_id !== studyId) return;
   const dir = await mkdtemp(join(scratchDir, 'migrate-'));

@@ -49,7 +49,9 @@ export async function currentOwners(store: CurrentStore): Promise<KnownOwners> {
   }
   return (responseId, studyId) => {
     const folder = folderOf.get(responseId);
-    if (folder === undefined || folder === partitionName(studyId)) return null;
+    // A folder under an earlier name (current/migrate.ts) is the study's own too.
+    if (folder === undefined || folder === partitionName(studyId) || studyOf.get(folder) === studyId)
+      return null;
     return { study_id: studyOf.get(folder) ?? folder, where: 'current' };
   };
 }

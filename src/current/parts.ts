@@ -9,7 +9,7 @@ import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
-import { nameOf } from '../names.ts';
+import { partitionValueOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
@@ -21,7 +21,7 @@ export const CURRENT_DIR = 'current';
  * readers (DuckDB, pyarrow, Spark) decode back to the exact id. Uuids are used as they are.
  */
 export function partitionName(studyId: string): string {
-  return `study_id=${nameOf(studyId)}`;
+  return `study_id=${partitionValueOf(studyId)}`;
 }
 
 export function partitionPath(table: TableName, studyId: string): string {

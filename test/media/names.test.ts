@@ -47,7 +47,7 @@ describe('mediaEntryName', () => {
 
   it('names each id by the one encoding of ids (src/names.ts)', () => {
     expect(mediaEntryName('Études/日本', '.', 2, 'audio', 'mp3')).toBe(
-      `${nameOf('Études/日本')}/%2E/2-audio.mp3`,
+      `${nameOf('Études/日本')}/~2E/2-audio.mp3`,
     );
   });
 
@@ -57,7 +57,7 @@ describe('mediaEntryName', () => {
   });
 
   it('names the HLS folder', () => {
-    expect(hlsFolder('../s', 'r', 2)).toBe('%2E.%2Fs/r/2-hls');
+    expect(hlsFolder('../s', 'r', 2)).toBe('~2E.~2Fs/r/2-hls');
   });
 });
 

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runExitCode } from '../../src/cli/report.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import { legacyName } from '../../src/current/migrate.ts';
+import { partitionName } from '../../src/current/parts.ts';
 import { nameOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
@@ -147,7 +148,7 @@ describe('colliding ids', () => {
       const served = await servedStudies(runDir);
       for (const study of served) {
         const name =
-          study.link_id === SHARED ? `${SHARED}~~${nameOf(study.study_id)}` : nameOf(study.link_id);
+          study.link_id === SHARED ? `${SHARED}~_${nameOf(study.study_id)}` : nameOf(study.link_id);
         const [header, ...records] = (await readCsv(join(runDir, 'wide', `${name}.csv`))).records;
         const column = header!.indexOf('response_id');
         expect(records.map((r) => r[column]).sort(), name).toEqual([...study.responses].sort());
@@ -164,14 +165,14 @@ describe('colliding ids', () => {
       expect(await currentPairs(root)).toEqual(expectedPairs(served));
       expect(new Set(await currentPairs(root, 'answers'))).toEqual(new Set(expectedPairs(served)));
       for (const study of studies) {
-        const sheets = await readdir(join(root, 'current', 'wide', `study_id=${nameOf(study.study_id)}`));
+        const sheets = await readdir(join(root, 'current', 'wide', partitionName(study.study_id)));
         expect(sheets).toEqual([`${nameOf(study.link_id)}.csv`]);
       }
 
       // The recordings of ".", "..", "CON", "a/b" and "A/B": each in a folder of its own.
       const entries = (await readZip(join(runDir, 'media.zip'))).map((entry) => entry.name);
       const folders = new Set(entries.filter((e) => e.startsWith('dots/')).map((e) => e.split('/')[1]));
-      expect([...folders].sort()).toEqual(['%2E', '%2E%2E', '%41%2F%42', '%43%4F%4E', 'a%2Fb']);
+      expect([...folders].sort()).toEqual(['a~2Fb', '~2E', '~2E~2E', '~41~2F~42', '~43~4F~4E']);
     });
   });
 
@@ -214,18 +215,18 @@ describe('colliding ids', () => {
       // The earlier layout, built from its rule (legacyName): every name the new rule changes.
       let moved = 0;
       for (const study of alone) {
-        const [now, before] = [nameOf(study.study_id), legacyName(study.study_id)];
+        const [now, before] = [partitionName(study.study_id), `study_id=${legacyName(study.study_id)}`];
         if (now === before) continue;
         moved += 1;
-        await rename(join(root, 'state', `${now}.json`), join(root, 'state', `${before}.json`));
+        await rename(
+          join(root, 'state', `${nameOf(study.study_id)}.json`),
+          join(root, 'state', `${legacyName(study.study_id)}.json`),
+        );
         for (const table of await readdir(join(root, 'current'))) {
           if (table.endsWith('.json')) continue;
-          await rename(
-            join(root, 'current', table, `study_id=${now}`),
-            join(root, 'current', table, `study_id=${before}`),
-          );
+          await rename(join(root, 'current', table, now), join(root, 'current', table, before));
         }
-        const wide = join(root, 'current', 'wide', `study_id=${before}`);
+        const wide = join(root, 'current', 'wide', before);
         await rename(
           join(wide, `${nameOf(study.link_id)}.csv`),
           join(wide, `${legacyName(study.link_id)}.csv`),
@@ -253,7 +254,7 @@ describe('colliding ids', () => {
         expect(responses.map((r) => r[0])).toContain(added);
 
         // Only the new names are left, and every response is there once with its exact id.
-        const names = alone.map((s) => `study_id=${nameOf(s.study_id)}`).sort();
+        const names = alone.map((s) => partitionName(s.study_id)).sort();
         for (const table of (await readdir(join(root, 'current'))).filter((t) => !t.endsWith('.json'))) {
           expect((await readdir(join(root, 'current', table))).sort(), table).toEqual(names);
         }
@@ -266,7 +267,7 @@ describe('colliding ids', () => {
           expectedPairs(alone.map((s) => (s === xy ? { ...s, responses: [...s.responses, added] } : s))),
         );
         for (const study of alone) {
-          const folder = join(root, 'current', 'wide', `study_id=${nameOf(study.study_id)}`);
+          const folder = join(root, 'current', 'wide', partitionName(study.study_id));
           expect(await readdir(folder)).toEqual([`${nameOf(study.link_id)}.csv`]);
           expect(await readFile(join(folder, `${nameOf(study.link_id)}.csv`), 'utf8')).toContain(
             study.responses[0],
