@@ -14,6 +14,7 @@ import { runExitCode } from '../../src/cli/report.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import { legacyName } from '../../src/current/migrate.ts';
 import { partitionName } from '../../src/current/parts.ts';
+import { tableNames } from '../../src/load/tables.ts';
 import { nameOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
@@ -45,6 +46,8 @@ const specs: Spec[] = [
   { link_id: 'shared-b' },
 ];
 const SHARED = 'shared';
+/** current/'s partitioned folders: every table's, and the wide sheets'. */
+const partitioned = [...tableNames, 'wide'];
 
 let sandbox: Sandbox;
 let service: RenamingService;
@@ -222,8 +225,7 @@ describe('colliding ids', () => {
           join(root, 'state', `${nameOf(study.study_id)}.json`),
           join(root, 'state', `${legacyName(study.study_id)}.json`),
         );
-        for (const table of await readdir(join(root, 'current'))) {
-          if (table.endsWith('.json')) continue;
+        for (const table of partitioned) {
           await rename(join(root, 'current', table, now), join(root, 'current', table, before));
         }
         const wide = join(root, 'current', 'wide', before);
@@ -255,7 +257,7 @@ describe('colliding ids', () => {
 
         // Only the new names are left, and every response is there once with its exact id.
         const names = alone.map((s) => partitionName(s.study_id)).sort();
-        for (const table of (await readdir(join(root, 'current'))).filter((t) => !t.endsWith('.json'))) {
+        for (const table of partitioned) {
           expect((await readdir(join(root, 'current', table))).sort(), table).toEqual(names);
         }
         expect((await readdir(join(root, 'state'))).sort()).toEqual(
