@@ -23,7 +23,7 @@ export async function main(context: CliContext): Promise<number> {
   const parser = yargs(context.argv)
     .scriptName('study-export')
     .usage(
-      '$0 <command> [options]\n\nExport a Study Responses service into CSV/Parquet tables and a media zip.',
+      '$0 <command> [options]\n\nExport a Study Responses service into tables (CSV, Parquet, Excel workbooks), a zip of its\nrecordings and a current dataset of every response.',
     )
     .command(initCommand(context))
     .command(runCommand(context))
