@@ -8,7 +8,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './processes.ts';
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     // One of each first: the file system cache warm for both.
     timed(command, ['--version'], env);
     timed(process.execPath, ['-e', '0'], env);
+    const loadBefore = loadavg()[0] ?? 0;
     const installed: number[] = [];
     const bare: number[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -62,6 +63,8 @@ async function main(): Promise<void> {
     }
     const result = {
       machine: machine(),
+      // The machine's load while measuring: the ratio holds only against a baseline under the same load.
+      load_average_1m: { before: round(loadBefore, 1), after: round(loadavg()[0] ?? 0, 1) },
       rounds,
       installed_version_ms: round(median(installed), 1),
       node_e0_ms: round(median(bare), 1),
