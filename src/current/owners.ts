@@ -14,7 +14,11 @@ const RESPONSES = `${CURRENT_DIR}/responses`;
 /** Partitions read at once: each read is a footer and one or two column chunks. */
 const READS_AT_ONCE = 8;
 
-export async function currentOwners(store: CurrentStore): Promise<KnownOwners> {
+/** `linkIdOf`: the link_id a study was last exported under (the state), to name it. */
+export async function currentOwners(
+  store: CurrentStore,
+  linkIdOf: (studyId: string) => string | undefined = () => undefined,
+): Promise<KnownOwners> {
   const parts = new Map<string, { name: string; bytes: number }[]>();
   for await (const file of store.list(RESPONSES)) {
     const cut = file.path.indexOf('/');
@@ -52,6 +56,8 @@ export async function currentOwners(store: CurrentStore): Promise<KnownOwners> {
     // A folder under an earlier name (current/migrate.ts) is the study's own too.
     if (folder === undefined || folder === partitionName(studyId) || studyOf.get(folder) === studyId)
       return null;
-    return { study_id: studyOf.get(folder) ?? folder, where: 'current' };
+    const owner = studyOf.get(folder) ?? folder;
+    const linkId = linkIdOf(owner);
+    return { study_id: owner, ...(linkId === undefined ? {} : { link_id: linkId }), where: 'current' };
   };
 }

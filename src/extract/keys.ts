@@ -106,9 +106,10 @@ export function ownedElsewhere(
   owner: ResponseOwner,
 ): string {
   const here = `study "${study.link_id}" (${study.id})`;
+  const there =
+    owner.link_id === undefined ? `study ${owner.study_id}` : `study "${owner.link_id}" (${owner.study_id})`;
   if (owner.where === 'current') {
-    return `id: response "${responseId}" is listed under ${here}, but current/ holds it under study ${owner.study_id}; one response belongs to one study, so it stays there and is rejected here`;
+    return `id: response "${responseId}" is listed under ${here}, but current/ holds it under ${there}; one response belongs to one study, so it stays there and is rejected here`;
   }
-  const there = `study "${owner.link_id}" (${owner.study_id})`;
   return `id: response "${responseId}" is listed under two studies in this run, ${there}, which exports it, and ${here}, which rejects it`;
 }

@@ -176,7 +176,9 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
       // One study per response id, in the run and across runs in current/.
-      const claims = new ResponseClaims(current ? () => currentOwners(storage) : undefined);
+      const claims = new ResponseClaims(
+        current ? () => currentOwners(storage, (id) => state.studies[id]?.link_id) : undefined,
+      );
       let exported: { result: RunResult; outcomes: StudyOutcome[] };
       let prepared: PreparedStudy[] | null;
       let stateEntries: Record<string, StudyState> | null = null;

@@ -196,7 +196,7 @@ it('a response id current/ holds under one study, listed by another in a later r
         response_id: 'shared',
         study_id: b.id,
       });
-      expect(rejects[0]!.reason).toContain(`current/ holds it under study ${a.id}`);
+      expect(rejects[0]!.reason).toContain(`current/ holds it under study "study-a" (${a.id})`);
       expect(rejects[0]!.reason).toContain(`"study-b" (${b.id})`);
       const { responses } = await expectKeysOnce(second.runDir!, second.current);
       expect(responses).toEqual(['a-only', 'b-only', 'shared']);
