@@ -3,9 +3,11 @@
  * to stay terminal-wide too, and every link between them leads somewhere.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadPipeline } from '../../src/config/load.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const maxLines = 200;
@@ -88,6 +90,29 @@ describe('docs/', () => {
           expect(anchors, `${page} links to ${target}`).toContain(anchor);
         }
       }
+    }
+  });
+});
+
+describe('docs/configuration.md', () => {
+  it('shows the pipeline file with every default the schema has', async () => {
+    const page = await text('docs/configuration.md');
+    const section = page.split('\n## The pipeline file\n')[1] ?? '';
+    const block = /\n((?: {4}.*\n)+)/.exec(section)?.[1] ?? '';
+    const yaml = block.replace(/^ {4}/gm, '');
+    const dir = await mkdtemp(path.join(tmpdir(), 'study-export-docs-'));
+    try {
+      await writeFile(path.join(dir, 'shown.yaml'), yaml);
+      await writeFile(path.join(dir, 'bare.yaml'), 'name: demo\n');
+      const shown = await loadPipeline({ config: 'shown.yaml', cwd: dir, env: {} });
+      const defaults = await loadPipeline({ config: 'bare.yaml', cwd: dir, env: {} });
+      expect(shown.config).toEqual(defaults.config);
+      // Every key the schema fills in is written out (deadline_ms as the comment it is).
+      for (const key of Object.keys(defaults.config.source)) {
+        expect(yaml, `source.${key}`).toMatch(new RegExp(`^ {2}#? ?${key}:`, 'm'));
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
