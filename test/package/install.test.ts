@@ -17,6 +17,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import packageJson from '../../package.json' with { type: 'json' };
 import { exitOf, repoRoot } from '../cli/helpers.ts';
 
@@ -269,6 +270,37 @@ describe('the installed package', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('study-export <command>');
     await checkInstall(installed, 'docker');
+  }, 900_000);
+
+  it("the examples' install step (the same in every workflow) installs a tarball and finds the command", async () => {
+    const steps = await Promise.all(
+      ['github-actions.yml', 'github-actions-s3.yml', 'github-actions-sharded.yml'].map(async (name) => {
+        const workflow = parse(await readFile(path.join(repoRoot, 'examples', name), 'utf8')) as {
+          jobs: { export: { steps: { name?: string; run?: string }[] } };
+        };
+        return workflow.jobs.export.steps.find((step) => step.name === 'Install study-export')?.run;
+      }),
+    );
+    expect(steps[0]).toContain('npm install --global');
+    expect(new Set(steps).size).toBe(1);
+    const prefix = path.join(work, 'workflow-prefix');
+    const runnerTemp = path.join(work, 'runner-temp');
+    await mkdir(runnerTemp);
+    // As on a runner: npm's global prefix is where the command lands, and PATH has its bin.
+    const { stdout } = await exec('bash', ['-euo', 'pipefail', '-c', steps[0]!], {
+      cwd: runnerTemp,
+      env: {
+        ...process.env,
+        npm_config_prefix: prefix,
+        PATH: `${path.join(prefix, 'bin')}:${process.env.PATH ?? ''}`,
+        RUNNER_TEMP: runnerTemp,
+        STUDY_EXPORT_PACKAGE: tarball,
+      },
+      maxBuffer: 1 << 24,
+      timeout: 600_000,
+    });
+    expect(stdout.trim().split('\n').at(-1)).toBe(packageJson.version);
+    expect((await readdir(path.join(prefix, 'bin'))).sort()).toEqual(Object.keys(packageJson.bin).sort());
   }, 900_000);
 
   it('a package made from a git clone of this commit installs and runs the same way', async () => {
