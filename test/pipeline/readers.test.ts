@@ -130,10 +130,10 @@ describe('every shipped pipeline, read by independent readers', () => {
         const path = join(runDir, file);
         await writeFile(path, change((await readFile(path, 'utf8')).split('\r\n')).join('\r\n'));
       };
-      // A timestamp without milliseconds, the second study twice, an answer whose response is gone.
+      // A timestamp of a day no month has, the second study twice, an answer whose response is gone.
       await edit('studies.csv', ([header, first, second, ...rest]) => [
         header!,
-        first!.replace(/(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d{3}Z/, '$1Z'),
+        first!.replace(/\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d\.\d{3}Z)/, '2025-02-30$1'),
         second!,
         second!,
         ...rest,
