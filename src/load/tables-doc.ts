@@ -4,7 +4,7 @@ import { type Column, type TableName, tableNames, tables } from './tables.ts';
 export const typeNames = {
   string: 'string',
   integer: 'integer',
-  boolean: 'boolean (true, false)',
+  boolean: 'boolean',
   timestamp: 'timestamp (UTC)',
   json: 'JSON text',
 } as const;
@@ -16,9 +16,10 @@ export function tablesMarkdown(): string {
     '<!-- Generated from src/load/tables.ts by `npm run docs`; do not edit by hand. -->',
     '',
     'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
-    'cell is a missing value and timestamps are ISO 8601 UTC (`2025-03-12T18:18:53.934Z`, with six',
-    'digits where the service sent microseconds); in Parquet nullable columns are OPTIONAL, timestamps',
-    "are UTC TIMESTAMP(MICROS) and integers INT64. The same facts are in each run's datapackage.json.",
+    'cell is a missing value, booleans are `true` or `false`, and timestamps are ISO 8601 UTC',
+    '(`2025-03-12T18:18:53.934Z`, with six digits where the service sent microseconds); in Parquet',
+    'nullable columns are OPTIONAL, timestamps are UTC TIMESTAMP(MICROS) and integers INT64. The same',
+    "facts are in each run's datapackage.json.",
     '',
   ];
   for (const name of tableNames) parts.push(...tableSection(name));

@@ -143,23 +143,23 @@ export const tables = {
       optional(
         'audio_file',
         'string',
-        'Path of the audio recording inside media.zip; empty when not archived by this run.',
+        "The audio's path inside media.zip; empty unless this run archived it.",
       ),
       optional(
         'video_file',
         'string',
-        'Path of the video recording inside media.zip; empty when not archived by this run.',
+        "The video's path inside media.zip; empty unless this run archived it.",
       ),
       // Nullable only for current/ rows merged from parts written before these columns existed.
       optional(
         'has_audio',
         'boolean',
-        'The service had an audio recording for this turn, archived or not (empty: not known, a current/ row from an older version).',
+        'Audio on the service for this turn, archived or not (empty: not known).',
       ),
       optional(
         'has_video',
         'boolean',
-        'The service had a video recording for this turn, archived or not (empty: not known, a current/ row from an older version).',
+        'Video on the service for this turn, archived or not (empty: not known).',
       ),
       extra,
     ],
