@@ -27,6 +27,7 @@ const topicPages = [
   'performance.md',
   'sandbox.md',
   'development.md',
+  'keys-and-time.md',
 ].map((name) => path.join('docs', name));
 
 async function text(file: string): Promise<string> {
