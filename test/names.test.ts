@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { idOf, MAX_NAME_BYTES, nameOf, partitionValueOf, studyFileName, studyFileNames } from '../src/names.ts';
+import {
+  idOf,
+  MAX_NAME_BYTES,
+  nameOf,
+  partitionValueOf,
+  studyFileName,
+  studyFileNames,
+} from '../src/names.ts';
 
 /** What every OS, unzipper and object store accepts as one path segment. */
 function expectSafeName(name: string, id: string): void {

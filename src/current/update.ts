@@ -51,7 +51,13 @@ import {
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import type { CurrentStore } from './store.ts';
-import { prepareCurrentWide, removeOtherSheets, wideFolder } from './wide.ts';
+import {
+  prepareCurrentWide,
+  prepareCurrentWorkbook,
+  removeOtherSheets,
+  wideFolder,
+  workbookFolder,
+} from './wide.ts';
 
 /** What preparing and publishing a study's parts need. */
 export interface CurrentContext {
@@ -79,7 +85,7 @@ export interface PreparedStudy {
   parts: PreparedPart[];
   rewrite: ReadonlySet<TableName>;
   partitions: ReadonlyMap<TableName, Partition>;
-  /** The study's wide sheet, when it has to be written again. */
+  /** The study's wide sheet (and, with xlsx, its whole workbook), when it has to be written again. */
   wide: PreparedPart | null;
 }
 
@@ -371,21 +377,31 @@ async function prepareStudy(
   await fillPart(writer, () => writer.write(studyRows));
 
   const linkId = studyRows[0]?.link_id;
-  const wideChanged = rewrite.has('responses') || rewrite.has('questions') || !(await hasWide(store, id));
+  const withWorkbook = update.formats.includes('xlsx');
+  const wideChanged =
+    rewrite.has('responses') ||
+    rewrite.has('questions') ||
+    rewrite.has('transcript') ||
+    !(await hasFiles(store, wideFolder(id))) ||
+    (withWorkbook && !(await hasFiles(store, workbookFolder(id))));
   const copied = start?.copies && linkId !== undefined ? await copiedWide(start, id, linkId) : null;
-  const wide =
-    linkId !== undefined && wideChanged
-      ? (copied ??
-        (await prepareCurrentWide({
-          studyId: id,
-          linkId,
-          questions,
-          responses: newestOf(store, partition('responses'), preparedParquet.get('responses')),
-          answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
-          csv: update.csv,
-          scratchDir: studyDir,
-        })))
-      : null;
+  let wide: PreparedPart | null = null;
+  if (linkId !== undefined && wideChanged) {
+    const sources = {
+      studyId: id,
+      linkId,
+      questions,
+      responses: newestOf(store, partition('responses'), preparedParquet.get('responses')),
+      answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
+      scratchDir: studyDir,
+    };
+    wide = copied ?? (await prepareCurrentWide({ ...sources, csv: update.csv }));
+    if (withWorkbook) {
+      const transcript = newestOf(store, partition('transcript'), preparedParquet.get('transcript'));
+      const book = await prepareCurrentWorkbook({ ...sources, title: studyRows[0]?.title ?? '', transcript });
+      wide = { files: [...wide.files, ...book.files] };
+    }
+  }
   return { studyId: id, parts, rewrite, partitions, wide };
 }
 
@@ -400,8 +416,8 @@ async function settleStudy(update: CurrentContext, prepared: PreparedStudy): Pro
   await Promise.all(stale.map((filePath) => store.delete(filePath)));
   killPoint('current-replaced-removed');
   if (prepared.wide) {
-    const [sheet] = await publishPart(store, prepared.wide);
-    await removeOtherSheets(store, prepared.studyId, sheet as string);
+    const published = await publishPart(store, prepared.wide);
+    await removeOtherSheets(store, prepared.studyId, published);
   }
 }
 
@@ -427,7 +443,7 @@ function staleFiles(partition: Partition, kept: string | null): string[] {
  * Returns whether anything changed.
  */
 export async function repairStudy(
-  update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'>,
+  update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'> & { formats?: CurrentContext['formats'] },
   studyId: string,
   options: { wide: boolean; partitions?: ReadonlyMap<TableName, Partition> },
 ): Promise<boolean> {
@@ -446,7 +462,8 @@ export async function repairStudy(
     if (stale.length === 0) continue;
     await Promise.all(stale.map((filePath) => store.delete(filePath)));
     changed = true;
-    if (table === 'responses' || table === 'answers' || table === 'questions') wide = true;
+    if (table === 'responses' || table === 'answers' || table === 'questions' || table === 'transcript')
+      wide = true;
   }
   if (!wide) return changed;
   const part = (table: TableName) => partitions.get(table) as Partition;
@@ -456,22 +473,31 @@ export async function repairStudy(
   const answers = part('answers').previous;
   if (linkId === undefined || !responses || !answers) return changed;
   const dir = await mkdtemp(join(update.scratchDir, 'current-'));
-  const sheet = await prepareCurrentWide({
+  const sources = {
     studyId,
     linkId,
     questions: await readAll(store, part('questions'), 'questions'),
     responses: { store, ...responses },
     answers: { store, ...answers },
-    csv: update.csv,
     scratchDir: dir,
-  });
-  const [published] = await publishPart(store, sheet);
-  await removeOtherSheets(store, studyId, published as string);
+  };
+  const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
+  const transcript = part('transcript').previous;
+  const book =
+    update.formats?.includes('xlsx') && transcript
+      ? await prepareCurrentWorkbook({
+          ...sources,
+          title: studyRows[0]?.title ?? '',
+          transcript: { store, ...transcript },
+        })
+      : null;
+  const published = await publishPart(store, { files: [...sheet.files, ...(book?.files ?? [])] });
+  await removeOtherSheets(store, studyId, published);
   return true;
 }
 
-async function hasWide(store: CurrentStore, studyId: string): Promise<boolean> {
-  for await (const _ of store.list(wideFolder(studyId))) return true;
+async function hasFiles(store: CurrentStore, folder: string): Promise<boolean> {
+  for await (const _ of store.list(folder)) return true;
   return false;
 }
 

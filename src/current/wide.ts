@@ -10,13 +10,15 @@
  * a sorted spill (load/wide.ts), so the sheet follows response_number as a run's does.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { createInterface } from 'node:readline';
+import { finished } from 'node:stream/promises';
 import type { CsvOptions } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
-import { createWideWriter } from '../load/wide.ts';
+import { createWideWriter, wideRowSpill } from '../load/wide.ts';
+import { aboutSheet, sheetsOf, workbookProperties } from '../load/xlsx.ts';
 import { nameOf } from '../names.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
@@ -48,6 +50,68 @@ export interface CurrentWideInput {
 
 export function wideFolder(studyId: string): string {
   return `${CURRENT_DIR}/wide/${partitionName(studyId)}`;
+}
+
+/** Where a study's whole workbook is, with xlsx among the formats: current/xlsx/study_id=<id>/. */
+export function workbookFolder(studyId: string): string {
+  return `${CURRENT_DIR}/xlsx/${partitionName(studyId)}`;
+}
+
+export interface CurrentWorkbookInput extends Omit<CurrentWideInput, 'csv'> {
+  title: string;
+  transcript: PartSource;
+}
+
+/**
+ * The study's whole workbook, from its current parts (the same sheets as a run's workbook,
+ * load/xlsx.ts, holding every response of the study), written into scratch to be published
+ * with its wide sheet.
+ */
+export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promise<PreparedPart> {
+  const dir = await mkdtemp(join(input.scratchDir, 'xlsx-'));
+  const work = join(dir, 'work');
+  const spill = wideRowSpill(work, 'workbook');
+  try {
+    await mkdir(work);
+    const bucketCount = Math.max(
+      1,
+      Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
+    );
+    for await (const rows of wideRows(input, bucketCount, work)) {
+      for (const row of rows) await spill.add(row);
+    }
+    const name = `${nameOf(input.linkId)}.xlsx`;
+    const local = join(dir, name);
+    const output = createWriteStream(local);
+    const study = { id: input.studyId, link_id: input.linkId, title: input.title };
+    const exportedAt = new Date();
+    const columns = wideColumns(input.questions);
+    const parts = { answers: input.answers, transcript: input.transcript } as const;
+    // exceljs is loaded only where workbooks are written.
+    const { writeWorkbook } = await import('../load/xlsx-workbook.ts');
+    await writeWorkbook(
+      output,
+      [
+        aboutSheet(study, exportedAt, columns),
+        ...sheetsOf(spill.sorted(), (table) => partRows(parts[table], table), columns),
+      ],
+      // A cut cell is reported by the run's own workbook of the study, which holds the same text.
+      () => {},
+      workbookProperties(study, exportedAt),
+    );
+    await finished(output);
+    return { files: [{ local, target: `${workbookFolder(input.studyId)}/${name}` }] };
+  } finally {
+    await spill.remove();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function* partRows(
+  part: PartSource,
+  table: 'answers' | 'transcript',
+): AsyncIterable<Record<string, unknown>> {
+  for await (const rows of readPart(part.store, part.path, part.bytes, table)) yield* rows;
 }
 
 /**
@@ -82,15 +146,24 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
   }
 }
 
-/** Once a study's sheet is published: any other file of its folder (a sheet under an older link_id) goes. */
+/**
+ * Once a study's sheet (and workbook) is published: any other file of their folders (a sheet
+ * under an older link_id) goes.
+ */
 export async function removeOtherSheets(
   store: CurrentStore,
   studyId: string,
-  published: string,
+  published: readonly string[],
 ): Promise<void> {
-  const folder = wideFolder(studyId);
-  for await (const file of store.list(folder)) {
-    if (`${folder}/${file.path}` !== published) await store.delete(`${folder}/${file.path}`);
+  const kept = new Set(published);
+  const folders = [
+    wideFolder(studyId),
+    ...(published.some((path) => path.endsWith('.xlsx')) ? [workbookFolder(studyId)] : []),
+  ];
+  for (const folder of folders) {
+    for await (const file of store.list(folder)) {
+      if (!kept.has(`${folder}/${file.path}`)) await store.delete(`${folder}/${file.path}`);
+    }
   }
 }
 
@@ -113,7 +186,7 @@ function addCell(cells: Record<string, string>, answer: Row<'answers'>): void {
 }
 
 async function* wideRows(
-  input: CurrentWideInput,
+  input: Pick<CurrentWideInput, 'answers' | 'responses'>,
   bucketCount: number,
   dir: string,
 ): AsyncIterable<WideRow[]> {

@@ -125,9 +125,16 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     const load: StudyLoad = { input, outcome, questions, wide, workbook };
     await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
     const columns = wideColumns(questions.all());
-    const sheet = await wide.finish(columns);
-    input.onWideSheet?.({ path: sheet, header: wideHeader(columns.map((column) => column.header)) });
-    await workbook?.finish(columns);
+    if (outcome.responses > 0) {
+      const sheet = await wide.finish(columns);
+      input.onWideSheet?.({ path: sheet, header: wideHeader(columns.map((column) => column.header)) });
+      await workbook?.finish(columns);
+    } else {
+      // Nothing exported (an incremental run with nothing new for the study): no sheet or
+      // workbook holding a header alone; current/ keeps the study's whole ones.
+      await wide.abort();
+      await workbook?.abort();
+    }
   } catch (error) {
     await wide.abort();
     await workbook?.abort();

@@ -8,7 +8,8 @@
  *   has open is named as such, a note that does not fail the run);
  * - every table's row count, in every format, equals the manifest's;
  * - primary keys are unique and child tables' response_id values exist in responses;
- * - with xlsx, every exported study has its workbook, and each opens with its four sheets;
+ * - with xlsx, every study the run exported responses of has its workbook, and each opens
+ *   with its four sheets;
  * - media.zip opens, every entry reads to its end, and every archived media row points at
  *   an entry with its bytes and sha256.
  */
@@ -97,7 +98,7 @@ async function checkWorkbooks(
     const names = studyFileNames(manifest.studies);
     for (const study of manifest.studies) {
       const path = `${XLSX_DIR}/${names.get(study.study_id)}.xlsx`;
-      if (study.error === null && !listed.has(path))
+      if (study.error === null && study.responses > 0 && !listed.has(path))
         problems.push(`${path}: the workbook of ${study.link_id} is missing`);
     }
   }

@@ -7,11 +7,13 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import XLSX from 'xlsx';
+import { workbookFolder } from '../../src/current/wide.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { hashFile } from '../../src/util/fs.ts';
 import { readHyparquet } from '../load/readers.ts';
-import { workbookProblems } from '../load/workbook.ts';
+import { workbookProblems, workbookXmlProblems } from '../load/workbook.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
@@ -49,6 +51,49 @@ describe('xlsx workbooks', () => {
       // Formula-like text was among the cells compared (each a text cell, never a formula).
       const answers = await readHyparquet(join(runDir, 'answers.parquet'));
       expect(answers.some((row) => String(row.answer).startsWith('='))).toBe(true);
+    });
+  });
+
+  it('are written for the studies a run exported responses of; current/ holds every study whole', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet', 'xlsx'] } });
+      await runAgainst(sandbox, config);
+      const [changed, ...others] = sandbox.studies();
+      const touched = sandbox.responses(changed!.link_id)[0]!.id;
+      sandbox.touchResponse(changed!.link_id, touched);
+      const second = (await runAgainst(sandbox, config)).runDir!;
+      const manifest = await readManifest(second);
+      const byStudy = new Map(manifest.studies.map((s) => [s.study_id, s.responses]));
+      expect(byStudy.get(changed!.id)).toBe(1);
+      for (const study of others) expect(byStudy.get(study.id)).toBe(0);
+      // Only the changed study has a sheet and a workbook in the run: no header-only files.
+      const files = manifest.files.map((f) => f.path);
+      expect(files.filter((p) => p.startsWith('xlsx/'))).toEqual([`xlsx/${changed!.link_id}.xlsx`]);
+      expect(files.filter((p) => p.startsWith('wide/'))).toEqual([`wide/${changed!.link_id}.csv`]);
+      expect((await verifyRun(second)).problems).toEqual([]);
+
+      // current/ holds each study's whole workbook: every response, the changed one included.
+      const current = join(out, 'test', 'current');
+      for (const study of sandbox.studies()) {
+        const file = join(out, 'test', workbookFolder(study.id), `${study.link_id}.xlsx`);
+        const book = XLSX.read(await readFile(file));
+        expect(book.SheetNames).toEqual(['About', 'wide', 'answers', 'transcript']);
+        const wide = XLSX.utils.sheet_to_json<Record<string, unknown>>(book.Sheets.wide!);
+        expect(wide.map((row) => row.response_id).sort()).toEqual(
+          sandbox
+            .responses(study.link_id)
+            .map((r) => r.id)
+            .sort(),
+        );
+        expect(await workbookXmlProblems(file, study)).toEqual([]);
+      }
+      // and current/datapackage.json lists them.
+      const described = JSON.parse(await readFile(join(current, 'datapackage.json'), 'utf8'));
+      const paths = described.resources.map((r: { path: unknown }) => r.path);
+      for (const study of sandbox.studies())
+        expect(paths).toContain(
+          `${workbookFolder(study.id).replace(/^current\//, '')}/${study.link_id}.xlsx`,
+        );
     });
   });
 
