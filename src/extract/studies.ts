@@ -2,7 +2,7 @@
  * The study list (spec 4.1) and which studies a run exports.
  *
  * Selection follows the permanent id: a pattern matches a study by its current link_id, its
- * id, or the link_id the previous run knew it by (state.json), so a rename between runs does
+ * id, or the link_id the previous run knew it by (its state), so a rename between runs does
  * not lose a study.
  */
 import type { ApiClient } from '../api/client.ts';
@@ -87,7 +87,7 @@ export interface StudySelection {
 
 /**
  * The studies to export, in list order. `known` maps permanent study id to the link_id the
- * last run used (state.json); an --study naming nothing is a ConfigError.
+ * last run used (the state); an --study naming nothing is a ConfigError.
  */
 export function selectStudies(
   studies: Study[],

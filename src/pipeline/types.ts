@@ -39,7 +39,7 @@ export interface RunOptions extends RunOverrides {
   shard?: Shard;
   /**
    * Answers an earlier run recorded (replay) instead of the service. Such a run neither reads
-   * nor moves state.json: it has not seen the service, so no watermark may advance.
+   * nor moves the state: it has not seen the service, so no watermark may advance.
    */
   recorded?: { client: ApiClient };
   /** How old what a killed run left on object storage must be before it is removed. */
