@@ -51,6 +51,7 @@ let server: ViewServer;
 const requests: ViewRequest[] = [];
 let hostileResponse = '';
 let tables: {
+  attributes: Record<string, unknown>[];
   responses: Record<string, unknown>[];
   answers: Record<string, unknown>[];
   transcript: Record<string, unknown>[];
@@ -85,6 +86,7 @@ beforeAll(async () => {
   );
   runDir = result.runDir!;
   tables = {
+    attributes: await readTable('attributes'),
     responses: await readTable('responses'),
     answers: await readTable('answers'),
     transcript: await readTable('transcript'),
@@ -179,6 +181,47 @@ describe('study-export view', () => {
     expect(rows.length).toBeLessThanOrEqual(before);
     expect(await page.locator('mark').first().textContent()).toContain(needle);
     await page.screenshot({ path: await screenshotPath('responses-filtered'), fullPage: true });
+    await page.close();
+  });
+
+  it('filters by attribute and by recording', async () => {
+    const attribute = tables.attributes.find((a) => a.value !== '')!;
+    const study = attribute.study_id as string;
+    const page = await open(`/study/${encodeURIComponent(study)}`);
+    await page.getByLabel('Attribute').fill(`${attribute.key}=${attribute.value}`);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/attr=/);
+    const withAttribute = tables.attributes
+      .filter((a) => a.study_id === study && a.key === attribute.key && a.value === attribute.value)
+      .map((a) => a.response_id);
+    expect((await page.locator('table.list tbody th a').evaluateAll(linkedIds)).sort()).toEqual(
+      [...new Set(withAttribute)].sort(),
+    );
+    // Recording: the responses of a video study with a video turn, then those with none.
+    const videoStudy = tables.transcript.find((t) => t.has_video === true)!.study_id as string;
+    const withVideo = new Set(
+      tables.transcript
+        .filter((t) => t.study_id === videoStudy && t.has_video === true)
+        .map((t) => t.response_id),
+    );
+    await page.goto(new URL(`/study/${encodeURIComponent(videoStudy)}`, server.url).href);
+    await page.getByLabel('Recording').selectOption('video');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/rec=video/);
+    expect((await page.locator('table.list tbody th a').evaluateAll(linkedIds)).sort()).toEqual(
+      [...withVideo].sort(),
+    );
+    await page.getByLabel('Recording').selectOption('none');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/rec=none/);
+    const all = tables.responses.filter((r) => r.study_id === videoStudy).map((r) => r.response_id);
+    expect((await page.locator('table.list tbody th a').evaluateAll(linkedIds)).sort()).toEqual(
+      all
+        .filter(
+          (id) => !withVideo.has(id) && !tables.transcript.some((t) => t.response_id === id && t.has_audio),
+        )
+        .sort(),
+    );
     await page.close();
   });
 
