@@ -120,6 +120,8 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
   const bounds: number[] = [];
   /** Keyed members' objects: element index, member index, start and end offsets, in fours. */
   const members: number[] = [];
+  /** Where each element's first keyed member is in `members`. */
+  const firstMember: number[] = [];
   /** The keyed member whose key was just read at an element's top level (-1: none). */
   let pendingMember = -1;
   let start = i + 1;
@@ -134,6 +136,7 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
       i = close;
     } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
       if (closers.length === 2 && pendingMember >= 0 && byte === OPEN_OBJECT) {
+        firstMember[bounds.length / 2] ??= members.length;
         members.push(bounds.length / 2, pendingMember, i, -1);
       }
       if (closers.length === 2) pendingMember = -1;
@@ -171,12 +174,36 @@ export function splitJsonArray(bytes: Buffer): JsonArrayElements | null {
       } catch (error) {
         return { ok: false, text: text.trim(), reason: `not JSON (${(error as Error).message})` };
       }
-      const repeatedKeys = repeatedKeysOf(bytes, members, index, value);
+      const first = firstMember[index];
+      const repeatedKeys = first === undefined ? [] : repeatedKeysOf(bytes, members, first, index, value);
       return repeatedKeys.length > 0
         ? { ok: true, value, bytes: end - start, repeatedKeys }
         : { ok: true, value, bytes: end - start };
     },
   };
+}
+
+/** Whether the flat object's keys, as raw bytes, repeat or hold an escape (which could hide a repeat). */
+function mayRepeatKeys(bytes: Buffer, start: number, end: number): boolean {
+  const keys = new Set<string>();
+  let expectKey = true;
+  let nesting = 0;
+  for (let i = start + 1; i < end; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) {
+      const close = stringEnd(bytes, i + 1);
+      if (expectKey && nesting === 0) {
+        const key = bytes.toString('latin1', i + 1, close);
+        if (key.includes('\\') || keys.has(key)) return true;
+        keys.add(key);
+        expectKey = false;
+      }
+      i = close;
+    } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) nesting++;
+    else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) nesting--;
+    else if (byte === COMMA && nesting === 0) expectKey = true;
+  }
+  return false;
 }
 
 /** Which keyed member the key `bytes[from, to)` names, or -1. */
@@ -198,12 +225,12 @@ function keyedMemberAt(bytes: Buffer, from: number, to: number): number {
 function repeatedKeysOf(
   bytes: Buffer,
   members: readonly number[],
+  first: number,
   index: number,
   value: unknown,
 ): RepeatedKey[] {
   const found: RepeatedKey[] = [];
-  for (let k = 0; k < members.length; k += 4) {
-    if (members[k] !== index) continue;
+  for (let k = first; k < members.length && members[k] === index; k += 4) {
     const member = keyedMembers[members[k + 1] as number] as KeyedMember;
     const item = value as Record<string, unknown> | null;
     if (member === 'answers' && item !== null && typeof item === 'object' && 'answers_array' in item)
@@ -221,6 +248,9 @@ function repeatedKeysOf(
  * brackets; each member's key and value are read with JSON.parse.
  */
 function repeatedKeysIn(bytes: Buffer, start: number, end: number, member: KeyedMember): RepeatedKey[] {
+  // Most objects repeat nothing: their keys' raw bytes are compared first, and only an object
+  // with a repeated or escaped key is read member by member.
+  if (!mayRepeatKeys(bytes, start, end)) return [];
   const values = new Map<string, unknown[]>();
   let from = start + 1;
   let nesting = 0;
