@@ -13,7 +13,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../cli/helpers.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { duckdb, readCsv } from '../load/readers.ts';
-import { KEY_ENV, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { KEY_ENV, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -149,9 +149,27 @@ it('the later-fetched copy replaces the stale one in current/ when the service r
       own.mutateListItem(link, future!.id, (item) => ({ ...item, updated_at: '2099-01-01T00:00:00Z' }));
       own.mutateListItem(link, epoch!.id, (item) => ({ ...item, updated_at: '2025-06-01T00:00:00Z' }));
       const out = join(dir, 'out');
-      const config = sandboxConfig(own, out);
-      const first = await runAgainst(own, config);
-      expect(first.status).toBe('complete');
+      const pipelineFile = join(dir, 'pipeline.yaml');
+      await writeFile(
+        pipelineFile,
+        [
+          'name: test',
+          `source: { base_url: "${own.base_url}", api_key_env: ${KEY_ENV} }`,
+          `output: { dir: "${out}", formats: [csv, parquet] }`,
+          'media: { enabled: false }',
+          '',
+        ].join('\n'),
+      );
+      const run = async () => {
+        const cli = await runCli(['run', '--config', pipelineFile], {
+          cwd: dir,
+          env: { [KEY_ENV]: own.api_key },
+        });
+        const runDir = /^run: (.+)$/m.exec(cli.stdout)?.[1] ?? '';
+        return { ...cli, runDir: runDir.startsWith('/') ? runDir : join(dir, runDir) };
+      };
+      const first = await run();
+      expect(first.code, first.stderr).toBe(0);
 
       // The service corrects the 2099 stamp and resets the other to 1970, with new content.
       own.mutateListItem(link, future!.id, (item) => ({
@@ -167,10 +185,19 @@ it('the later-fetched copy replaces the stale one in current/ when the service r
       // Its internal clock says they changed now, so an incremental run lists them.
       own.touchResponse(link, future!.id);
       own.touchResponse(link, epoch!.id);
-      const second = await runAgainst(own, config);
-      expect(second.status).toBe('complete');
-      expect(second.tables.find((t) => t.table === 'responses')?.rows).toBe(2);
-      expect((await verifyRun(second.runDir!)).problems).toEqual([]);
+      const second = await run();
+      expect(second.code, second.stderr).toBe(0);
+      expect((await verifyRun(second.runDir)).problems).toEqual([]);
+      // The run's own Parquet holds the two corrected copies, to the microsecond.
+      const inRun = await duckdb((query) =>
+        query(
+          `select response_id, short_transcript, epoch_us(updated_at)::varchar as us from read_parquet('${join(second.runDir, 'responses.parquet')}') order by us`,
+        ),
+      );
+      expect(inRun).toEqual([
+        { response_id: epoch!.id, short_transcript: 'reset copy', us: '0' },
+        { response_id: future!.id, short_transcript: 'corrected copy', us: '1751328000000000' },
+      ]);
 
       const rows = await duckdb((query) =>
         query(
