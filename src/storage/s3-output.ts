@@ -25,6 +25,20 @@ import type { ByteSink } from './output-file.ts';
 
 /** The smallest part S3 accepts (but for the last). */
 export const PART_BYTES = 5 * 1024 * 1024;
+/** The most parts S3 takes in one upload. */
+export const MAX_PARTS = 10_000;
+/** Parts of one size before the next size, twice as large. */
+const PARTS_PER_SIZE = 2_000;
+
+/**
+ * The size of part `partNumber` (from 1): PART_BYTES for the first 2,000 (objects under
+ * 10,000 MiB, nearly all), then twice as large every 2,000 parts, so the 10,000 parts S3
+ * allows hold 310,000 MiB (a media.zip of many large recordings) while a part, read into
+ * memory to be sent, stays at most 80 MiB.
+ */
+export function partBytes(partNumber: number): number {
+  return PART_BYTES * 2 ** Math.floor((partNumber - 1) / PARTS_PER_SIZE);
+}
 /** Parts read into memory and being sent, for all files together. */
 const PARTS_IN_FLIGHT = 4;
 
@@ -83,6 +97,8 @@ export class S3Output implements ByteSink {
   #handle: FileHandle | null = null;
   #partPath: string | null = null;
   #partBytes = 0;
+  /** The number of the part being filled. */
+  #partNumber = 1;
   /** Part files not yet sent and removed. */
   #files = new Set<string>();
   #uploadId: Promise<string> | null = null;
@@ -100,7 +116,8 @@ export class S3Output implements ByteSink {
     let offset = 0;
     while (offset < bytes.byteLength) {
       const handle = await this.#part();
-      const length = Math.min(PART_BYTES - this.#partBytes, bytes.byteLength - offset);
+      const size = partBytes(this.#partNumber);
+      const length = Math.min(size - this.#partBytes, bytes.byteLength - offset);
       await writeAll(handle, bytes.subarray(offset, offset + length)).catch((error: unknown) => {
         // A write's error names no file: this one (in the scratch folder) is where the disk filled.
         if (error instanceof Error && !(error as NodeJS.ErrnoException).path) {
@@ -110,7 +127,7 @@ export class S3Output implements ByteSink {
       });
       this.#partBytes += length;
       offset += length;
-      if (this.#partBytes === PART_BYTES) await this.#send();
+      if (this.#partBytes === size) await this.#send();
     }
   }
 
@@ -158,6 +175,9 @@ export class S3Output implements ByteSink {
   async #part(): Promise<FileHandle> {
     if (this.#handle) return this.#handle;
     if (this.#done) throw new Error('the upload was stopped');
+    if (this.#partNumber > MAX_PARTS) {
+      throw new Error(`the object outgrows the ${MAX_PARTS} parts of a multipart upload (310,000 MiB)`);
+    }
     const path = await this.target.spool.partFile();
     this.#files.add(path);
     this.#handle = await open(path, 'w');
@@ -174,7 +194,7 @@ export class S3Output implements ByteSink {
     this.#partBytes = 0;
     await this.#sending;
     this.#uploadId ??= this.#startUpload();
-    const partNumber = this.#parts.length + 1;
+    const partNumber = this.#partNumber++;
     this.#sending = this.#sendPart(path, partNumber);
     // Awaited by the next part or by end; a failure must not go unhandled meanwhile.
     this.#sending.catch(() => {});

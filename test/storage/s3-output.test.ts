@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openS3Storage } from '../../src/storage/s3.ts';
-import { PART_BYTES } from '../../src/storage/s3-output.ts';
+import { MAX_PARTS, PART_BYTES, partBytes } from '../../src/storage/s3-output.ts';
 import type { OutputFile, Storage } from '../../src/storage/types.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
 
@@ -96,6 +96,20 @@ describe('S3 output files', () => {
     }
     expect(await scratchFiles()).toEqual([]);
     expect(await unfinishedUploads()).toEqual([]);
+  });
+
+  it("sizes parts so that S3's 10,000 hold 310,000 MiB: 5 MiB for the first 2,000, doubling every 2,000, at most 80 MiB", () => {
+    const MiB = 1024 * 1024;
+    const sizes = Array.from({ length: MAX_PARTS }, (_, i) => partBytes(i + 1));
+    expect(MAX_PARTS).toBe(10_000);
+    expect(sizes.slice(0, 2000).every((size) => size === PART_BYTES)).toBe(true);
+    expect([partBytes(2001), partBytes(4001), partBytes(6001), partBytes(8001)]).toEqual(
+      [2, 4, 8, 16].map((n) => n * PART_BYTES),
+    );
+    expect(Math.max(...sizes)).toBe(80 * MiB);
+    expect(sizes.reduce((a, b) => a + b, 0) / MiB).toBe(310_000);
+    // Larger than the largest media.zip entry allowed (media.max_file_mib at most 65,536).
+    expect(sizes.reduce((a, b) => a + b, 0) / MiB).toBeGreaterThan(4 * 65_536);
   });
 
   it('a file stopped after a part was sent leaves no object and no part file', async () => {
