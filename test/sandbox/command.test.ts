@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { exitOf, spawnCli } from '../cli/helpers.ts';
 
 const entry = new URL('../../src/sandbox/index.ts', import.meta.url).href;
 
@@ -37,4 +38,36 @@ describe('runSandboxCommand', () => {
       }
     },
   );
+});
+
+describe('study-export sandbox --clock-offset-min', () => {
+  it('serves a clock an hour behind: its Date header, and the dates of what it creates', async () => {
+    const { child, firstLine } = await spawnCli([
+      'sandbox',
+      '--studies',
+      '1',
+      '--responses',
+      '1',
+      '--clock-offset-min',
+      '-60',
+    ]);
+    try {
+      const info = JSON.parse(firstLine) as Record<string, string>;
+      const reply = await fetch(`${info['base_url']}/api/public/list_surveys`, {
+        headers: { 'x-api-key': info['api_key']! },
+      });
+      expect(reply.status).toBe(200);
+      const behind = Date.now() - Date.parse(reply.headers.get('date')!);
+      expect(behind).toBeGreaterThan(59 * 60_000);
+      expect(behind).toBeLessThan(61 * 60_000);
+      const [study] = (await reply.json()) as { created_at: string }[];
+      expect(Date.parse(study!.created_at)).toBeLessThanOrEqual(
+        Date.parse(reply.headers.get('date')!) + 1000,
+      );
+      child.kill('SIGTERM');
+      expect(await exitOf(child)).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
 });

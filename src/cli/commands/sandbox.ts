@@ -14,6 +14,7 @@ interface SandboxArgs {
   'max-per-page'?: number;
   'request-log'?: string;
   'media-scale'?: number;
+  'clock-offset-min'?: number;
 }
 
 export function sandboxCommand(): CommandModule<object, SandboxArgs> {
@@ -78,6 +79,12 @@ export function sandboxCommand(): CommandModule<object, SandboxArgs> {
           coerce: positiveNumberOption('media-scale'),
           describe: 'multiplies the size of generated media',
         })
+        .option('clock-offset-min', {
+          type: 'number',
+          requiresArg: true,
+          coerce: integerOption('clock-offset-min', -525_600, 525_600),
+          describe: "runs the service's clock this many minutes from this machine's (negative: behind)",
+        })
         .example('$0 sandbox --port 8080', 'serve on http://127.0.0.1:8080')
         .epilog('The first line on stdout is JSON: base_url, api_key and the media hosts.') as never,
     handler: async (args) => {
@@ -98,5 +105,7 @@ function sandboxOptions(args: SandboxArgs): SandboxOptions {
   if (args['max-per-page'] !== undefined) options.maxPerPage = args['max-per-page'];
   if (args['request-log'] !== undefined) options.requestLog = args['request-log'];
   if (args['media-scale'] !== undefined) options.mediaScale = args['media-scale'];
+  if (args['clock-offset-min'] !== undefined)
+    options.startTime = Date.now() + args['clock-offset-min'] * 60_000;
   return options;
 }
