@@ -46,8 +46,9 @@ describe('the service an output belongs to', () => {
       for (const args of [['run'], ['run', '--dry-run'], ['run', '--full']]) {
         const refused = await runCli(args, { cwd, env });
         expect(refused.code).toBe(2);
-        expect(refused.stderr).toBe(
-          `study-export: ${path.join('out', 'acme')}: this output belongs to the embedded sandbox (${path.join('out', 'acme', 'source.json')}), but the pipeline now reads ${sandbox.base_url}; one output never mixes two services: give the new service its own pipeline name (study-export init NAME), or run with --accept-new-source if it is the same data at a new address\n`,
+        // After the line saying what starts, the refusal (no request made: see below).
+        expect(refused.stderr.split('\n').filter(Boolean).at(-1)).toBe(
+          `study-export: ${path.join('out', 'acme')}: this output belongs to the embedded sandbox (${path.join('out', 'acme', 'source.json')}), but the pipeline now reads ${sandbox.base_url}; one output never mixes two services: give the new service its own pipeline name (study-export init NAME), or run with --accept-new-source if it is the same data at a new address`,
         );
         expect(refused.stderr).not.toContain(sandbox.api_key);
       }
