@@ -49,6 +49,31 @@ describe('README.md and report.html in a run', () => {
   });
 });
 
+describe('report.html of a partial run', () => {
+  it('says in plain words what was rejected and why', async () => {
+    const study = sandbox.studies()[1]!;
+    const bad = sandbox.responses(study.link_id)[0]!;
+    sandbox.mutateDetail(study.link_id, bad.id, (detail) => ({ ...detail, transcript: 'nope' }));
+    try {
+      await withTempDir(async (out) => {
+        const result = await runAgainst(sandbox, sandboxConfig(sandbox, out));
+        expect(result.rejects).toBe(1);
+        const report = await readFile(join(result.runDir!, 'report.html'), 'utf8');
+        const reject = JSON.parse((await readFile(join(result.runDir!, 'rejects.jsonl'), 'utf8')).trim()) as {
+          reason: string;
+        };
+        expect(report).toContain('<h3>1 rejected record</h3>');
+        expect(report).toContain(`<li>1 × ${reject.reason.replace(/"/g, '&quot;')}</li>`);
+        expect(report).toContain('partial: something was lost or rejected');
+        const readme = await readFile(join(result.runDir!, 'README.md'), 'utf8');
+        expect(readme).toContain('- Status: partial');
+      });
+    } finally {
+      sandbox.mutateDetail(study.link_id, bad.id, (detail) => detail);
+    }
+  });
+});
+
 describe('text from the service', () => {
   it('is escaped in the codebook and the report', () => {
     const hostile = '<img src=x onerror=alert(1)> | **bold** [link](javascript:alert(1))\n# heading';

@@ -64,7 +64,7 @@ async function readTable(name: string): Promise<Record<string, unknown>[]> {
 
 beforeAll(async () => {
   // Recordings a few hundred kB long, so that a browser reads them in parts.
-  sandbox = await startSandbox({ seed: 32, studies: 6, responses: 2, mediaScale: 300 });
+  sandbox = await startSandbox({ seed: 32, studies: 6, responses: 1, mediaScale: 300 });
   const study = sandbox.studies()[0]!;
   const listed = sandbox.responses(study.link_id)[0]!;
   hostileResponse = listed.id;
@@ -128,6 +128,10 @@ describe('report.html opened from disk', () => {
     expect(await page.locator('img').count()).toBe(0);
     expect(external).toEqual([]);
     await page.screenshot({ path: await screenshotPath('report'), fullPage: true });
+    // Printed: the same page, every chart kept (print CSS hides nothing of the figures).
+    await page.emulateMedia({ media: 'print' });
+    expect(await page.locator('svg[role=img]').count()).toBe(await charts.count());
+    await page.screenshot({ path: await screenshotPath('report-print'), fullPage: true });
     await page.close();
   });
 });
@@ -153,6 +157,12 @@ describe('study-export view', () => {
       await page.goBack();
     }
     expect(seen).toBe(tables.responses.length);
+    // Keyboard: j focuses the first study, Enter opens it.
+    await page.goto(server.url);
+    await page.keyboard.press('j');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/study\//);
+    expect(await page.locator('h1').textContent()).not.toBe('Studies');
     await page.close();
   });
 
