@@ -110,7 +110,9 @@ export function codebookMarkdown(input: CodebookInput): string {
       `- **${input.kind === 'run' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response, one column per question; opens in Excel, LibreOffice, Numbers.`,
     );
   if (hasUnder('xlsx'))
-    lines.push('- **xlsx/<link_id>.xlsx** (spreadsheet): per study, sheets wide, answers and transcript.');
+    lines.push(
+      `- **${input.kind === 'run' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
+    );
   const parquet = input.formats.includes('parquet') || input.kind === 'current';
   if (parquet) {
     lines.push(
@@ -127,7 +129,9 @@ export function codebookMarkdown(input: CodebookInput): string {
     );
   }
   if (has('datapackage.json'))
-    lines.push('- **datapackage.json**: the tables, types and keys as a Frictionless Data Package.');
+    lines.push(
+      '- **datapackage.json**: every file here as a Frictionless Data Package: the tables with their types and keys, the other files with their media types.',
+    );
   if (has('media.zip'))
     lines.push(
       '- **media.zip** (archivists): every recording as `<link_id>/<response_id>/<turn>-<kind>.<ext>`, stored uncompressed; HLS video as a folder with its playlist `index.m3u8` and segments. `study-export view` plays them beside the transcript.',
