@@ -109,6 +109,10 @@ describe('first run on a terminal (tmux)', () => {
   const tmux = (...args: string[]) => run('tmux', ['-L', socket, ...args], { env: terminalEnv() });
 
   beforeAll(async () => {
+    // A clear failure rather than "spawn tmux ENOENT" where it is missing.
+    await run('tmux', ['-V']).catch(() => {
+      throw new Error('this test needs tmux: apt-get install -y tmux (.ci/run installs it when missing)');
+    });
     work = await workdir(pipeline);
   });
   afterAll(async () => {
