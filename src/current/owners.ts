@@ -6,6 +6,7 @@
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { KnownOwners } from '../extract/index.ts';
+import { idOf } from '../names.ts';
 import { CURRENT_DIR, newestPart, partitionName, storeBuffer } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
@@ -42,12 +43,20 @@ export async function currentOwners(
         const path = `${RESPONSES}/${folder}/${part.name}`;
         const buffer = storeBuffer(store, path, part.bytes);
         const metadata = await parquetMetadataAsync(buffer);
-        const names = new Set(metadata.schema.map((element) => element.name));
-        const columns = ['response_id', ...(names.has('study_id') ? ['study_id'] : [])];
-        const rows = await parquetReadObjects({ file: buffer, metadata, columns });
+        const rows = await parquetReadObjects({ file: buffer, metadata, columns: ['response_id'] });
         for (const row of rows) folderOf.set(row.response_id as string, folder);
-        const studyId = rows[0]?.study_id;
-        studyOf.set(folder, typeof studyId === 'string' ? studyId : folder);
+        // The study's id from its first row, where the part holds the column.
+        const named = metadata.schema.some((element) => element.name === 'study_id');
+        const [first] = named
+          ? await parquetReadObjects({
+              file: buffer,
+              metadata,
+              columns: ['study_id'],
+              rowStart: 0,
+              rowEnd: 1,
+            })
+          : [];
+        studyOf.set(folder, typeof first?.study_id === 'string' ? first.study_id : idOfFolder(folder));
       }),
     );
   }
@@ -60,4 +69,10 @@ export async function currentOwners(
     const linkId = linkIdOf(owner);
     return { study_id: owner, ...(linkId === undefined ? {} : { link_id: linkId }), where: 'current' };
   };
+}
+
+/** A partition folder's study id, from its name (study_id=<value>), when its parts do not hold it. */
+function idOfFolder(folder: string): string {
+  const prefix = 'study_id=';
+  return folder.startsWith(prefix) ? idOf(folder.slice(prefix.length), '%') : folder;
 }
