@@ -4,7 +4,7 @@
  * else with "_" and marked a changed name with "-<8 hex of its SHA-256>"; a uuid's name is the
  * same under both, so only other ids have anything to move.
  *
- * A study's old partitions (every table's, and its wide sheet's) are moved before the run
+ * A study's old partitions (every table's, its wide sheet's and workbook's) are moved before the run
  * reads them, file by file, each copied to its new name before the old one is removed: a run
  * stopped half way leaves every file under one name or both, and the next run moves what is
  * left. An old folder is moved only when its `studies` part names the study: under the
@@ -19,7 +19,7 @@ import { type TableName, tableNames } from '../load/tables.ts';
 import { nameOf } from '../names.ts';
 import { CURRENT_DIR, newestPart, partitionName, partitionPath, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
-import { wideFolder } from './wide.ts';
+import { wideFolder, workbookFolder } from './wide.ts';
 
 const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
 
@@ -38,7 +38,7 @@ export function legacyName(id: string): string {
   return `${cleaned || '_'}-${hash}`;
 }
 
-function legacyPartition(table: TableName | 'wide', studyId: string): string {
+function legacyPartition(table: TableName | 'wide' | 'xlsx', studyId: string): string {
   return `${CURRENT_DIR}/${table}/study_id=${legacyName(studyId)}`;
 }
 
@@ -52,24 +52,19 @@ export async function migrateStudyPartitions(
   const owner = await ownerOf(store, legacyPartition('studies', studyId));
   if (owner === null || owner.study_id !== studyId) return;
   const dir = await mkdtemp(join(scratchDir, 'migrate-'));
+  const same = (name: string) => name;
   try {
-    for (const table of tableNames) {
-      await moveFolder(
-        store,
-        legacyPartition(table, studyId),
-        partitionPath(table, studyId),
-        dir,
-        (name) => name,
-      );
+    // The sheet and the workbook take their link_id's name too (one of each per folder).
+    await moveFolder(store, legacyPartition('wide', studyId), wideFolder(studyId), dir, () => {
+      return `${nameOf(owner.link_id)}.csv`;
+    });
+    await moveFolder(store, legacyPartition('xlsx', studyId), workbookFolder(studyId), dir, () => {
+      return `${nameOf(owner.link_id)}.xlsx`;
+    });
+    // studies last: its old folder is what says the move is not finished (ownerOf).
+    for (const table of [...tableNames.filter((t) => t !== 'studies'), 'studies' as const]) {
+      await moveFolder(store, legacyPartition(table, studyId), partitionPath(table, studyId), dir, same);
     }
-    // The sheet takes its link_id's name too (one sheet per folder).
-    await moveFolder(
-      store,
-      legacyPartition('wide', studyId),
-      wideFolder(studyId),
-      dir,
-      () => `${nameOf(owner.link_id)}.csv`,
-    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -8,7 +8,7 @@
  * keeps its own state file, partitions, wide sheet and workbook; verify passes; DuckDB over
  * current/ (hive partitioning on) returns every response once with its exact study_id.
  */
-import { readdir, readFile, rename } from 'node:fs/promises';
+import { cp, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runExitCode } from '../../src/cli/report.ts';
@@ -51,8 +51,8 @@ const specs: Spec[] = [
   { link_id: 'shared-b' },
 ];
 const SHARED = 'shared';
-/** current/'s partitioned folders: every table's, and the wide sheets'. */
-const partitioned = [...tableNames, 'wide'];
+/** current/'s partitioned folders: every table's, the wide sheets' and the workbooks'. */
+const partitioned = [...tableNames, 'wide', 'xlsx'];
 
 let sandbox: Sandbox;
 let service: RenamingService;
@@ -226,7 +226,7 @@ describe('colliding ids', () => {
         (s) => !['x_y-bd3c9047', 'a_b-c14cddc0'].includes(s.study_id) && s.link_id !== SHARED,
       );
       const first = await runAgainst(sandbox, {
-        ...config(out, ['csv', 'parquet']),
+        ...config(out),
         studies: { include: alone.map((s) => s.study_id), exclude: [] },
       });
       expect(first.status).toBe('complete');
@@ -243,13 +243,25 @@ describe('colliding ids', () => {
         for (const table of partitioned) {
           await rename(join(root, 'current', table, now), join(root, 'current', table, before));
         }
-        const wide = join(root, 'current', 'wide', before);
-        await rename(
-          join(wide, `${nameOf(study.link_id)}.csv`),
-          join(wide, `${legacyName(study.link_id)}.csv`),
-        );
+        for (const [folder, ext] of [
+          ['wide', 'csv'],
+          ['xlsx', 'xlsx'],
+        ] as const) {
+          const sheet = join(root, 'current', folder, before);
+          await rename(
+            join(sheet, `${nameOf(study.link_id)}.${ext}`),
+            join(sheet, `${legacyName(study.link_id)}.${ext}`),
+          );
+        }
       }
       expect(moved).toBeGreaterThanOrEqual(4);
+      // A move stopped half way: one study's answers already copied under the new name, the old
+      // folder still there.
+      await cp(
+        join(root, 'current', 'answers', `study_id=${legacyName('x/y')}`),
+        join(root, 'current', 'answers', partitionName('x/y')),
+        { recursive: true },
+      );
       const stateBefore = await readPipelineState(root);
 
       // A new response in one of them, so the next run has something to commit.
@@ -257,7 +269,7 @@ describe('colliding ids', () => {
       const xy = studies.find((s) => s.study_id === 'x/y')!;
       try {
         const second = await runAgainst(sandbox, {
-          ...config(out, ['csv', 'parquet']),
+          ...config(out),
           studies: { include: alone.map((s) => s.study_id), exclude: [] },
         });
         expect(runExitCode(second.status as 'complete')).toBe(0);
@@ -284,6 +296,8 @@ describe('colliding ids', () => {
           expectedPairs(alone.map((s) => (s === xy ? { ...s, responses: [...s.responses, added] } : s))),
         );
         for (const study of alone) {
+          const books = join(root, 'current', 'xlsx', partitionName(study.study_id));
+          expect(await readdir(books)).toEqual([`${nameOf(study.link_id)}.xlsx`]);
           const folder = join(root, 'current', 'wide', partitionName(study.study_id));
           expect(await readdir(folder)).toEqual([`${nameOf(study.link_id)}.csv`]);
           expect(await readFile(join(folder, `${nameOf(study.link_id)}.csv`), 'utf8')).toContain(
