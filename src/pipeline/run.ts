@@ -11,7 +11,7 @@ import { type ApiClient, clientSettings, createApiClient } from '../api/client.t
 import type { PipelineConfig } from '../config/schema.ts';
 import { writeCurrentGuide } from '../current/guide.ts';
 import { responseTables } from '../current/merge.ts';
-import { currentOwners } from '../current/owners.ts';
+import { currentOwners, sharedWarning } from '../current/owners.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import {
   type CurrentContext,
@@ -177,7 +177,14 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
       // One study per response id, in the run and across runs in current/.
       const claims = new ResponseClaims(
-        current ? () => currentOwners(storage, (id) => state.studies[id]?.link_id) : undefined,
+        current
+          ? () =>
+              currentOwners(
+                storage,
+                (id) => state.studies[id]?.link_id,
+                (shared) => log.warn(sharedWarning(shared)),
+              )
+          : undefined,
       );
       let exported: { result: RunResult; outcomes: StudyOutcome[] };
       let prepared: PreparedStudy[] | null;

@@ -6,9 +6,11 @@
  * committed passes verify, and DuckDB over the run's Parquet and over current/ (hive
  * partitioning) finds every key once.
  */
-import { readdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { partitionName } from '../../src/current/parts.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -263,6 +265,65 @@ it('an attributes key the service sends twice in one object: alike, kept once wi
       expect(rejects.map((r) => [r.response_id, r.operation])).toEqual([[different!.id, 'list_responses']]);
       expect(rejects[0]!.reason).toContain('attributes: key "src" appears 2 times with different values');
       await expectKeysOnce(second.runDir!, second.current);
+    });
+  } finally {
+    await sandbox.close();
+  }
+});
+
+it('a response id current/ already holds under two studies (shards at once, or older data): a warning, and no third copy', async () => {
+  const sandbox = await startSandbox({ seed: 105, studies: 0 });
+  try {
+    await withTempDir(async (dir) => {
+      const a = sandbox.addStudy({ link_id: 'study-a', responseIds: ['shared', 'a-only'] });
+      const b = sandbox.addStudy({ link_id: 'study-b', responseIds: ['b-only', 'shared'] });
+      for (const [link, id] of [
+        ['study-a', 'shared'],
+        ['study-a', 'a-only'],
+        ['study-b', 'b-only'],
+        ['study-b', 'shared'],
+      ] as const)
+        sandbox.touchResponse(link, id, new Date('2025-01-01T00:00:00Z'));
+      // Study b's partitions are out of sight while study a is first exported: both then hold "shared".
+      const first = await run(sandbox, dir, ['--study', 'study-b']);
+      expect(first.code, first.stderr).toBe(0);
+      const hidden = join(dir, 'hidden');
+      await mkdir(hidden);
+      const partition = partitionName(b.id);
+      const tables = (await readdir(first.current, { withFileTypes: true })).filter((e) => e.isDirectory());
+      const moved: string[] = [];
+      for (const table of tables) {
+        const from = join(first.current, table.name, partition);
+        if (!existsSync(from)) continue;
+        await rename(from, join(hidden, table.name));
+        moved.push(table.name);
+      }
+      expect(moved).toContain('responses');
+      const second = await run(sandbox, dir, ['--study', 'study-a']);
+      expect(second.code, second.stderr).toBe(0);
+      for (const table of moved) await rename(join(hidden, table), join(first.current, table, partition));
+
+      // Study a changes its "shared": exported there again, with a warning about the two copies.
+      sandbox.touchResponse('study-a', 'shared');
+      const third = await run(sandbox, dir);
+      expect(third.code, third.stderr).toBe(0);
+      const warnings = (await readManifest(third.runDir!)).warnings.filter(
+        (w) => w.code === 'response_in_two_studies',
+      );
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.message).toContain('current/ holds 1 response id(s) under more than one study');
+      expect(warnings[0]!.message).toContain('"shared"');
+      for (const study of [a, b]) expect(warnings[0]!.message).toContain(study.id);
+      expect(await readRejects(third.runDir!)).toEqual([]);
+      expect((await verifyRun(third.runDir!)).problems).toEqual([]);
+      const counts = await query(
+        `select response_id, count(*)::int as n from read_parquet('${join(third.current, 'responses', '*', '*.parquet')}', hive_partitioning = true) group by 1 order by 1`,
+      );
+      expect(counts).toEqual([
+        { response_id: 'a-only', n: 1 },
+        { response_id: 'b-only', n: 1 },
+        { response_id: 'shared', n: 2 },
+      ]);
     });
   } finally {
     await sandbox.close();
