@@ -118,7 +118,7 @@ export class RunStats {
           return;
         }
         question.answered += 1;
-        const length = Array.from(text).length;
+        const length = codePoints(text);
         const bucket = lengthBuckets.findIndex((bound) => length <= bound);
         const at = bucket === -1 ? lengthBuckets.length : bucket;
         study.lengths[at] = (study.lengths[at] ?? 0) + 1;
@@ -171,6 +171,16 @@ export class RunStats {
     }
     return study;
   }
+}
+
+/** Characters as people count them (code points), without building an array per answer. */
+function codePoints(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) count -= 1;
+  }
+  return count;
 }
 
 function countReason(reasons: Map<string, number>, reason: string): void {
