@@ -63,14 +63,15 @@ describe('a run to s3://', () => {
       const runId = result.runDir!.split('/').pop()!;
       expect(result.runDir).toBe(`s3://exports/team/test/runs/${runId}`);
 
-      // Committed: latest names the run; no marker, lease or temporary object is left.
+      // Committed: latest names the run, source.json the service; no marker, lease or temporary
+      // object is left.
       expect((await s3.get('exports', 'team/test/latest')).toString()).toBe(`${runId}\n`);
       const all = await s3.keys('exports', 'team/test/');
       const others = all.filter(
         (key) =>
           !/^team\/test\/(runs\/[^/]+\/|state\/|current\/)/.test(key) || key.startsWith('team/test/runs/.'),
       );
-      expect(others).toEqual(['team/test/latest']);
+      expect(others).toEqual(['team/test/latest', 'team/test/source.json']);
       expect(
         all
           .filter((key) => key.startsWith('team/test/runs/'))
