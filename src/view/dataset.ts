@@ -43,7 +43,8 @@ type Rows = { [T in TableName]: Row<T>[] };
 
 export async function openViewData(location: string, s3: S3Settings = {}): Promise<ViewData> {
   const storage = await openStorage(location, s3);
-  const manifestText = await storage.read(MANIFEST_FILE).catch(() => null);
+  // A missing file reads as null; any other failure (credentials, a bucket) is the user's to see.
+  const manifestText = await storage.read(MANIFEST_FILE);
   if (manifestText) {
     const manifest = JSON.parse(manifestText.toString('utf8')) as Manifest;
     const rows = await readRunTables(storage, manifest);
@@ -77,7 +78,7 @@ export async function openViewData(location: string, s3: S3Settings = {}): Promi
   const root = parentOf(location);
   const pipeline = root.replace(/\/+$/, '').split('/').at(-1) ?? '';
   return build('current', location, pipeline, runId, storage, rows, await runsLocator(root, s3), {
-    hasReport: (await storage.read('report.html').catch(() => null)) !== null,
+    hasReport: (await storage.read('report.html')) !== null,
   });
 }
 
@@ -182,16 +183,12 @@ async function currentParts(storage: Storage): Promise<Map<TableName, { path: st
   const parts = new Map<TableName, { path: string; bytes: number }[]>();
   for (const table of viewedTables) {
     const byFolder = new Map<string, { name: string; bytes: number }[]>();
-    try {
-      for await (const file of storage.list(table)) {
-        const [folder, name] = file.path.split('/');
-        if (!folder || !name || !parsePartName(name)) continue;
-        const list = byFolder.get(folder) ?? [];
-        list.push({ name, bytes: file.bytes });
-        byFolder.set(folder, list);
-      }
-    } catch {
-      continue;
+    for await (const file of storage.list(table)) {
+      const [folder, name] = file.path.split('/');
+      if (!folder || !name || !parsePartName(name)) continue;
+      const list = byFolder.get(folder) ?? [];
+      list.push({ name, bytes: file.bytes });
+      byFolder.set(folder, list);
     }
     const chosen: { path: string; bytes: number }[] = [];
     for (const [folder, files] of byFolder) {
