@@ -62,6 +62,27 @@ export async function extractEntry(zipPath: string, entry: string): Promise<Buff
   return stdout;
 }
 
+/** The duration ffprobe reports for an HLS playlist of a zip, its folder extracted with unzip. */
+export async function ffprobeHlsDuration(zipPath: string, playlist: string): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'study-export-ffprobe-'));
+  try {
+    const folder = playlist.slice(0, playlist.lastIndexOf('/'));
+    await run('unzip', ['-q', zipPath, `${folder}/*`, '-d', dir]);
+    const { stdout } = await run('ffprobe', [
+      '-v',
+      'error',
+      '-show_entries',
+      'format=duration',
+      '-of',
+      'default=noprint_wrappers=1:nokey=1',
+      join(dir, playlist),
+    ]);
+    return Number(stdout.trim());
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** The duration ffprobe reports for one entry of a zip, extracted with unzip. */
 export async function ffprobeDuration(zipPath: string, entry: string): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'study-export-ffprobe-'));

@@ -17,7 +17,14 @@ import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer, type ViewRequest, type ViewServer } from '../../src/view/server.ts';
 import { readHyparquet } from '../load/readers.ts';
 import { runAgainst, sandboxConfig } from '../pipeline/helpers.ts';
-import { type Browser, extractEntry, ffprobeDuration, launchBrowser, screenshotPath } from './browser.ts';
+import {
+  type Browser,
+  extractEntry,
+  ffprobeDuration,
+  ffprobeHlsDuration,
+  launchBrowser,
+  screenshotPath,
+} from './browser.ts';
 
 /** What the page's elements offer here (the project's types have no DOM). */
 interface Anchor {
@@ -306,7 +313,7 @@ describe('study-export view', () => {
     });
   }
 
-  it('serves HLS through its archived playlist, and only the segments it lists', async () => {
+  it('serves HLS through its archived playlist, only the segments it lists, and it plays', async () => {
     const row = tables.media.find((m) => m.kind === 'hls' && m.status === 'archived')!;
     expect(row).toBeDefined();
     const base = new URL(
@@ -321,6 +328,21 @@ describe('study-export view', () => {
     expect(segment.status).toBe(200);
     expect(segment.headers.get('content-type')).toBe('video/mp2t');
     expect((await fetch(new URL('00099.ts', base))).status).toBe(404);
+    // Chromium plays HLS itself: the playlist and its segments come out of the zip.
+    const expected = await ffprobeHlsDuration(join(runDir, 'media.zip'), row.file as string);
+    const from = requests.length;
+    const page = await open(`/response/${encodeURIComponent(row.response_id as string)}`);
+    const src = `/media/${encodeURIComponent(row.response_id as string)}/${row.turn}/hls/index.m3u8`;
+    const element = page.locator(`video[src="${src}"]`);
+    await element.scrollIntoViewIfNeeded();
+    await element.evaluate(metadataLoaded);
+    const duration = await element.evaluate((media) => (media as unknown as MediaElement).duration);
+    expect(Math.abs(duration - expected)).toBeLessThan(0.06);
+    const listed = new Set(segments.map((name) => `${src.replace('index.m3u8', '')}${name.trim()}`));
+    const segmentRequests = requests.slice(from).filter((r) => listed.has(r.path));
+    expect(segmentRequests.length).toBeGreaterThan(0);
+    expect(segmentRequests.every((r) => r.status === 200 || r.status === 206)).toBe(true);
+    await page.close();
   });
 
   it('shows a hostile answer as text and runs none of it', async () => {
