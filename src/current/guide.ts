@@ -3,7 +3,7 @@
  * the whole current dataset, rewritten after each run that publishes into it. The report's
  * figures are counted from the newest part of each study (only the columns it needs).
  */
-import { parquetReadObjects } from 'hyparquet';
+import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { PipelineConfig } from '../config/schema.ts';
 import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
 import { publicConfig } from '../load/manifest.ts';
@@ -12,7 +12,7 @@ import { RunStats } from '../load/run-stats.ts';
 import type { Row, TableName } from '../load/tables.ts';
 import type { Storage } from '../storage/types.ts';
 import { currentFormats } from './package.ts';
-import { CURRENT_DIR, newestPart, parsePartName, storeBuffer } from './parts.ts';
+import { CURRENT_DIR, newestPart, PARTITION_COLUMN, parsePartName, storeBuffer, studyIdIn } from './parts.ts';
 
 /** The columns RunStats reads, per table. */
 const needed: Partial<Record<TableName, string[]>> = {
@@ -42,7 +42,16 @@ export async function writeCurrentGuide(
       const part = files.find((f) => f.name === newest);
       if (!part) continue;
       const path = `${table}/${folder}/${part.name}`;
-      const rows = await parquetReadObjects({ file: storeBuffer(store, path, part.bytes), columns });
+      const file = storeBuffer(store, path, part.bytes);
+      const metadata = await parquetMetadataAsync(file);
+      // study_id is in the folder's name where the part leaves it out (parts.ts partLayout).
+      const held = new Set(metadata.schema.map((element) => element.name));
+      const rows = await parquetReadObjects({
+        file,
+        metadata,
+        columns: columns.filter((column) => held.has(column)),
+      });
+      if (!held.has(PARTITION_COLUMN)) for (const row of rows) row[PARTITION_COLUMN] = studyIdIn(path);
       // hyparquet's values (bigint, Date) as row values (number, ISO string).
       for (const row of rows) {
         for (const [key, value] of Object.entries(row)) {

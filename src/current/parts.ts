@@ -7,9 +7,14 @@ import { basename, dirname, join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
-import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
+import {
+  createParquetWriter,
+  type EncodedRowGroup,
+  ParquetFile,
+  type ParquetLayout,
+} from '../load/parquet.ts';
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
-import { partitionValueOf } from '../names.ts';
+import { idOf, partitionValueOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
@@ -22,6 +27,19 @@ export const CURRENT_DIR = 'current';
  */
 export function partitionName(studyId: string): string {
   return `study_id=${partitionValueOf(studyId)}`;
+}
+
+/** The column the partition folder names: the value of every row of its parts. */
+export const PARTITION_COLUMN = 'study_id';
+
+/**
+ * A study's Parquet parts leave study_id out: it is in the path, and pyarrow (pandas) refuses a
+ * column that is both in the files and in the path. Kept where the folder's name cannot give the
+ * id back (an id too long for a name, src/names.ts). CSV parts keep it: they carry the run's
+ * CSV text as it is, and DuckDB, which reads folders of CSV parts, takes the path's value.
+ */
+export function partLayout(studyId: string): ParquetLayout {
+  return idOf(partitionValueOf(studyId), '%') === studyId ? { omit: PARTITION_COLUMN } : {};
 }
 
 export function partitionPath(table: TableName, studyId: string): string {
@@ -60,22 +78,35 @@ export function storeBuffer(store: CurrentStore, path: string, byteLength: numbe
   };
 }
 
-/** The rows of a part, one row group at a time, as the table's row values. */
+/**
+ * The rows of a part, one row group at a time, as the table's row values; study_id, where the
+ * part leaves it out, from the partition folder in `path` (or `studyId`, for a part not yet in
+ * its folder).
+ */
 export async function* readPart<T extends TableName>(
   store: CurrentStore,
   path: string,
   byteLength: number,
   table: T,
+  studyId: string | null = studyIdIn(path),
 ): AsyncIterable<Row<T>[]> {
   const file = storeBuffer(store, path, byteLength);
   const metadata = await parquetMetadataAsync(file);
+  const held = metadata.schema.some((element) => element.name === PARTITION_COLUMN);
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);
     const records = await parquetReadObjects({ file, metadata, rowStart, rowEnd, parsers: exactTimestamps });
     rowStart = rowEnd;
+    if (!held) for (const record of records) record[PARTITION_COLUMN] = studyId;
     yield records.map((record) => rowOf(table, record));
   }
+}
+
+/** The study id a path's partition folder (`study_id=<value>`) gives back, or null. */
+export function studyIdIn(path: string): string | null {
+  const value = /(?:^|\/)study_id=([^/]+)\//.exec(path)?.[1];
+  return value === undefined ? null : idOf(value, '%');
 }
 
 /** Timestamps read as the tables' ISO text, to the microsecond (hyparquet's Date stops at the millisecond). */
@@ -145,7 +176,7 @@ export async function createPartWriter<T extends TableName>(
       const name = partFileName(runId, format);
       const writer =
         format === 'parquet'
-          ? await createParquetWriter(local, name, table)
+          ? await createParquetWriter(local, name, table, partLayout(studyId))
           : await createTableCsvWriter(local, name, table, tableCsv(options.csv));
       writers.push(writer);
     }
@@ -222,7 +253,12 @@ export function createPartCopy(
   let parquet: Promise<ParquetFile> | null = null;
   let csv: Promise<CsvWriter> | null = null;
   const parquetFile = () => {
-    parquet ??= ParquetFile.open(local, `${folder}/${partFileName(runId, 'parquet')}`, table);
+    parquet ??= ParquetFile.open(
+      local,
+      `${folder}/${partFileName(runId, 'parquet')}`,
+      table,
+      partLayout(studyId),
+    );
     return parquet;
   };
   const csvFile = () => {

@@ -20,7 +20,7 @@ import { idOf, nameOf, partitionValueOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { duckdb, readCsv } from '../load/readers.ts';
+import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
 import { type RenamingService, startRenamingService } from './renaming-service.ts';
@@ -137,6 +137,24 @@ async function currentPairs(root: string, table = 'responses'): Promise<string[]
   return rows.map((row) => JSON.stringify([row.study_id, row.response_id])).sort();
 }
 
+/** Adds study_id to the folder's Parquet parts that leave it out, as the earlier layout's held it. */
+async function withStudyId(folder: string, studyId: string): Promise<void> {
+  for (const name of (await readdir(folder)).filter((file) => file.endsWith('.parquet'))) {
+    const [path, written] = [join(folder, name), join(folder, `${name}.with`)];
+    await duckdb(async (query) => {
+      const columns = await query(
+        `describe select * from read_parquet('${path}', hive_partitioning = false)`,
+      );
+      if (columns.some((column) => column.column_name === 'study_id')) return;
+      const id = studyId.replaceAll("'", "''");
+      await query(
+        `copy (select '${id}' as study_id, * from read_parquet('${path}', hive_partitioning = false)) to '${written}' (format parquet)`,
+      );
+    });
+    await rename(written, path).catch(() => {});
+  }
+}
+
 /** No two names in `names` are the same on a case-insensitive file system. */
 function expectDistinctIgnoringCase(names: string[], count: number): void {
   expect(names).toHaveLength(count);
@@ -177,6 +195,18 @@ describe('colliding ids', () => {
       expectDistinctIgnoringCase(await readdir(join(root, 'current', 'responses')), studies.length);
       expect(await currentPairs(root)).toEqual(expectedPairs(served));
       expect(new Set(await currentPairs(root, 'answers'))).toEqual(new Set(expectedPairs(served)));
+      // Parquet parts leave study_id to their folder's name (pyarrow refuses a column in both),
+      // but for the id too long for a name, whose folder cannot give it back.
+      for (const study of studies) {
+        const folder = join(root, 'current', 'answers', partitionName(study.study_id));
+        const [part] = (await readdir(folder)).filter((name) => name.endsWith('.parquet'));
+        const columns = await duckdb((query) =>
+          query(`describe select * from read_parquet('${join(folder, part!)}', hive_partitioning = false)`),
+        );
+        const held = columns.some((column) => column.column_name === 'study_id');
+        expect(held, study.study_id).toBe(study.study_id === LONG);
+        expect((await readHyparquet(join(folder, part!))).length).toBeGreaterThan(0);
+      }
       // The one id too long for a name: its state object and partition end in a hash, and a hive
       // reader gives back that name (docs/outputs.md); the id itself is in the files and the state.
       expect(partitionName(LONG)).toMatch(/^study_id=(%4Cong-)+[^~]*~[0-9a-f]{16}$/);
@@ -242,6 +272,10 @@ describe('colliding ids', () => {
         );
         for (const table of partitioned) {
           await rename(join(root, 'current', table, now), join(root, 'current', table, before));
+        }
+        // Parts of the earlier layout also held study_id.
+        for (const table of tableNames) {
+          await withStudyId(join(root, 'current', table, before), study.study_id);
         }
         for (const [folder, ext] of [
           ['wide', 'csv'],
