@@ -198,6 +198,12 @@ describe('study-export view', () => {
     expect(rows.length).toBeLessThanOrEqual(before);
     expect(await page.locator('mark').first().textContent()).toContain(needle);
     await page.screenshot({ path: await screenshotPath('responses-filtered'), fullPage: true });
+    // Text no answer holds leaves no response.
+    await page.getByLabel('Text in answers').fill('zq-no-answer-says-this-qz');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/zq-no-answer/);
+    expect(await page.locator('table.list tbody tr').count()).toBe(0);
+    expect(await page.locator('table.list caption').textContent()).toBe(`0 of ${before} responses`);
     await page.close();
   });
 
