@@ -22,7 +22,10 @@ export const exitCodes = {
   failed: 1,
   /** Usage, configuration or authentication: fix the command, the pipeline file or the key. */
   usage: 2,
-  /** Finished but partial: rejects, failed media or a study that could not be read, all in the manifest. */
+  /**
+   * Finished but partial: rejects, failed media or a study that could not be read, all in the
+   * manifest; or committed, but its publication (state, current/) failed: the next run completes it.
+   */
   partial: 3,
   /** The shell's codes for the signals (128 + signal number). */
   SIGINT: 130,

@@ -68,7 +68,10 @@ function interruptHandler(
   const onSignal = (signal: NodeJS.Signals) => {
     reporter.stop();
     const exitCode = signalExitCode(signal === 'SIGINT' ? 'SIGINT' : 'SIGTERM');
-    const message = `interrupted by ${signal}: this run was not committed and its temporary folder is removed; ${whatLatestNames(previousRun())}`;
+    const previous = previousRun();
+    const message = previous?.committedNow
+      ? `interrupted by ${signal} after run ${previous.runId} was committed: ${previous.pointer} names it, and the next run completes what it left of current/ and the state`
+      : `interrupted by ${signal}: this run was not committed and its temporary folder is removed; ${whatLatestNames(previous)}`;
     context.stderr.write(
       format === 'json'
         ? `${jsonEvent('interrupted', { signal, message, exit_code: exitCode })}\n`

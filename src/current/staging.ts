@@ -4,7 +4,7 @@
  * table), read back once the run is committed and merged into that study's partitions. Also
  * kept: the responses whose copy is incomplete (no detail), which must not replace a previous
  * copy. The folder is in the run's scratch space (util/scratch.ts); nothing reads it after the
- * run, because a rerun exports the same responses again (state did not move).
+ * run: the parts made from it are published before the run is committed.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';

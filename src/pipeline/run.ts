@@ -56,7 +56,13 @@ import {
   writePending,
   writeStateEntries,
 } from './publication.ts';
-import { openPipelineDirectory, type PipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
+import {
+  openPipelineDirectory,
+  type PipelineDirectory,
+  type RunDirectory,
+  readLatest,
+  shardNames,
+} from './run-dir.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import {
@@ -236,6 +242,11 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         await current?.discard();
         await staging.remove();
       }
+      options.onPreviousRun?.({
+        pointer: shardNames(options.shard).latest,
+        runId: run.id,
+        committedNow: true,
+      });
       killPoint('run-committed');
       // Committed: from here nothing is removed, and a failure is "committed, but".
       const unfinished: string[] = [];

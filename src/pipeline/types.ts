@@ -85,6 +85,8 @@ export interface PreviousRun {
   pointer: string;
   /** null: no complete run yet. */
   runId: string | null;
+  /** This run, just committed: an interrupt from here on leaves it named by the pointer. */
+  committedNow?: boolean;
 }
 
 /** An incremental run that found nothing new: no run was written (see nothing-new.ts). */
