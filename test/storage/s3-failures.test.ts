@@ -151,6 +151,27 @@ describe('a run that fails or is killed on object storage', () => {
     expect(first.status).toBe('complete');
   });
 
+  it('a latest that cannot be written: exit 1, the run and its current/ parts removed, the bucket as before', async () => {
+    const first = await runAgainst(sandbox, configFor('s3://exports/pointer', s3.endpoint));
+    const before = await s3.keys('exports', 'pointer/');
+    const latest = await s3.get('exports', 'pointer/test/latest');
+    const proxy = await failingProxy(/\/test\/latest(\?|$)/);
+    try {
+      // A full run: every study's new parts go into current/ before latest is written.
+      const error = await runAgainst(sandbox, configFor('s3://exports/pointer', proxy.endpoint), {
+        full: true,
+      }).catch((e) => e);
+      expect(error).toBeInstanceOf(RunError);
+      expect(error.exitCode).toBe(1);
+      expect(error.message).toMatch(/\/test\/latest: the storage answered 503/);
+    } finally {
+      await proxy.close();
+    }
+    expect(await s3.keys('exports', 'pointer/')).toEqual(before);
+    expect(await s3.get('exports', 'pointer/test/latest')).toEqual(latest);
+    expect(first.status).toBe('complete');
+  });
+
   it('a run killed in the middle of a multipart upload leaves no visible run; the rerun loses nothing', async () => {
     await withTempDir(async (dir) => {
       const out = 's3://exports/killed';
