@@ -104,7 +104,10 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         .example('$0 run --study cars-2024 --no-media', 'one study, without media')
         .example('$0 run --shard 2/3 --dry-run', 'the studies the second of three shards would take')
         .epilog(
-          'Exit codes: 0 complete (or nothing new: no run written, latest unchanged), 3 finished but partial (rejects or failed media, listed in the manifest), 1 failed, 2 usage, configuration or authentication error.',
+          'Exit codes: 0 complete (or nothing new: no run written, latest unchanged), 3 finished but partial ' +
+            '(rejects, failed media or a lost listing, listed in the manifest; or committed but not all of its ' +
+            'publication, which the next run completes), 1 failed (nothing committed), 2 usage, configuration or ' +
+            'authentication error, 130/143 interrupted.',
         ) as never,
     handler: async (args) => {
       const { config, file } = await loadPipeline({
