@@ -112,3 +112,36 @@ describe('a run killed in its publication', () => {
     },
   );
 });
+
+describe('a shard killed in its publication', () => {
+  it("is completed by its own next run only: another shard's run leaves its record alone", async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } });
+      const pipelineDir = join(out, 'test');
+      const [one, two] = [1, 2].map((index) => ({ index, count: 2 }));
+      await runAgainst(sandbox, config, { shard: one });
+      await runAgainst(sandbox, config, { shard: two });
+      const { exited } = await spawnRun(sandbox, out, out, {
+        media: '{ enabled: false }',
+        args: ['--full', '--formats', 'parquet', '--shard', '1/2'],
+        env: { STUDY_EXPORT_KILL_AT: 'run-committed' },
+      });
+      expect(await exited).toBe('SIGKILL');
+      const killed = (await readFile(join(pipelineDir, 'latest-shard-1-of-2'), 'utf8')).trim();
+      expect(await readdir(join(pipelineDir, '.pending'))).toEqual([`${killed}.json`]);
+      // Its studies' old parts are still beside the new ones: their responses are there twice.
+      const left = await currentKeys(join(pipelineDir, 'current'));
+      expect(left.responseIds.length).toBeGreaterThan(new Set(left.responseIds).size);
+
+      // Shard 2, with nothing new, does not touch shard 1's record or partitions.
+      expect((await runAgainst(sandbox, config, { shard: two })).status).toBe('unchanged');
+      expect(await readdir(join(pipelineDir, '.pending'))).toEqual([`${killed}.json`]);
+
+      // Shard 1's next run, with nothing new, completes it.
+      expect((await runAgainst(sandbox, config, { shard: one })).status).toBe('unchanged');
+      expect(await readdir(join(pipelineDir, '.pending'))).toEqual([]);
+      await expectEveryResponseOnce(pipelineDir);
+      expect((await verifyRun(join(pipelineDir, 'runs', killed))).problems).toEqual([]);
+    });
+  });
+});
