@@ -4,7 +4,7 @@
  * there, and the next run, finding nothing new on the service, leaves every response exactly
  * once in current/ (DuckDB, hive partitioning on) and the state where the committed run put it.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { copyFile, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readPipelineState } from '../../src/pipeline/state.ts';
@@ -142,6 +142,31 @@ describe('a shard killed in its publication', () => {
       expect(await readdir(join(pipelineDir, '.pending'))).toEqual([]);
       await expectEveryResponseOnce(pipelineDir);
       expect((await verifyRun(join(pipelineDir, 'runs', killed))).problems).toEqual([]);
+    });
+  });
+});
+
+describe('a partition left with two parts by a version that could leave them', () => {
+  it('is made whole by the next run of its study, even one with nothing new', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } });
+      const pipelineDir = join(out, 'test');
+      await runAgainst(sandbox, config);
+      const runId = await latestOf(pipelineDir);
+      // An older part beside the newest one, as a run killed half way by such a version left it.
+      const responses = join(pipelineDir, 'current', 'responses');
+      for (const partition of await readdir(responses)) {
+        const newest = join(responses, partition, `part-${runId}.parquet`);
+        await copyFile(newest, join(responses, partition, 'part-20000101T000000Z.parquet'));
+      }
+      const doubled = await currentKeys(join(pipelineDir, 'current'));
+      expect(doubled.repeated.responses).toBeGreaterThan(0);
+
+      expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+      await expectEveryResponseOnce(pipelineDir);
+      for (const partition of await readdir(responses)) {
+        expect(await readdir(join(responses, partition))).toEqual([`part-${runId}.parquet`]);
+      }
     });
   });
 });
