@@ -3,6 +3,7 @@
  * client to read back what the tool wrote: nothing here is the tool's own storage code.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
@@ -20,6 +21,8 @@ export interface S3Server {
   keys(bucket: string, prefix?: string): Promise<string[]>;
   get(bucket: string, key: string): Promise<Buffer>;
   put(bucket: string, key: string, body: string): Promise<void>;
+  /** Calls `listener` with every request the server receives (to count a run's requests). */
+  onRequest(listener: (request: IncomingMessage) => void): void;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,9 @@ export async function startS3(buckets: string[]): Promise<S3Server> {
     },
     async put(bucket, key, body) {
       await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    },
+    onRequest(listener) {
+      (server as unknown as { httpServer: import('node:http').Server }).httpServer.on('request', listener);
     },
     async close() {
       client.destroy();
