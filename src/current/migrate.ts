@@ -42,15 +42,18 @@ function legacyPartition(table: TableName | 'wide' | 'xlsx', studyId: string): s
   return `${CURRENT_DIR}/${table}/study_id=${legacyName(studyId)}`;
 }
 
-/** Moves the study's partitions from their earlier names, if it has any there; see the top. */
+/**
+ * Moves the study's partitions from their earlier names, if it has any there; see the top.
+ * Returns whether it moved any.
+ */
 export async function migrateStudyPartitions(
   store: CurrentStore,
   studyId: string,
   scratchDir: string,
-): Promise<void> {
-  if (`study_id=${legacyName(studyId)}` === partitionName(studyId)) return;
+): Promise<boolean> {
+  if (`study_id=${legacyName(studyId)}` === partitionName(studyId)) return false;
   const owner = await ownerOf(store, legacyPartition('studies', studyId));
-  if (owner === null || owner.study_id !== studyId) return;
+  if (owner === null || owner.study_id !== studyId) return false;
   const dir = await mkdtemp(join(scratchDir, 'migrate-'));
   const same = (name: string) => name;
   try {
@@ -65,6 +68,7 @@ export async function migrateStudyPartitions(
     for (const table of [...tableNames.filter((t) => t !== 'studies'), 'studies' as const]) {
       await moveFolder(store, legacyPartition(table, studyId), partitionPath(table, studyId), dir, same);
     }
+    return true;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -36,6 +36,7 @@ import {
 import { migrateStudyPartitions } from './migrate.ts';
 import { CURRENT_PACKAGE, currentFormats, currentPackage } from './package.ts';
 import {
+  CURRENT_DIR,
   createPartCopy,
   createPartWriter,
   newestPart,
@@ -70,6 +71,50 @@ export interface CurrentContext {
   scratchDir: string;
   /** The service's base_url ("sandbox" for the embedded one), named in current/datapackage.json. */
   baseUrl?: string;
+  /** One listing of current/ for the whole run, for a run of many studies (CurrentListing). */
+  listing?: CurrentListing;
+}
+
+/**
+ * One listing of current/ for a run of many studies, from which each study's partitions are
+ * read instead of a listing of each of its folders (eight requests a study on object storage,
+ * where one listing request returns up to 1,000 keys, some sixty studies' files). Taken when
+ * the first study starts: until the run's commit only the run writes its studies' partitions
+ * (a shard owns its studies), so what it lists of them stays true; a study whose partitions a
+ * migration moves is listed again on its own.
+ */
+export class CurrentListing {
+  #folders: Promise<Map<string, Partition['files']>> | null = null;
+
+  constructor(private readonly store: CurrentStore) {}
+
+  /** The files directly in `folder` (a path under current/). */
+  async files(folder: string): Promise<Partition['files']> {
+    this.#folders ??= this.#list();
+    return (await this.#folders).get(folder) ?? [];
+  }
+
+  async #list(): Promise<Map<string, Partition['files']>> {
+    const folders = new Map<string, Partition['files']>();
+    for await (const file of this.store.list(CURRENT_DIR)) {
+      const slash = file.path.lastIndexOf('/');
+      if (slash === -1) continue;
+      const folder = `${CURRENT_DIR}/${file.path.slice(0, slash)}`;
+      const files = folders.get(folder) ?? [];
+      if (files.length === 0) folders.set(folder, files);
+      files.push({ name: file.path.slice(slash + 1), bytes: file.bytes });
+    }
+    return folders;
+  }
+}
+
+/**
+ * A study whose export found nothing (an incremental listing with no response, nothing lost):
+ * its preparation waits until the run is known to be committed, since a run where every study
+ * is such a study commits nothing and needs none of its parts (nothing-new.ts).
+ */
+function foundNothing(study: CurrentStudy): boolean {
+  return study.since !== null && study.lossless && study.responses === 0;
 }
 
 /** A study of the run: a full (since null) lossless export replaces the study's rows. */
@@ -77,6 +122,8 @@ export interface CurrentStudy {
   study_id: string;
   since: string | null;
   lossless: boolean;
+  /** Responses the run fetched for the study. */
+  responses?: number;
 }
 
 /** A study's new parts, ready in scratch, and what publishing them replaces. */
@@ -152,6 +199,8 @@ export class CurrentPreparation {
   readonly #queue = pLimit(1);
   readonly #prepared: Promise<PreparedStudy>[] = [];
   readonly #started = new Map<string, StudyStart>();
+  /** Studies that found nothing, waiting (foundNothing); null once the run is sure to be committed. */
+  #waiting: { study: CurrentStudy; start?: StudyStart }[] | null = [];
 
   constructor(private readonly context: CurrentContext) {}
 
@@ -183,21 +232,59 @@ export class CurrentPreparation {
     // From here its preparation owns the study's copies (and aborts them if it fails).
     const start = this.#started.get(study.study_id);
     this.#started.delete(study.study_id);
+    if (this.#waiting !== null && foundNothing(study)) {
+      this.#waiting.push({ study, start });
+      return;
+    }
+    // A study that found something: the run will be committed, so the waiting ones are prepared.
+    this.#prepareWaiting();
+    this.#prepare(study, start);
+  }
+
+  #prepare(study: CurrentStudy, start: StudyStart | undefined): void {
     const prepared = this.#queue(() => prepareStudy(this.context, study, start));
     // Reported by done(); the run fails there, before it is committed.
     prepared.catch(() => {});
     this.#prepared.push(prepared);
   }
 
-  /** Every study added, prepared; rejects with the first failure. */
-  done(): Promise<PreparedStudy[]> {
-    return Promise.all(this.#prepared);
+  #prepareWaiting(): void {
+    for (const { study, start } of this.#waiting ?? []) this.#prepare(study, start);
+    this.#waiting = null;
+  }
+
+  /**
+   * Every study added, prepared; rejects with the first failure. `unchanged`: the run commits
+   * nothing, so the studies that found nothing are left unprepared (their partitions as
+   * listed, no parts), which is all that making a partition whole again needs (repairStudy).
+   */
+  async done(options: { unchanged?: boolean } = {}): Promise<PreparedStudy[]> {
+    if (!options.unchanged) this.#prepareWaiting();
+    const waiting = this.#waiting ?? [];
+    this.#waiting = null;
+    const unprepared = await Promise.all(
+      waiting.map(async ({ study, start }) => {
+        const found = start ?? (await startStudy(this.context, study.study_id, { copy: false }));
+        for (const copy of found.copies?.values() ?? []) await copy.abort();
+        return {
+          studyId: study.study_id,
+          parts: [],
+          rewrite: new Set<TableName>(),
+          partitions: found.partitions,
+          wide: null,
+        };
+      }),
+    );
+    return [...(await Promise.all(this.#prepared)), ...unprepared];
   }
 
   /** Closes the copies of studies never added: their export failed (the files are in scratch). */
   async discard(): Promise<void> {
     for (const start of this.#started.values()) {
       for (const copy of start.copies?.values() ?? []) await copy.abort();
+    }
+    for (const { start } of this.#waiting ?? []) {
+      for (const copy of start?.copies?.values() ?? []) await copy.abort();
     }
   }
 }
@@ -239,8 +326,11 @@ async function startStudy(
   studyId: string,
   options: { copy: boolean },
 ): Promise<StudyStart> {
-  await migrateStudyPartitions(update.store, studyId, update.scratchDir);
-  const listed = await Promise.all(tableNames.map((table) => partitionOf(update.store, table, studyId)));
+  const moved = await migrateStudyPartitions(update.store, studyId, update.scratchDir);
+  const listing = moved ? undefined : update.listing;
+  const listed = await Promise.all(
+    tableNames.map((table) => partitionOf(update.store, table, studyId, listing)),
+  );
   const partitions = new Map(tableNames.map((table, i) => [table, listed[i] as Partition]));
   const dir = await mkdtemp(join(update.scratchDir, 'current-'));
   // The copies take the run's Parquet row groups: only when the run writes Parquet.
@@ -267,11 +357,18 @@ export interface Partition {
   previous: { path: string; bytes: number } | null;
 }
 
-async function partitionOf(store: CurrentStore, table: TableName, studyId: string): Promise<Partition> {
+async function partitionOf(
+  store: CurrentStore,
+  table: TableName,
+  studyId: string,
+  listing?: CurrentListing,
+): Promise<Partition> {
   const path = partitionPath(table, studyId);
-  const files: Partition['files'] = [];
-  for await (const file of store.list(path)) {
-    if (!file.path.includes('/')) files.push({ name: file.path, bytes: file.bytes });
+  const files: Partition['files'] = listing ? [...(await listing.files(path))] : [];
+  if (!listing) {
+    for await (const file of store.list(path)) {
+      if (!file.path.includes('/')) files.push({ name: file.path, bytes: file.bytes });
+    }
   }
   const newest = newestPart(files.map((file) => file.name));
   const previous = newest
@@ -382,8 +479,8 @@ async function prepareStudy(
     rewrite.has('responses') ||
     rewrite.has('questions') ||
     rewrite.has('transcript') ||
-    !(await hasFiles(store, wideFolder(id))) ||
-    (withWorkbook && !(await hasFiles(store, workbookFolder(id))));
+    !(await hasFiles(store, wideFolder(id), update.listing)) ||
+    (withWorkbook && !(await hasFiles(store, workbookFolder(id), update.listing)));
   const copied = start?.copies && linkId !== undefined ? await copiedWide(start, id, linkId) : null;
   let wide: PreparedPart | null = null;
   if (linkId !== undefined && wideChanged) {
@@ -496,7 +593,9 @@ export async function repairStudy(
   return true;
 }
 
-async function hasFiles(store: CurrentStore, folder: string): Promise<boolean> {
+async function hasFiles(store: CurrentStore, folder: string, listing?: CurrentListing): Promise<boolean> {
+  // The sheet and the workbook lie directly in their folders.
+  if (listing && (await listing.files(folder)).length > 0) return true;
   for await (const _ of store.list(folder)) return true;
   return false;
 }

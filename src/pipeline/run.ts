@@ -15,6 +15,7 @@ import { currentOwners, sharedWarning } from '../current/owners.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import {
   type CurrentContext,
+  CurrentListing,
   CurrentPreparation,
   type PreparedStudy,
   publishParts,
@@ -95,6 +96,12 @@ const STUDIES_IN_PARALLEL = 3;
  * the next studies' details keep requests in flight instead of waiting for their listings.
  */
 const STUDIES_LISTED_AHEAD = 3;
+
+/**
+ * From this many studies in a run, current/ is listed once for the run (CurrentListing): a
+ * listing request returns 1,000 keys, some sixty studies' files, against eight for a study.
+ */
+const STUDIES_FOR_ONE_LISTING = 16;
 
 /** Warnings go to the manifest and, as they happen, to the person watching. */
 interface WarningLog {
@@ -178,7 +185,15 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       const previousRun = options.recorded || options.full ? null : await pipelineDir.latest();
       const run = await pipelineDir.createRun(startedAt);
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
-      const currentContext = { ...currentSide, runId: run.id, staging };
+      const currentContext = {
+        ...currentSide,
+        runId: run.id,
+        staging,
+        // Past a few studies one listing of current/ costs less than one per study's folder.
+        ...(listing.studies.length >= STUDIES_FOR_ONE_LISTING
+          ? { listing: new CurrentListing(storage) }
+          : {}),
+      };
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
       const current = options.recorded ? null : new CurrentPreparation(currentContext);
       // One study per response id, in the run and across runs in current/.
@@ -212,7 +227,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           claims,
         });
         // Each study's parts were prepared as it ended; the last ones while the run closed.
-        prepared = current ? await current.done() : null;
+        prepared = current ? await current.done({ unchanged: exported.result.status === 'unchanged' }) : null;
         if (exported.result.status === 'unchanged') {
           // Nothing new: no run folder, latest and the state stay as they are; a partition
           // left with two parts (by a version that could leave them) is made whole.

@@ -1,0 +1,70 @@
+/**
+ * A run of many small studies: current/ is listed once for the run, and a study that found
+ * nothing is prepared only once the run is sure to be committed. After a first run, a rerun
+ * with nothing new and an incremental run where one late study changed, DuckDB over current/
+ * reads exactly what a fresh full export of the service holds, row for row.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tableNames } from '../../src/load/tables.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { currentTables, partitions } from './helpers.ts';
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 47, studies: 121, responses: 2 });
+});
+afterAll(async () => {
+  await sandbox?.close();
+});
+
+async function freshExport(): Promise<Awaited<ReturnType<typeof currentTables>>> {
+  return withTempDir(async (fresh) => {
+    const result = await runAgainst(
+      sandbox,
+      sandboxConfig(sandbox, fresh, { output: { formats: ['parquet'] } }),
+    );
+    return currentTables(result.runDir!, 'run');
+  });
+}
+
+describe('current/ of a run of over a hundred small studies', () => {
+  it('equals a fresh full export after a first run, a rerun with nothing new and an incremental run', async () => {
+    await withTempDir(async (out) => {
+      const current = join(out, 'test', 'current');
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet'] } });
+      const first = await runAgainst(sandbox, config);
+      expect(first.status).toBe('complete');
+      const studies = sandbox.studies();
+      const exported = Object.keys(await partitions(current, 'studies'));
+      expect(exported.length).toBeGreaterThanOrEqual(120);
+      const expected = await freshExport();
+      expect(expected.responses.length).toBeGreaterThanOrEqual(240);
+      expect(await currentTables(current)).toEqual(expected);
+
+      const unchanged = await runAgainst(sandbox, config);
+      expect(unchanged.status).toBe('unchanged');
+      expect(unchanged.runDir).toBeNull();
+      expect(await currentTables(current)).toEqual(expected);
+
+      // A study late in the list changes: the studies before it waited, and are prepared then.
+      const late = studies.filter((study) => exported.includes(`study_id=${study.id}`)).at(-1)!;
+      const added = sandbox.addResponse(late.link_id);
+      const third = await runAgainst(sandbox, config);
+      expect(third.status).toBe('complete');
+      const now = await currentTables(current);
+      expect(now).toEqual(await freshExport());
+      expect(now.responses.filter((row) => JSON.parse(row).response_id === added)).toHaveLength(1);
+      // Every partition whole: one part per format.
+      for (const table of tableNames) {
+        for (const [partition, files] of Object.entries(await partitions(current, table))) {
+          expect(
+            files.filter((f) => f.endsWith('.parquet')),
+            `${table}/${partition}`,
+          ).toHaveLength(1);
+        }
+      }
+    });
+  }, 600_000);
+});

@@ -1,0 +1,82 @@
+/**
+ * A rerun with nothing new, to s3://, of an output of many small studies: the requests it
+ * makes, counted at a real S3-protocol server on loopback (s3rver). It reads the state it needs
+ * (one object a study) and the run's own records, lists current/ at most once, and reads no
+ * part of current/.
+ */
+import type { IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentReporter } from '../../src/pipeline/progress.ts';
+import { runPipeline } from '../../src/pipeline/run.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { KEY_ENV, sandboxConfig } from '../pipeline/helpers.ts';
+import { EnvironmentPatch } from '../shared.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+
+let sandbox: Sandbox;
+let s3: S3Server;
+const environment = new EnvironmentPatch();
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 53, studies: 61, responses: 1 });
+  s3 = await startS3(['exports']);
+  environment.set(S3_CREDENTIALS);
+});
+afterAll(async () => {
+  environment.restore();
+  await s3?.close();
+  await sandbox?.close();
+});
+
+interface Request {
+  method: string;
+  key: string;
+  list: boolean;
+}
+
+function described(request: IncomingMessage): Request {
+  const url = new URL(request.url ?? '/', 'http://s3');
+  const [, , ...key] = url.pathname.split('/');
+  const list = request.method === 'GET' && key.length === 0;
+  const prefix = url.searchParams.get('prefix') ?? '';
+  return { method: request.method ?? '', key: list ? prefix : decodeURIComponent(key.join('/')), list };
+}
+
+describe('a rerun with nothing new to s3://, many studies', () => {
+  it('makes one request a study (its state) and a fixed few for the run; no reads of current/ parts', async () => {
+    const config = sandboxConfig(sandbox, 's3://exports/many', { output: { s3: { endpoint: s3.endpoint } } });
+    // The run's files are read back by other tests (s3-run.test.ts); here only requests count.
+    const run = () =>
+      runPipeline({
+        config,
+        configFile: 'test pipeline',
+        reporter: silentReporter,
+        env: { [KEY_ENV]: sandbox.api_key },
+      });
+    const first = await run();
+    expect(first.status).toBe('complete');
+    const studies = (await s3.keys('exports', 'many/test/state/')).length;
+    expect(studies).toBe(60);
+
+    const requests: Request[] = [];
+    s3.onRequest((request) => requests.push(described(request)));
+    const rerun = await run();
+    expect(rerun.status).toBe('unchanged');
+
+    const lists = requests.filter((r) => r.list);
+    const currentReads = requests.filter(
+      (r) => !r.list && r.method === 'GET' && r.key.startsWith('many/test/current/'),
+    );
+    const stateReads = requests.filter((r) => r.method === 'GET' && r.key.startsWith('many/test/state/'));
+    expect(currentReads).toEqual([]);
+    expect(stateReads).toHaveLength(studies);
+    // Listings are per run, not per study (the state, runs, leftovers, what the run staged).
+    expect(lists.length).toBeLessThanOrEqual(8);
+    // Beyond the state, what the run needs is per run: the lease, latest, source.json, and the
+    // run's own files, staged then discarded once it found nothing new.
+    expect(
+      requests.length - stateReads.length,
+      JSON.stringify(requests.map((r) => [r.method, r.key])),
+    ).toBeLessThanOrEqual(40);
+  }, 300_000);
+});
