@@ -122,7 +122,7 @@ describe('first run on a terminal (tmux)', () => {
 
   it('shows the start line, bars that end, one folded warning line, a blank line, one time', async () => {
     const command = `cd '${work.dir}' && '${process.execPath}' '${bin}' run; echo "exit $?"; sleep 120`;
-    await tmux('new-session', '-d', '-x', '160', '-y', '100', 'sh', '-c', command);
+    await tmux('new', '-d', '-x', '160', '-y', '100', 'sh', '-c', command);
     const screen = await waitForScreen(tmux, /^exit \d+$/m);
     const lines = screen.split('\n').map((line) => line.trimEnd());
     const first = lines.findIndex((line) => line !== '');
