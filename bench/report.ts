@@ -25,15 +25,20 @@ export function machine() {
   };
 }
 
-/** bench/results/<UTC time>[-quick].json and latest.json (latest-quick.json for --quick). */
-export async function writeResults(result: object, mode: 'full' | 'quick'): Promise<string[]> {
+/**
+ * bench/results/<UTC time><suffix>.json and latest<suffix>.json: the full bench with no suffix,
+ * --quick with "-quick", the start-up and many-studies benches with "-startup" and "-studies".
+ */
+export async function writeResults(
+  result: object,
+  suffix: '' | '-quick' | '-startup' | '-studies',
+): Promise<string[]> {
   const dir = join(repoRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   const stamp = new Date()
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
-  const suffix = mode === 'quick' ? '-quick' : '';
   const text = `${JSON.stringify(result, null, 2)}\n`;
   const files = [join(dir, `${stamp}${suffix}.json`), join(dir, `latest${suffix}.json`)];
   for (const file of files) await writeFile(file, text);

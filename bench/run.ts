@@ -308,7 +308,7 @@ async function main(): Promise<void> {
       machine: machine(),
       total_s: seconds(Date.now() - started),
     };
-    const files = await writeResults(result, plan.mode);
+    const files = await writeResults(result, plan.mode === 'quick' ? '-quick' : '');
     log(`results written to ${files.join(', ')}`);
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {

@@ -7,12 +7,12 @@
  * bench/results/<UTC time>-startup.json and latest-startup.json.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './processes.ts';
-import { machine, round } from './report.ts';
+import { machine, round, writeResults } from './report.ts';
 
 const exec = promisify(execFile);
 
@@ -72,15 +72,7 @@ async function main(): Promise<void> {
       installed_version_rounds_ms: installed.map((ms) => round(ms, 1)),
       node_e0_rounds_ms: bare.map((ms) => round(ms, 1)),
     };
-    const dir = join(repoRoot, 'bench', 'results');
-    await mkdir(dir, { recursive: true });
-    const stamp = new Date()
-      .toISOString()
-      .replace(/[-:]/g, '')
-      .replace(/\.\d+Z$/, 'Z');
-    const text = `${JSON.stringify(result, null, 2)}\n`;
-    for (const name of [`${stamp}-startup.json`, 'latest-startup.json'])
-      await writeFile(join(dir, name), text);
+    await writeResults(result, '-startup');
     process.stdout.write(
       `installed --version ${result.installed_version_ms} ms, node -e 0 ${result.node_e0_ms} ms: ratio ${result.startup_vs_node}\n`,
     );

@@ -22,8 +22,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3_CREDENTIALS, startS3 } from '../test/storage/s3rver.ts';
 import type { ExportInput, ExportResult } from './export.ts';
-import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
-import { machine, medianBy, round } from './report.ts';
+import { runStep, startSandboxProcess } from './processes.ts';
+import { machine, medianBy, round, writeResults } from './report.ts';
 
 type Measured<T> = T & { maxrss_mb: number };
 
@@ -230,17 +230,8 @@ async function main(): Promise<void> {
       machine: machine(),
       total_s: seconds(Date.now() - started),
     };
-    const { writeFile, mkdir } = await import('node:fs/promises');
-    const dir = join(repoRoot, 'bench', 'results');
-    await mkdir(dir, { recursive: true });
-    const stamp = new Date()
-      .toISOString()
-      .replace(/[-:]/g, '')
-      .replace(/\.\d+Z$/, 'Z');
-    const text = `${JSON.stringify(result, null, 2)}\n`;
-    for (const name of [`${stamp}-studies.json`, 'latest-studies.json'])
-      await writeFile(join(dir, name), text);
-    log(`results written to bench/results/${stamp}-studies.json`);
+    const [file] = await writeResults(result, '-studies');
+    log(`results written to ${file}`);
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     await rm(work, { recursive: true, force: true });

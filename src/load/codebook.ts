@@ -21,7 +21,8 @@ export interface CodebookStudy {
   since: string | null;
 }
 
-export interface CodebookInput {
+/** What a guide (README.md, report.html) is about: one run, or the current/ dataset. */
+export interface GuideSubject {
   /** A run folder, or the current/ dataset. */
   kind: 'run' | 'current';
   pipeline: string;
@@ -32,6 +33,9 @@ export interface CodebookInput {
   startedAt: string;
   finishedAt: string;
   status?: 'complete' | 'partial';
+}
+
+export interface CodebookInput extends GuideSubject {
   studies: readonly CodebookStudy[];
   formats: readonly Format[];
   /** Paths of the files written, relative to the folder. */

@@ -7,6 +7,7 @@
  * prints. All text from the service or respondents is escaped.
  */
 import type { Warning } from '../records.ts';
+import type { GuideSubject } from './codebook.ts';
 import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
 import { columnBars, escapeHtml as e, shorten, stackedBars } from './svg-charts.ts';
 
@@ -21,14 +22,7 @@ export interface ReportStudy {
   error?: string | null;
 }
 
-export interface ReportInput {
-  kind: 'run' | 'current';
-  pipeline: string;
-  service: string;
-  runId: string;
-  startedAt: string;
-  finishedAt: string;
-  status?: 'complete' | 'partial';
+export interface ReportInput extends GuideSubject {
   /** The studies in the order to show them. */
   studies: readonly ReportStudy[];
   stats: RunStats;

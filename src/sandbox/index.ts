@@ -5,6 +5,7 @@
  */
 import type { ListedResponse, Study } from '../api/resources.ts';
 import { ConfigError } from '../errors.ts';
+import { untilStopped } from '../util/signals.ts';
 import { type ApiContext, apiHandler, listItemOf, mutationKey } from './api.ts';
 import { type Clock, createClock } from './clock.ts';
 import { DataSet, type Modality, type StudyRecord } from './dataset.ts';
@@ -241,15 +242,7 @@ export async function runSandboxCommand(options: SandboxOptions): Promise<void> 
   const sandbox = await startSandbox(options);
   const { base_url, api_key, storage_url, stream_url } = sandbox;
   process.stdout.write(`${JSON.stringify({ base_url, api_key, storage_url, stream_url })}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilStopped();
   await sandbox.close();
 }
 

@@ -5,10 +5,10 @@
  * its declared schema: every cell cast, primary keys and foreign keys (relations) checked.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { hashFile } from '../../src/util/fs.ts';
 
 interface FrictionlessResource {
   name: string;
@@ -55,17 +55,12 @@ async function fileDigest(
   part: FrictionlessResource,
   file: string,
 ): Promise<{ sha256: string; length: number }> {
-  const hash = createHash('sha256');
   if ((await stat(file)).size <= 4 * 1024 * 1024) {
     const bytes = (await part.rawRead()) ?? Buffer.alloc(0);
-    return { sha256: hash.update(bytes).digest('hex'), length: bytes.length };
+    return { sha256: createHash('sha256').update(bytes).digest('hex'), length: bytes.length };
   }
-  let length = 0;
-  for await (const chunk of createReadStream(file)) {
-    hash.update(chunk as Buffer);
-    length += (chunk as Buffer).length;
-  }
-  return { sha256: hash.digest('hex'), length };
+  const { sha256, bytes } = await hashFile(file);
+  return { sha256, length: bytes };
 }
 
 export async function validateDataPackage(dir: string): Promise<FrictionlessReport> {

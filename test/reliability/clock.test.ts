@@ -4,15 +4,13 @@
  * exported by the next one, with a warning naming the skew; through the command line, with
  * verify and DuckDB over the run and over current/ finding every response once.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { readPipelineState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
 import { duckdb } from '../load/readers.ts';
-import { KEY_ENV, readManifest, withTempDir } from './helpers.ts';
+import { cliPipeline, readManifest, withTempDir } from './helpers.ts';
 
 const HOUR = 60 * 60 * 1000;
 
@@ -20,26 +18,7 @@ it('a service clock an hour behind: the response created after a run is exported
   const sandbox = await startSandbox({ seed: 111, studies: 1, responses: 3, startTime: Date.now() - HOUR });
   try {
     await withTempDir(async (dir) => {
-      const out = join(dir, 'out');
-      const pipelineFile = join(dir, 'pipeline.yaml');
-      await writeFile(
-        pipelineFile,
-        [
-          'name: clock',
-          `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV} }`,
-          `output: { dir: "${out}", formats: [csv, parquet] }`,
-          'media: { enabled: false }',
-          '',
-        ].join('\n'),
-      );
-      const run = async () => {
-        const cli = await runCli(['run', '--config', pipelineFile], {
-          cwd: dir,
-          env: { [KEY_ENV]: sandbox.api_key },
-        });
-        const runDir = /^run: (.+)$/m.exec(cli.stdout)?.[1];
-        return { ...cli, runDir: runDir?.startsWith('/') ? runDir : join(dir, runDir ?? '') };
-      };
+      const { out, run } = await cliPipeline(sandbox, dir, 'clock');
       const [study] = sandbox.studies();
       const link = study!.link_id;
 

@@ -2,13 +2,15 @@
  * What every reliability case asserts after a whole run: nothing lost, nothing duplicated,
  * rejects recorded with a reason, and the key nowhere (files, logs, media requests).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import type { Reject } from '../../src/records.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { runCli } from '../cli/helpers.ts';
 import { readCsv, readHyparquet } from '../load/readers.ts';
+import { KEY_ENV } from '../pipeline/helpers.ts';
 
 export {
   detailRequests,
@@ -95,3 +97,37 @@ export async function sortedCsvRows(runDir: string, table: string): Promise<stri
 }
 
 export { expectMediaRequestsKeyless } from '../shared.ts';
+
+/**
+ * A pipeline file in `dir` for `service` (CSV and Parquet, no media), and `study-export run` of
+ * it as a child process (extra arguments to `run`, extra environment such as TZ in `env`) with the
+ * run folder it printed.
+ */
+export async function cliPipeline(
+  service: Pick<Sandbox, 'base_url' | 'api_key'>,
+  dir: string,
+  name: string,
+  env: Record<string, string> = {},
+) {
+  const out = join(dir, 'out');
+  const pipelineFile = join(dir, 'pipeline.yaml');
+  await writeFile(
+    pipelineFile,
+    [
+      `name: ${name}`,
+      `source: { base_url: "${service.base_url}", api_key_env: ${KEY_ENV} }`,
+      `output: { dir: "${out}", formats: [csv, parquet] }`,
+      'media: { enabled: false }',
+      '',
+    ].join('\n'),
+  );
+  const run = async (...args: string[]) => {
+    const cli = await runCli(['run', '--config', pipelineFile, ...args], {
+      cwd: dir,
+      env: { [KEY_ENV]: service.api_key, ...env },
+    });
+    const runDir = /^run: (.+)$/m.exec(cli.stdout)?.[1] ?? '';
+    return { ...cli, runDir: runDir.startsWith('/') ? runDir : join(dir, runDir) };
+  };
+  return { out, run };
+}

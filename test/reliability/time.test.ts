@@ -4,16 +4,15 @@
  * Parquet (TIMESTAMP micros, read back by DuckDB and hyparquet value by value), and across
  * runs the later-fetched copy of a response is the current one, even re-stamped earlier.
  */
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { duckdb, readCsv } from '../load/readers.ts';
-import { KEY_ENV, withTempDir } from './helpers.ts';
+import { cliPipeline, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -49,22 +48,8 @@ it('zone-less timestamps are UTC under TZ=Asia/Kathmandu and keep their microsec
     ]);
     for (const [id, stamp] of stamps)
       sandbox.mutateListItem(study!.link_id, id, (item) => ({ ...item, ...stamp }));
-    const out = join(dir, 'out');
-    const pipelineFile = join(dir, 'pipeline.yaml');
-    await writeFile(
-      pipelineFile,
-      [
-        'name: tz',
-        `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV} }`,
-        `output: { dir: "${out}", formats: [csv, parquet] }`,
-        'media: { enabled: false }',
-        '',
-      ].join('\n'),
-    );
-    const cli = await runCli(['run', '--config', pipelineFile], {
-      cwd: dir,
-      env: { [KEY_ENV]: sandbox.api_key, TZ: 'Asia/Kathmandu' },
-    });
+    const { out, run } = await cliPipeline(sandbox, dir, 'tz', { TZ: 'Asia/Kathmandu' });
+    const cli = await run();
     expect(cli.code, cli.stderr).toBe(0);
     const runs = join(out, 'tz', 'runs');
     const runDir = join(runs, (await readdir(runs)).find((name) => !name.startsWith('.'))!);
@@ -124,10 +109,7 @@ it('zone-less timestamps are UTC under TZ=Asia/Kathmandu and keep their microsec
 
     // --since without a zone is UTC too: the service is asked from 18:19 UTC, not 12:34.
     const from = sandbox.requests.length;
-    const since = await runCli(['run', '--config', pipelineFile, '--since', '2025-03-12T18:19:00'], {
-      cwd: dir,
-      env: { [KEY_ENV]: sandbox.api_key, TZ: 'Asia/Kathmandu' },
-    });
+    const since = await run('--since', '2025-03-12T18:19:00');
     expect([0, 3]).toContain(since.code);
     const listings = sandbox.requests.slice(from).filter((r) => r.path.includes('updated_since='));
     expect(listings.length).toBeGreaterThan(0);
@@ -148,26 +130,7 @@ it('the later-fetched copy replaces the stale one in current/ when the service r
       const [future, epoch] = own.responses(link);
       own.mutateListItem(link, future!.id, (item) => ({ ...item, updated_at: '2099-01-01T00:00:00Z' }));
       own.mutateListItem(link, epoch!.id, (item) => ({ ...item, updated_at: '2025-06-01T00:00:00Z' }));
-      const out = join(dir, 'out');
-      const pipelineFile = join(dir, 'pipeline.yaml');
-      await writeFile(
-        pipelineFile,
-        [
-          'name: test',
-          `source: { base_url: "${own.base_url}", api_key_env: ${KEY_ENV} }`,
-          `output: { dir: "${out}", formats: [csv, parquet] }`,
-          'media: { enabled: false }',
-          '',
-        ].join('\n'),
-      );
-      const run = async () => {
-        const cli = await runCli(['run', '--config', pipelineFile], {
-          cwd: dir,
-          env: { [KEY_ENV]: own.api_key },
-        });
-        const runDir = /^run: (.+)$/m.exec(cli.stdout)?.[1] ?? '';
-        return { ...cli, runDir: runDir.startsWith('/') ? runDir : join(dir, runDir) };
-      };
+      const { out, run } = await cliPipeline(own, dir, 'test');
       const first = await run();
       expect(first.code, first.stderr).toBe(0);
 

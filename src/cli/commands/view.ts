@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { CommandModule } from 'yargs';
+import { untilStopped } from '../../util/signals.ts';
 import type { CliContext } from '../context.ts';
 import { integerOption } from '../usage.ts';
 
@@ -53,15 +54,7 @@ export function viewCommand(context: CliContext): CommandModule<object, ViewArgs
         `${server.url}  ${what}: ${data.studies.length} studies, ${data.responses.size} responses (read-only; Ctrl-C stops it)\n`,
       );
       if (args.open) openBrowser(server.url, context);
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilStopped();
       await server.close();
     },
   };
