@@ -16,6 +16,7 @@ import type { Format, TableFormat } from '../config/schema.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
 import { type TableName, tableNames } from '../load/tables.ts';
 import { redact } from '../redact.ts';
+import { compareRunIds } from '../run-id.ts';
 import { CURRENT_DIR, parsePartName, storeBuffer } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
@@ -97,7 +98,8 @@ function newestParts(
     const part = parsePartName(name);
     if (!part || part.format !== format) continue;
     const seen = newest.get(partition);
-    if (!seen || seen.runId < part.runId) newest.set(partition, { ...file, runId: part.runId });
+    if (!seen || compareRunIds(seen.runId, part.runId) < 0)
+      newest.set(partition, { ...file, runId: part.runId });
   }
   return [...newest.values()].map(({ path, bytes }) => ({ path, bytes }));
 }

@@ -15,6 +15,7 @@ import {
 } from '../load/parquet.ts';
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
 import { idOf, partitionValueOf } from '../names.ts';
+import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
@@ -58,11 +59,15 @@ export function parsePartName(name: string): { runId: string; format: Format } |
   return match ? { runId: match[1] as string, format: match[2] as Format } : null;
 }
 
-/** Run ids start with their UTC time; the newest part is the one with the latest. */
+/** The Parquet part of the latest run (run ids order as the runs started). */
 export function newestPart(names: readonly string[]): string | null {
-  const parquet = names.filter((name) => parsePartName(name)?.format === 'parquet');
-  parquet.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return parquet.at(-1) ?? null;
+  let newest: { name: string; runId: string } | null = null;
+  for (const name of names) {
+    const part = parsePartName(name);
+    if (part?.format !== 'parquet') continue;
+    if (!newest || compareRunIds(newest.runId, part.runId) < 0) newest = { name, runId: part.runId };
+  }
+  return newest?.name ?? null;
 }
 
 /** A file in the store as hyparquet reads it: ranged reads, nothing held beyond a slice. */

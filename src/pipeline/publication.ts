@@ -23,6 +23,7 @@ import {
 } from '../current/update.ts';
 import { RunError, type StudyExportError } from '../errors.ts';
 import { MANIFEST_FILE } from '../load/manifest.ts';
+import { compareRunIds } from '../run-id.ts';
 import type { Storage } from '../storage/types.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { ownRun, readLatest, shardNames } from './run-dir.ts';
@@ -85,7 +86,7 @@ export async function completePending(input: {
     const runId = file.path.slice(0, -'.json'.length);
     if (ownRun(runId, suffix)) runIds.push(runId);
   }
-  runIds.sort();
+  runIds.sort(compareRunIds);
   const done = { completed: [] as string[], undone: [] as string[] };
   for (const runId of runIds) {
     const record = await readRecord(storage, runId);

@@ -15,6 +15,7 @@
  * on object storage, anything a run did not discard), and the next run clears those.
  */
 import { MANIFEST_FILE } from '../load/manifest.ts';
+import { runIdAt } from '../run-id.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Shard, shardLabel } from './shard.ts';
@@ -22,14 +23,6 @@ import type { PreviousRun } from './types.ts';
 
 /** What a killed run left on object storage is removed once it is this old (docs/object-storage.md). */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
-
-/** Run ids are UTC times, e.g. 20261121T235500Z. */
-export function runIdAt(time: number): string {
-  return new Date(time)
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z');
-}
 
 export interface RunDirectory {
   id: string;

@@ -12,6 +12,7 @@ import Papa from 'papaparse';
 import { newestPart, parsePartName, readPart } from '../current/parts.ts';
 import { RunError } from '../errors.ts';
 import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { compareRunIds } from '../run-id.ts';
 import { type Row, type TableName, tables } from '../load/tables.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
@@ -226,8 +227,7 @@ async function runsLocator(root: string, s3: S3Settings): Promise<ViewData['loca
   const pipeline = await openStorage(root, s3);
   const runIds = (await pipeline.listFolders('runs').catch(() => [] as string[]))
     .filter((id) => !id.startsWith('.'))
-    .sort()
-    .reverse();
+    .sort((a, b) => compareRunIds(b, a));
   const zips = new Map<string, Promise<ZipIndex | null>>();
   const zipOf = (runId: string) => {
     let zip = zips.get(runId);
