@@ -8,6 +8,7 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { RunError } from '../errors.ts';
+import { makeDirectory } from '../util/fs.ts';
 import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { type ByteSink, HashedOutputFile } from './output-file.ts';
 import type { CreateOptions } from './types.ts';
@@ -68,19 +69,25 @@ export function hiddenPathFor(absolutePath: string): string {
 }
 
 /**
- * Creates (or truncates) `absolutePath`, named `path` in the stored file; a missing folder or
- * a permission problem fails here. With `hidden`, the bytes go to a hidden name beside it,
- * renamed into place on close: nothing is visible under the name before it is complete.
+ * Creates (or truncates) `absolutePath`, named `path` in the stored file; a permission problem
+ * fails here. With `hidden`, the bytes go to a hidden name beside it, renamed into place on
+ * close: nothing is visible under the name before it is complete. With `makeFolder`, a missing
+ * folder is made, after the file is tried: the folder is there for every file but the first,
+ * and making it first would cost a mkdir and a stat each time.
  */
 export async function openLocalFile(
   absolutePath: string,
   path = absolutePath,
-  options: { hidden?: boolean } & CreateOptions = {},
+  options: { hidden?: boolean; makeFolder?: boolean } & CreateOptions = {},
 ): Promise<HashedOutputFile> {
   const target = options.hidden ? hiddenPathFor(absolutePath) : absolutePath;
-  const stream = createWriteStream(target, { flags: 'w' });
+  let stream: WriteStream;
   try {
-    await once(stream, 'open');
+    stream = await openStream(target).catch(async (cause: unknown) => {
+      if (!options.makeFolder || (cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
+      await makeDirectory(dirname(absolutePath));
+      return openStream(target);
+    });
   } catch (cause) {
     // Too many open files, a full disk, permission: said in plain words with the path.
     // The file's own name, not the hidden one it is written under.
@@ -92,4 +99,10 @@ export async function openLocalFile(
   }
   const sink = new LocalByteSink(target, stream, options.hidden ? absolutePath : null);
   return new HashedOutputFile(path, absolutePath, sink, options.sha256);
+}
+
+async function openStream(target: string): Promise<WriteStream> {
+  const stream = createWriteStream(target, { flags: 'w' });
+  await once(stream, 'open');
+  return stream;
 }

@@ -72,8 +72,11 @@ export class LocalStorage implements Storage {
    */
   async create(path: string, options: CreateOptions = {}): Promise<OutputFile> {
     const absolute = this.describe(path);
-    if (path.includes('/')) await makeDirectory(dirname(absolute));
-    return openLocalFile(absolute, path, { ...options, hidden: !this.options.unseen });
+    return openLocalFile(absolute, path, {
+      ...options,
+      hidden: !this.options.unseen,
+      makeFolder: path.includes('/'),
+    });
   }
 
   /** A rename where the scratch space is on the same file system; else a copy, renamed into place. */
