@@ -24,6 +24,8 @@ export interface StudyStage {
 
 interface StudyFiles {
   dir: string;
+  /** The tables staged; their files stay open only until the study is closed. */
+  tables: Set<TableName>;
   sinks: Map<TableName, { sink: Promise<OutputFile>; queue: Promise<void> }>;
   incomplete: Set<string>;
   closed: Promise<void> | null;
@@ -50,6 +52,7 @@ export class CurrentStaging {
     if (!files) {
       files = {
         dir: join(this.dir, String(this.#studies.size)),
+        tables: new Set(),
         sinks: new Map(),
         incomplete: new Set(),
         closed: null,
@@ -82,7 +85,7 @@ export class CurrentStaging {
   /** The staged rows of one study's table, in the order they were written. */
   async *rows<T extends TableName>(studyId: string, table: T): AsyncIterable<Row<T>> {
     const study = this.#studies.get(studyId);
-    if (!study?.sinks.has(table)) return;
+    if (!study?.tables.has(table)) return;
     await this.forStudy(studyId).close();
     const lines = createInterface({
       input: createReadStream(pathOf(study, table), 'utf8'),
@@ -130,13 +133,16 @@ function sinkOf(study: StudyFiles, table: TableName) {
     const sink = mkdir(study.dir, { recursive: true }).then(() => openLocalFile(pathOf(study, table)));
     entry = { sink, queue: sink.then(() => undefined) };
     study.sinks.set(table, entry);
+    study.tables.add(table);
   }
   return entry;
 }
 
+/** Closes the study's files and lets go of them: a run of many studies holds none it is done with. */
 async function closeAll(study: StudyFiles): Promise<void> {
   for (const entry of study.sinks.values()) {
     await entry.queue;
     await (await entry.sink).close();
   }
+  study.sinks.clear();
 }

@@ -192,11 +192,18 @@ export async function settleCurrent(
 }
 
 /**
- * Prepares each study as soon as its export is done, one study at a time, while the run
- * still exports others: the encoding fills the time the export waits on the service.
+ * Studies prepared at once. A small study's preparation is mostly waiting on the file system
+ * (a dozen small files made, moved and listed); one at a time, a run of many small studies
+ * ends long after its export, holding every waiting study's files open meanwhile.
+ */
+const STUDIES_PREPARED_AT_ONCE = 4;
+
+/**
+ * Prepares each study as soon as its export is done, while the run still exports others: the
+ * encoding fills the time the export waits on the service.
  */
 export class CurrentPreparation {
-  readonly #queue = pLimit(1);
+  readonly #queue = pLimit(STUDIES_PREPARED_AT_ONCE);
   readonly #prepared: Promise<PreparedStudy>[] = [];
   readonly #started = new Map<string, StudyStart>();
   /** Studies that found nothing, waiting (foundNothing); null once the run is sure to be committed. */

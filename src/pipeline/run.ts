@@ -549,7 +549,6 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     for (const reject of listing.rejects) sinks.rejects.write(reject);
     for (const warning of listing.warnings) sinks.warn(warning);
     await writers.write('studies', studies.map(studyRow));
-    await Promise.all(studies.map((study) => staging.forStudy(study.id).write('studies', [studyRow(study)])));
     reporter.start('studies', studies.length);
     reporter.start('pages');
     reporter.start('details', expectedResponses(studies, state, options, config));
@@ -570,6 +569,9 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
         studyLimit(async () => {
           reporter.studyStarted?.(study.id);
           const stage = staging.forStudy(study.id);
+          // Staged as the study starts: a file opened for each study up front would stay open
+          // until that study's turn.
+          await stage.write('studies', [studyRow(study)]);
           const copy = current ? await current.begin(study.id) : null;
           if (copy) writers.copyStudy(study.id, copy.tables);
           const outcome = await exportStudy({
