@@ -2,9 +2,11 @@
  * When a run writes no run folder. A night with nothing new on the service should not add
  * an empty run and move `latest` to it: `latest` would then name a run holding none of the
  * data, and the runs folder would fill with empty runs. So a run is committed only when it
- * exported something or has something to report; otherwise it is discarded before its
- * commit and the state is left as it is (a watermark that does not move only makes the next
- * listing start a little earlier: nothing is skipped).
+ * exported something or has something to report; otherwise nothing is written and the state
+ * is left as it is (a watermark that does not move only makes the next listing start a little
+ * earlier: nothing is skipped). Such a run mostly knows before it writes anything (lookAhead):
+ * it then takes no lease and stages no run. One that learns it only after taking its lease
+ * (it first finished a killed run's records) discards its run folder before the commit.
  *
  * A run is always written when it is a first run (no earlier run in `latest` or the state), a
  * full export of any study (--full, incremental: false, a study seen for the first time,
@@ -14,7 +16,12 @@
  * nothing but state/ (examples/github-actions.yml) has no `latest`, and its empty nights write
  * nothing either.
  */
+import pLimit from 'p-limit';
+import type { ApiClient, Fetched } from '../api/client.ts';
+import { responseCountInDesc, type Study } from '../api/resources.ts';
+import { AuthError, StudyExportError } from '../errors.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
+import { weightedGate } from '../util/concurrency.ts';
 import type { State } from './state.ts';
 
 export interface RunFindings {
@@ -56,6 +63,134 @@ function studyUnchanged(outcome: StudyOutcome, state: State): boolean {
     outcome.media_failed === 0 &&
     outcome.lossless
   );
+}
+
+export interface LookAheadInput {
+  client: ApiClient;
+  studies: Study[];
+  /** updated_since of each study (null: listed from the beginning). */
+  since: (study: Study) => string | null;
+  state: State;
+  /** The run `latest` names, null when there is none. */
+  latest: string | null;
+  /** Rejects and warnings so far (the study list's included). */
+  rejects: number;
+  warnings: () => number;
+  /** Whether the shard's earlier runs left records to finish (publication.ts). */
+  pending: () => Promise<boolean>;
+  perPage: number;
+  includeInProgress: boolean;
+  concurrency: number;
+}
+
+/**
+ * Finds out, before a run takes its lease or writes anything, whether it can only find nothing
+ * new. Nothing is asked when the run is written whatever the listings hold (the rule above,
+ * every study's listing empty) or when the shard has records to finish; else each study's
+ * first page from its watermark, until one holds anything. All empty: nothing new since
+ * `sinceRun`. Else the run goes on with `client`, which answers each study's first listing
+ * request with the empty page already received, so that a run with something new pays only
+ * the pages in flight when the look-ahead stopped. A page asked for after the run started is
+ * as good as one asked for later: the watermarks a run records are its start time (state.ts).
+ */
+export async function lookAhead(
+  input: LookAheadInput,
+): Promise<{ sinceRun: string | null; client: ApiClient }> {
+  const outcomes = input.studies.map((study) => emptyOutcome(study, input.since(study)));
+  const findings = (): RunFindings => ({
+    outcomes,
+    state: input.state,
+    rejects: input.rejects,
+    warnings: input.warnings(),
+    mediaArchived: 0,
+  });
+  if (nothingNewSince(findings(), input.latest) === null || (await input.pending()))
+    return { sinceRun: null, client: input.client };
+  const empty = await emptyFirstPages(input);
+  const sinceRun = empty.all ? nothingNewSince(findings(), input.latest) : null;
+  return { sinceRun, client: sinceRun === null ? answering(input.client, empty.pages) : input.client };
+}
+
+function emptyOutcome(study: Study, since: string | null): StudyOutcome {
+  return {
+    study_id: study.id,
+    link_id: study.link_id,
+    since,
+    responses: 0,
+    rejects: 0,
+    media_failed: 0,
+    lossless: true,
+    error: null,
+  };
+}
+
+/** Each study's first listing page, until one holds anything; the empty ones by link_id and since. */
+async function emptyFirstPages(
+  input: LookAheadInput,
+): Promise<{ all: boolean; pages: Map<string, Fetched[]> }> {
+  const pages = new Map<string, Fetched[]>();
+  let all = true;
+  const limit = pLimit(input.concurrency);
+  // As a run's listings: the pages in flight hold at most one full page of responses together.
+  const gate = weightedGate(input.perPage);
+  await Promise.all(
+    input.studies.map((study, index) =>
+      limit(async () => {
+        if (!all) return;
+        const since = input.since(study);
+        const expected = Math.min(
+          input.perPage,
+          Math.max(responseCountInDesc(study.desc) ?? input.perPage, 1),
+        );
+        const query = { page: 0, perPage: input.perPage, includeInProgress: input.includeInProgress };
+        let page: Fetched;
+        try {
+          page = await gate(index, expected, () =>
+            input.client.listResponses(
+              study.link_id,
+              since === null ? query : { ...query, updatedSince: since },
+            ),
+          );
+        } catch (error) {
+          // The run's own listing meets it again and deals with it as with any study's failure.
+          if (error instanceof AuthError || !(error instanceof StudyExportError)) throw error;
+          all = false;
+          return;
+        }
+        const empty = page.elements
+          ? page.elements.length === 0
+          : Array.isArray(page.payload) && page.payload.length === 0;
+        if (!empty) {
+          all = false;
+          return;
+        }
+        const key = pageKey(study.link_id, since ?? undefined);
+        pages.set(key, [...(pages.get(key) ?? []), page]);
+      }),
+    ),
+  );
+  return { all, pages };
+}
+
+function pageKey(linkId: string, since: string | undefined): string {
+  return `${linkId}\u0000${since ?? ''}`;
+}
+
+/** `client`, answering a first listing request it has an empty page for with that page, once. */
+function answering(client: ApiClient, pages: Map<string, Fetched[]>): ApiClient {
+  return {
+    baseUrl: client.baseUrl,
+    ...(client.serviceClock ? { serviceClock: client.serviceClock } : {}),
+    counters: client.counters,
+    limit: client.limit,
+    listStudies: () => client.listStudies(),
+    listResponses(linkId, query) {
+      const page = query.page === 0 ? pages.get(pageKey(linkId, query.updatedSince))?.shift() : undefined;
+      return page ? Promise.resolve(page) : client.listResponses(linkId, query);
+    },
+    getResponse: (linkId, responseId) => client.getResponse(linkId, responseId),
+    close: () => client.close(),
+  };
 }
 
 /** Every API request the run made (each attempt), from the client's counters. */

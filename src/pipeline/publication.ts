@@ -79,16 +79,8 @@ export async function completePending(input: {
   current: CurrentSide;
 }): Promise<{ completed: string[]; undone: string[] }> {
   const { storage } = input;
-  const suffix = shardNames(input.shard).runSuffix;
-  const runIds: string[] = [];
-  for await (const file of storage.list(PENDING_FOLDER)) {
-    if (!file.path.endsWith('.json') || file.path.includes('/')) continue;
-    const runId = file.path.slice(0, -'.json'.length);
-    if (ownRun(runId, suffix)) runIds.push(runId);
-  }
-  runIds.sort(compareRunIds);
   const done = { completed: [] as string[], undone: [] as string[] };
-  for (const runId of runIds) {
+  for (const runId of await pendingRuns(storage, input.shard)) {
     const record = await readRecord(storage, runId);
     const ids = record.studies.map((study) => study.study_id);
     if (!(await isCommitted(storage, input.shard, runId))) {
@@ -115,6 +107,18 @@ export async function completePending(input: {
     done.completed.push(runId);
   }
   return done;
+}
+
+/** The runs of the shard (or of the unsharded pipeline) that left a record, oldest first. */
+export async function pendingRuns(storage: Storage, shard: Shard | undefined): Promise<string[]> {
+  const suffix = shardNames(shard).runSuffix;
+  const runIds: string[] = [];
+  for await (const file of storage.list(PENDING_FOLDER)) {
+    if (!file.path.endsWith('.json') || file.path.includes('/')) continue;
+    const runId = file.path.slice(0, -'.json'.length);
+    if (ownRun(runId, suffix)) runIds.push(runId);
+  }
+  return runIds.sort(compareRunIds);
 }
 
 /**

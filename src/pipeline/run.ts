@@ -46,12 +46,13 @@ import { exportStudy } from './export-study.ts';
 import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { growHeapSlowly } from './heap-growth.ts';
-import { nothingNewSince, requestCount } from './nothing-new.ts';
+import { lookAhead, nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
 import {
   completePending,
   pendingPath,
+  pendingRuns,
   undoRun,
   unfinishedMessage,
   writePending,
@@ -127,11 +128,10 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         const what = options.stateFile === undefined ? 'output folder' : 'state file';
         throw describeSystemError(error, { what, path: stateStore.location, configured: true });
       });
-  options.onPreviousRun?.(
-    await readLatest(storage, options.shard).catch((error: unknown) => {
-      throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
-    }),
-  );
+  const latest = await readLatest(storage, options.shard).catch((error: unknown) => {
+    throw describeSystemError(error, { what: 'output folder', path: pipelineRoot, configured: true });
+  });
+  options.onPreviousRun?.(latest);
   // Before any request: an output keeps to the service that wrote it.
   const source = options.recorded
     ? { toRecord: null }
@@ -146,10 +146,52 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       options.reporter.warn(warning);
     },
   };
-  const { client, close } = await openClient(config, options, log);
+  const opened = await openClient(config, options, log);
+  const { close } = opened;
+  let { client } = opened;
   try {
     const listing = await listSelectedStudies(client, config, state, options);
     if (options.dryRun) return await plannedResult(client, listing, state, options, config, startedAt, log);
+    if (!options.recorded && !options.full) {
+      // A run that can only find nothing new finds out before it writes anything (no lease,
+      // no run staged): it has nothing to keep from another run, nor anything to publish.
+      const ahead = await lookAhead({
+        client,
+        studies: listing.studies,
+        since: (study) => sinceFor(study, state, options, config),
+        state,
+        latest: latest.runId,
+        rejects: listing.rejects.length,
+        warnings: () => listing.warnings.length + log.warnings.length,
+        pending: () =>
+          pendingRuns(storage, options.shard).then(
+            (runs) => runs.length > 0,
+            (error: unknown) => {
+              throw describeSystemError(error, {
+                what: 'output folder',
+                path: pipelineRoot,
+                configured: true,
+              });
+            },
+          ),
+        perPage: config.source.per_page,
+        includeInProgress: config.source.include_in_progress,
+        concurrency: config.source.concurrency,
+      });
+      if (ahead.sinceRun !== null) {
+        const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
+        if (skew) log.warn(skew);
+        const unchanged = {
+          sinceRun: ahead.sinceRun,
+          pointer: latest.pointer,
+          latest: latest.runId,
+          studies: listing.studies.length,
+          requests: requestCount(client.counters.snapshot().requests),
+        };
+        return unchangedResult(unchanged, startedAt);
+      }
+      client = ahead.client;
+    }
     const scratch = await openScratch().catch((error: unknown) => {
       throw scratchFull(error) ?? error;
     });

@@ -1,10 +1,11 @@
 /**
- * A run that finds nothing new writes no run folder: latest, current/ and every state object
- * stay exactly as they were (not rewritten), it says which run latest still names and what
- * the check cost, and the owed recordings of a run without media stay owed.
+ * A run that finds nothing new writes nothing: no run folder, no lock, no file created,
+ * rewritten or removed (latest, current/ and every state object stay exactly as they were),
+ * it says which run latest still names and what the check cost, and the owed recordings of a
+ * run without media stay owed.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readPipelineState } from '../../src/pipeline/state.ts';
@@ -20,12 +21,17 @@ afterEach(async () => {
   await sandbox.close();
 });
 
-/** Every file under `dir` with its sha256 and modification time: a rewrite changes the time. */
+/**
+ * Every file under `dir` with its sha256 and modification time (a rewrite changes the time),
+ * and every folder's, `dir`'s own included, with its modification time: a file created and
+ * removed again (a lock, a staged run) changes its folder's.
+ */
 async function snapshot(dir: string): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
+  const files: Record<string, string> = { '.': `${(await stat(dir)).mtimeMs}` };
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory()) files[relative(dir, path)] = `${(await stat(path)).mtimeMs}`;
+    if (!entry.isFile()) continue;
     const digest = createHash('sha256')
       .update(await readFile(path))
       .digest('hex');
@@ -176,6 +182,25 @@ describe('a run with nothing new', () => {
       expect(second.tables.find((t) => t.table === 'studies')?.rows).toBe(sandbox.studies().length);
       expect((await readPipelineState(join(out, 'test'))).studies[added.id]?.link_id).toBe('new-and-empty');
       expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+    });
+  });
+
+  it("takes no lock: another run's live lock neither stops it nor is touched", async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out);
+      const root = join(out, 'test');
+      expect((await runAgainst(sandbox, config)).status).toBe('complete');
+      // A lock held by a live process (this test's parent) that is not this one.
+      await writeFile(join(root, '.lock'), String(process.ppid));
+      const before = await snapshot(root);
+      expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+      expect(await snapshot(root)).toEqual(before);
+      // A run with something to write waits for the lock's holder.
+      sandbox.addResponse(sandbox.studies()[0]!.link_id);
+      await expect(runAgainst(sandbox, config)).rejects.toThrow(
+        /another run of this pipeline is in progress/,
+      );
+      expect(await snapshot(root)).toEqual(before);
     });
   });
 
