@@ -19,7 +19,6 @@
 import pLimit from 'p-limit';
 import type { ApiClient, Fetched } from '../api/client.ts';
 import { responseCountInDesc, type Study } from '../api/resources.ts';
-import { AuthError, StudyExportError } from '../errors.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import { weightedGate } from '../util/concurrency.ts';
 import type { State } from './state.ts';
@@ -89,9 +88,9 @@ export interface LookAheadInput {
  * every study's listing empty) or when the shard has records to finish; else each study's
  * first page from its watermark, until one holds anything. All empty: nothing new since
  * `sinceRun`. Else the run goes on with `client`, which answers each study's first listing
- * request with the empty page already received, so that a run with something new pays only
- * the pages in flight when the look-ahead stopped. A page asked for after the run started is
- * as good as one asked for later: the watermarks a run records are its start time (state.ts).
+ * request with the answer already received, so that the look-ahead costs a run with something
+ * new no request. A page asked for after the run started is as good as one asked for later:
+ * the watermarks a run records are its start time (state.ts).
  */
 export async function lookAhead(
   input: LookAheadInput,
@@ -106,9 +105,9 @@ export async function lookAhead(
   });
   if (nothingNewSince(findings(), input.latest) === null || (await input.pending()))
     return { sinceRun: null, client: input.client };
-  const empty = await emptyFirstPages(input);
-  const sinceRun = empty.all ? nothingNewSince(findings(), input.latest) : null;
-  return { sinceRun, client: sinceRun === null ? answering(input.client, empty.pages) : input.client };
+  const first = await firstPages(input);
+  const sinceRun = first.allEmpty ? nothingNewSince(findings(), input.latest) : null;
+  return { sinceRun, client: sinceRun === null ? answering(input.client, first.answers) : input.client };
 }
 
 function emptyOutcome(study: Study, since: string | null): StudyOutcome {
@@ -124,69 +123,77 @@ function emptyOutcome(study: Study, since: string | null): StudyOutcome {
   };
 }
 
-/** Each study's first listing page, until one holds anything; the empty ones by link_id and since. */
-async function emptyFirstPages(
+/** A first listing page as the service answered: the page, or the error it came to. */
+type Answer = { page: Fetched } | { error: unknown };
+
+/**
+ * Each study's first listing page, until one holds anything or fails; the answers by link_id
+ * and since. As a run's listings, the pages in flight hold at most one full page of responses
+ * together, and so do the ones kept when it stops.
+ */
+async function firstPages(
   input: LookAheadInput,
-): Promise<{ all: boolean; pages: Map<string, Fetched[]> }> {
-  const pages = new Map<string, Fetched[]>();
-  let all = true;
+): Promise<{ allEmpty: boolean; answers: Map<string, Answer[]> }> {
+  const answers = new Map<string, Answer[]>();
+  let allEmpty = true;
   const limit = pLimit(input.concurrency);
-  // As a run's listings: the pages in flight hold at most one full page of responses together.
   const gate = weightedGate(input.perPage);
   await Promise.all(
     input.studies.map((study, index) =>
       limit(async () => {
-        if (!all) return;
+        if (!allEmpty) return;
         const since = input.since(study);
         const expected = Math.min(
           input.perPage,
           Math.max(responseCountInDesc(study.desc) ?? input.perPage, 1),
         );
         const query = { page: 0, perPage: input.perPage, includeInProgress: input.includeInProgress };
-        let page: Fetched;
+        let answer: Answer;
         try {
-          page = await gate(index, expected, () =>
-            input.client.listResponses(
-              study.link_id,
-              since === null ? query : { ...query, updatedSince: since },
+          answer = {
+            page: await gate(index, expected, () =>
+              input.client.listResponses(
+                study.link_id,
+                since === null ? query : { ...query, updatedSince: since },
+              ),
             ),
-          );
+          };
         } catch (error) {
-          // The run's own listing meets it again and deals with it as with any study's failure.
-          if (error instanceof AuthError || !(error instanceof StudyExportError)) throw error;
-          all = false;
-          return;
+          // The run's listing of the study meets it, and deals with it as it would have.
+          answer = { error };
         }
-        const empty = page.elements
-          ? page.elements.length === 0
-          : Array.isArray(page.payload) && page.payload.length === 0;
-        if (!empty) {
-          all = false;
-          return;
-        }
-        const key = pageKey(study.link_id, since ?? undefined);
-        pages.set(key, [...(pages.get(key) ?? []), page]);
+        if (!('page' in answer) || !isEmptyPage(answer.page)) allEmpty = false;
+        const key = pageKey(study.link_id, since);
+        answers.set(key, [...(answers.get(key) ?? []), answer]);
       }),
     ),
   );
-  return { all, pages };
+  return { allEmpty, answers };
 }
 
-function pageKey(linkId: string, since: string | undefined): string {
+function isEmptyPage(page: Fetched): boolean {
+  return page.elements
+    ? page.elements.length === 0
+    : Array.isArray(page.payload) && page.payload.length === 0;
+}
+
+function pageKey(linkId: string, since: string | null | undefined): string {
   return `${linkId}\u0000${since ?? ''}`;
 }
 
-/** `client`, answering a first listing request it has an empty page for with that page, once. */
-function answering(client: ApiClient, pages: Map<string, Fetched[]>): ApiClient {
+/** `client`, answering a first listing request it has an answer for with that answer, once. */
+function answering(client: ApiClient, answers: Map<string, Answer[]>): ApiClient {
   return {
     baseUrl: client.baseUrl,
     ...(client.serviceClock ? { serviceClock: client.serviceClock } : {}),
     counters: client.counters,
     limit: client.limit,
     listStudies: () => client.listStudies(),
-    listResponses(linkId, query) {
-      const page = query.page === 0 ? pages.get(pageKey(linkId, query.updatedSince))?.shift() : undefined;
-      return page ? Promise.resolve(page) : client.listResponses(linkId, query);
+    async listResponses(linkId, query) {
+      const answer = query.page === 0 ? answers.get(pageKey(linkId, query.updatedSince))?.shift() : undefined;
+      if (answer === undefined) return client.listResponses(linkId, query);
+      if ('page' in answer) return answer.page;
+      throw answer.error;
     },
     getResponse: (linkId, responseId) => client.getResponse(linkId, responseId),
     close: () => client.close(),

@@ -77,8 +77,17 @@ describe('a run with nothing new', () => {
       const touched = sandbox.responses(study!.link_id)[1]!.id;
       sandbox.touchResponse(study!.link_id, touched, new Date(Date.now() + 1000));
       const added = sandbox.addResponse(study!.link_id);
+      const beforeThird = sandbox.requests.length;
       const third = await runAgainst(sandbox, config);
       expect(third.status).toBe('complete');
+      // Each other study is listed once: the empty first page asked for before the run took its
+      // lock is its listing.
+      for (const other of sandbox.studies().slice(1)) {
+        const listed = apiRequestsSince(sandbox, beforeThird).filter((r) =>
+          r.path.startsWith(`/api/public/responses/${other.link_id}?`),
+        );
+        expect(listed, other.link_id).toHaveLength(1);
+      }
       const ids = (await readHyparquet(join(third.runDir!, 'responses.parquet'))).map((r) => r.response_id);
       expect(ids.sort()).toEqual([touched, added].sort());
       expect((await readFile(join(root, 'latest'), 'utf8')).trim()).toBe(runIdOf(third.runDir));
