@@ -147,7 +147,7 @@ describe('a shard killed in its publication', () => {
 });
 
 describe('a partition left with two parts by a version that could leave them', () => {
-  it('is made whole by the next run of its study, even one with nothing new', async () => {
+  it('is left alone by a run with nothing new, and made whole by the next run that writes', async () => {
     await withTempDir(async (out) => {
       const config = sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } });
       const pipelineDir = join(out, 'test');
@@ -162,10 +162,20 @@ describe('a partition left with two parts by a version that could leave them', (
       const doubled = await currentKeys(join(pipelineDir, 'current'));
       expect(doubled.repeated.responses).toBeGreaterThan(0);
 
+      // A run with nothing new writes nothing, this included.
       expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+      expect((await currentKeys(join(pipelineDir, 'current'))).repeated).toEqual(doubled.repeated);
+
+      // One new response in one study: the run commits, and every study of it is made whole.
+      const [study] = sandbox.studies();
+      sandbox.addResponse(study!.link_id);
+      const next = await runAgainst(sandbox, config);
+      expect(next.status).toBe('complete');
+      const nextRun = await latestOf(pipelineDir);
       await expectEveryResponseOnce(pipelineDir);
       for (const partition of await readdir(responses)) {
-        expect(await readdir(join(responses, partition))).toEqual([`part-${runId}.parquet`]);
+        const kept = partition === `study_id=${study!.id}` ? nextRun : runId;
+        expect(await readdir(join(responses, partition))).toEqual([`part-${kept}.parquet`]);
       }
     });
   });
