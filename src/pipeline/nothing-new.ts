@@ -90,7 +90,8 @@ export interface LookAheadInput {
  * `sinceRun`. Else the run goes on with `client`, which answers each study's first listing
  * request with the answer already received, so that the look-ahead costs a run with something
  * new no request. A page asked for after the run started is as good as one asked for later:
- * the watermarks a run records are its start time (state.ts).
+ * the watermarks a run records are its start time (state.ts); the run asks again only when
+ * another run committed in between (run.ts), whose copies could be newer.
  */
 export async function lookAhead(
   input: LookAheadInput,

@@ -213,6 +213,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       };
       // What the shard's previous runs left unfinished is finished first, before anything
       // reads current/ or the state: whatever this run then finds, even nothing new.
+      let previousRun: PreviousRun | null = null;
       if (!options.recorded) {
         const pending = await completePending({
           storage,
@@ -220,11 +221,15 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           stateStore,
           current: currentSide,
         });
-        // The state it wrote is where this run's studies start.
-        if (pending.completed.length > 0) state = await stateStore.read();
+        // Read again under the lease: another run may have committed since. Then the state and
+        // the service are read again too: its first pages may be older than that run's.
+        const now = await pipelineDir.latest();
+        const committed = now.runId !== latest.runId;
+        if (committed) client = opened.client;
+        // The state it wrote (or the other run wrote) is where this run's studies start.
+        if (pending.completed.length > 0 || committed) state = await stateStore.read();
+        if (!options.full) previousRun = now;
       }
-      // Read again under the lease: another run may have committed since.
-      const previousRun = options.recorded || options.full ? null : await pipelineDir.latest();
       const run = await pipelineDir.createRun(startedAt);
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
       const currentContext = {

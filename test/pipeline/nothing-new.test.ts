@@ -5,6 +5,7 @@
  * run without media stay owed.
  */
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -210,6 +211,33 @@ describe('a run with nothing new', () => {
         /another run of this pipeline is in progress/,
       );
       expect(await snapshot(root)).toEqual(before);
+    });
+  });
+
+  it('a run that finds latest moved when it takes its lock asks the service again', async () => {
+    await withTempDir(async (out) => {
+      const config = sandboxConfig(sandbox, out);
+      const root = join(out, 'test');
+      expect((await runAgainst(sandbox, config)).status).toBe('complete');
+      const [study, ...others] = sandbox.studies();
+      const added = sandbox.addResponse(study!.link_id);
+      const from = sandbox.requests.length;
+      // Another run's commit, after this one read latest and before it takes the lock.
+      const run = await runAgainst(sandbox, config, {
+        onPreviousRun: (previous) => {
+          if (!previous.committedNow) writeFileSync(join(root, 'latest'), '29991231T000000Z\n');
+        },
+      });
+      expect(run.status).toBe('complete');
+      expect(run.tables.find((t) => t.table === 'responses')?.rows).toBe(1);
+      expect((await readHyparquet(join(run.runDir!, 'responses.parquet')))[0]?.response_id).toBe(added);
+      // The first pages it got before are not used: each study's is asked for again.
+      for (const other of others) {
+        const listed = apiRequestsSince(sandbox, from).filter((r) =>
+          r.path.startsWith(`/api/public/responses/${other.link_id}?`),
+        );
+        expect(listed, other.link_id).toHaveLength(2);
+      }
     });
   });
 
