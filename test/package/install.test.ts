@@ -28,6 +28,8 @@ let work: string;
 let tarball: string;
 /** The user the installed program runs as: uid and gid, or null when this process is not root. */
 let runAs: { uid: number; gid: number } | null = null;
+/** Whether this test made the user (then it removes it again). */
+let madeUser = false;
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'study-export-package-'));
@@ -40,9 +42,17 @@ beforeAll(async () => {
   const [packed] = JSON.parse(stdout) as { filename: string }[];
   tarball = path.join(work, packed!.filename);
   if (process.getuid?.() === 0) {
-    await exec('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', USER]).catch(
+    madeUser = await exec('useradd', [
+      '--system',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      USER,
+    ]).then(
+      () => true,
       (error: { stderr?: string }) => {
         if (!/already exists/.test(error.stderr ?? '')) throw error;
+        return false;
       },
     );
     const id = async (flag: string) => Number((await exec('id', [flag, USER])).stdout.trim());
@@ -51,6 +61,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  if (madeUser) await exec('userdel', [USER]);
   if (!work) return;
   await exec('chmod', ['-R', 'u+w', work]);
   await rm(work, { recursive: true, force: true });
