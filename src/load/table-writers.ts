@@ -4,10 +4,10 @@
  * chained, so callers may write concurrently.
  *
  * Rows are buffered in blocks and each block is written as one Parquet row group and the
- * same records in the CSV, so both files keep one order. The tables named `perStudy` keep a
- * block per study, and a study can be given a copy (StudyCopy) that receives its row groups
- * and CSV text exactly as they are written into the run's files: its current parts, without
- * encoding the rows twice. The other tables keep one block.
+ * same records in the CSV, so both files keep one order. In the tables named `perStudy` a
+ * study can be given a copy (StudyCopy) that receives its row groups and CSV text exactly as
+ * they are written into the run's files: its current parts, without encoding the rows twice.
+ * Such a study's rows get a block of their own; all other rows share one block.
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
@@ -72,9 +72,9 @@ interface TableState {
   rows: number;
   /** The tail of this table's chain of writes. */
   queue: Promise<void>;
-  /** Rows not yet written: by study id for a `perStudy` table, else all under one key. */
+  /** Rows not yet written: a copied study's by its id, all others under one key (''). */
   blocks: Map<string, ColumnBuffers>;
-  /** The study id of a row's block, or the one key of a table without studies' blocks. */
+  /** The key of a row's block. */
   blockOf: (row: Row<TableName>) => string;
   bufferedBytes: number;
   /** The table's first file, as a refused row names it. */
@@ -93,6 +93,12 @@ export async function createTableWriters(
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
   const copies = new Map<string, StudyCopy>();
+  // Only a study with a copy needs row groups of its own; the others' rows share the table's
+  // (a row group per study of two responses is mostly its metadata, kept until the footer).
+  const copiedStudyOf = (row: Row<TableName>) => {
+    const studyId = String(row.study_id);
+    return copies.has(studyId) ? studyId : '';
+  };
   // Every file opened at once; if one cannot be, those that were are removed.
   const opening = tableNames.map((table) =>
     Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
@@ -109,7 +115,7 @@ export async function createTableWriters(
       rows: 0,
       queue: Promise.resolve(),
       blocks: new Map(),
-      blockOf: perStudy.has(table) ? (row) => String(row.study_id) : wholeTable,
+      blockOf: perStudy.has(table) ? copiedStudyOf : wholeTable,
       bufferedBytes: 0,
       where: storage.describe(writers[0]?.path ?? table),
     });

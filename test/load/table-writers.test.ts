@@ -187,6 +187,30 @@ describe('createTableWriters', () => {
       });
     });
 
+    it('gives row groups of their own only to studies with a copy: the others share one', async () => {
+      await withTempDir(async (dir) => {
+        const writers = await createTableWriters(localFolder(dir), {
+          formats: ['parquet'],
+          csv,
+          perStudy: ['answers'],
+        });
+        const copied: string[] = [];
+        writers.copyStudy('s-b', {
+          rowGroup: async (_table, group) => void copied.push(String(group.metadata.num_rows)),
+          csvText: async () => {},
+        });
+        for (let i = 0; i < rows.length; i += 7) await writers.write('answers', rows.slice(i, i + 7));
+        for (const study of studies) await writers.endStudy(study);
+        await writers.close();
+        const file = join(dir, 'answers.parquet');
+        expect(await rowGroupCount(file)).toBe(2);
+        expect(copied).toEqual([String(ofStudy('s-b').length)]);
+        const parquet = (await readHyparquet(file)).map(normaliseRow);
+        for (const study of studies)
+          expect(parquet.filter((row) => row.study_id === study)).toEqual(ofStudy(study));
+      });
+    });
+
     it("refuses a null in a required column, naming the table's file", async () => {
       await withTempDir(async (dir) => {
         const writers = await createTableWriters(localFolder(dir), {
