@@ -4,6 +4,7 @@
  * figures are counted from the newest part of each study (only the columns it needs).
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import pLimit from 'p-limit';
 import type { PipelineConfig } from '../config/schema.ts';
 import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
 import { publicConfig } from '../load/manifest.ts';
@@ -30,38 +31,12 @@ export async function writeCurrentGuide(
 ): Promise<void> {
   const store = storage.at(CURRENT_DIR);
   const stats = new RunStats();
-  for (const [table, columns] of Object.entries(needed) as [TableName, string[]][]) {
-    const byFolder = new Map<string, { name: string; bytes: number }[]>();
-    for await (const file of store.list(table)) {
-      const [folder, name] = file.path.split('/');
-      if (!folder || !name || !parsePartName(name)) continue;
-      byFolder.set(folder, [...(byFolder.get(folder) ?? []), { name, bytes: file.bytes }]);
-    }
-    for (const [folder, files] of byFolder) {
-      const newest = newestPart(files.map((f) => f.name));
-      const part = files.find((f) => f.name === newest);
-      if (!part) continue;
-      const path = `${table}/${folder}/${part.name}`;
-      const file = storeBuffer(store, path, part.bytes);
-      const metadata = await parquetMetadataAsync(file);
-      // study_id is in the folder's name where the part leaves it out (parts.ts partLayout).
-      const held = new Set(metadata.schema.map((element) => element.name));
-      const rows = await parquetReadObjects({
-        file,
-        metadata,
-        columns: columns.filter((column) => held.has(column)),
-      });
-      if (!held.has(PARTITION_COLUMN)) for (const row of rows) row[PARTITION_COLUMN] = studyIdIn(path);
-      // hyparquet's values (bigint, Date) as row values (number, ISO string).
-      for (const row of rows) {
-        for (const [key, value] of Object.entries(row)) {
-          if (typeof value === 'bigint') row[key] = Number(value);
-          else if (value instanceof Date) row[key] = value.toISOString();
-        }
-      }
-      stats.add(table, rows as unknown as Row<TableName>[]);
-    }
-  }
+  const parts = (
+    await Promise.all((Object.keys(needed) as TableName[]).map((table) => newestParts(store, table)))
+  ).flat();
+  // A few at once: each is a read or two of a small file; the rows are counted and let go.
+  const limit = pLimit(PARTS_READ_AT_ONCE);
+  await Promise.all(parts.map((part) => limit(() => countPart(store, stats, part))));
   const folders = await store.listFolders('');
   const studies = [...stats.studies.values()]
     .sort((a, b) => a.link_id.localeCompare(b.link_id))
@@ -94,4 +69,55 @@ export async function writeCurrentGuide(
       files: [...folders.map((folder) => `${folder}/`), 'datapackage.json', REPORT_FILE],
     }),
   );
+}
+
+const PARTS_READ_AT_ONCE = 4;
+
+interface NewestPart {
+  table: TableName;
+  path: string;
+  bytes: number;
+}
+
+/** The newest part of each study's folder of `table`. */
+async function newestParts(store: Storage, table: TableName): Promise<NewestPart[]> {
+  const byFolder = new Map<string, { name: string; bytes: number }[]>();
+  for await (const file of store.list(table)) {
+    const [folder, name] = file.path.split('/');
+    if (!folder || !name || !parsePartName(name)) continue;
+    const files = byFolder.get(folder) ?? [];
+    if (files.length === 0) byFolder.set(folder, files);
+    files.push({ name, bytes: file.bytes });
+  }
+  const parts: NewestPart[] = [];
+  for (const [folder, files] of byFolder) {
+    const newest = newestPart(files.map((f) => f.name));
+    const part = files.find((f) => f.name === newest);
+    if (part) parts.push({ table, path: `${table}/${folder}/${part.name}`, bytes: part.bytes });
+  }
+  return parts;
+}
+
+/** Counts a part's rows (only the columns RunStats reads) into `stats`. */
+async function countPart(store: Storage, stats: RunStats, part: NewestPart): Promise<void> {
+  const { table, path } = part;
+  const columns = needed[table] ?? [];
+  const file = storeBuffer(store, path, part.bytes);
+  const metadata = await parquetMetadataAsync(file);
+  // study_id is in the folder's name where the part leaves it out (parts.ts partLayout).
+  const held = new Set(metadata.schema.map((element) => element.name));
+  const rows = await parquetReadObjects({
+    file,
+    metadata,
+    columns: columns.filter((column) => held.has(column)),
+  });
+  if (!held.has(PARTITION_COLUMN)) for (const row of rows) row[PARTITION_COLUMN] = studyIdIn(path);
+  // hyparquet's values (bigint, Date) as row values (number, ISO string).
+  for (const row of rows) {
+    for (const [key, value] of Object.entries(row)) {
+      if (typeof value === 'bigint') row[key] = Number(value);
+      else if (value instanceof Date) row[key] = value.toISOString();
+    }
+  }
+  stats.add(table, rows as unknown as Row<TableName>[]);
 }

@@ -70,15 +70,27 @@ export function newestPart(names: readonly string[]): string | null {
   return newest?.name ?? null;
 }
 
-/** A file in the store as hyparquet reads it: ranged reads, nothing held beyond a slice. */
+/** Parts up to this size are read whole, once: a read each for the footer and every column chunk cost more. */
+const WHOLE_PART_BYTES = 1024 * 1024;
+
+/**
+ * A file in the store as hyparquet reads it: a small part read whole on first use, a larger
+ * one by ranged reads, nothing held beyond a slice.
+ */
 export function storeBuffer(store: CurrentStore, path: string, byteLength: number): AsyncBuffer {
+  const read = async (start: number, end: number): Promise<ArrayBuffer> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.readStream(path, { start, end })) chunks.push(chunk as Buffer);
+    const bytes = Buffer.concat(chunks);
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  };
+  let whole: Promise<ArrayBuffer> | null = null;
   return {
     byteLength,
     async slice(start, end = byteLength) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of await store.readStream(path, { start, end })) chunks.push(chunk as Buffer);
-      const bytes = Buffer.concat(chunks);
-      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+      if (byteLength > WHOLE_PART_BYTES) return read(start, end);
+      whole ??= read(0, byteLength);
+      return (await whole).slice(start, end);
     },
   };
 }

@@ -192,18 +192,17 @@ export async function settleCurrent(
 }
 
 /**
- * Studies prepared at once. A small study's preparation is mostly waiting on the file system
- * (a dozen small files made, moved and listed); one at a time, a run of many small studies
- * ends long after its export, holding every waiting study's files open meanwhile.
+ * Studies prepared at once: one while preparation keeps up with the export (it then fills the
+ * time the export waits on the service, and takes no CPU from its requests), up to four once
+ * more studies than that wait. A small study's preparation is mostly waiting on the file
+ * system (a dozen small files made, moved and listed); one at a time, a run of many small
+ * studies ended long after its export, holding every waiting study's files open meanwhile.
  */
 const STUDIES_PREPARED_AT_ONCE = 4;
 
-/**
- * Prepares each study as soon as its export is done, while the run still exports others: the
- * encoding fills the time the export waits on the service.
- */
+/** Prepares each study as soon as its export is done, while the run still exports others. */
 export class CurrentPreparation {
-  readonly #queue = pLimit(STUDIES_PREPARED_AT_ONCE);
+  readonly #queue = pLimit(1);
   readonly #prepared: Promise<PreparedStudy>[] = [];
   readonly #started = new Map<string, StudyStart>();
   /** Studies that found nothing, waiting (foundNothing); null once the run is sure to be committed. */
@@ -250,6 +249,8 @@ export class CurrentPreparation {
 
   #prepare(study: CurrentStudy, start: StudyStart | undefined): void {
     const prepared = this.#queue(() => prepareStudy(this.context, study, start));
+    this.#queue.concurrency =
+      this.#queue.pendingCount >= STUDIES_PREPARED_AT_ONCE ? STUDIES_PREPARED_AT_ONCE : 1;
     // Reported by done(); the run fails there, before it is committed.
     prepared.catch(() => {});
     this.#prepared.push(prepared);
