@@ -65,9 +65,9 @@ export interface ExportStudyInput {
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
 const INCOMPLETE_LISTING = new Set(['page_repeated', 'page_cap', 'listing_beyond_declared']);
 
-export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome> {
-  const { study, since, config, sinks } = input;
-  const outcome: StudyOutcome = {
+/** A study's outcome before anything of it is exported. */
+export function emptyOutcome(study: Study, since: string | null): StudyOutcome {
+  return {
     study_id: study.id,
     link_id: study.link_id,
     since,
@@ -77,6 +77,11 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     lossless: true,
     error: null,
   };
+}
+
+export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome> {
+  const { study, since, config, sinks } = input;
+  const outcome = emptyOutcome(study, since);
   if (input.previousLinkId !== undefined && input.previousLinkId !== study.link_id) {
     sinks.warn({
       code: 'study_renamed',

@@ -21,6 +21,7 @@ import type { ApiClient, Fetched } from '../api/client.ts';
 import { responseCountInDesc, type Study } from '../api/resources.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import { weightedGate } from '../util/concurrency.ts';
+import { emptyOutcome } from './export-study.ts';
 import type { State } from './state.ts';
 
 export interface RunFindings {
@@ -109,19 +110,6 @@ export async function lookAhead(
   const first = await firstPages(input);
   const sinceRun = first.allEmpty ? nothingNewSince(findings(), input.latest) : null;
   return { sinceRun, client: sinceRun === null ? answering(input.client, first.answers) : input.client };
-}
-
-function emptyOutcome(study: Study, since: string | null): StudyOutcome {
-  return {
-    study_id: study.id,
-    link_id: study.link_id,
-    since,
-    responses: 0,
-    rejects: 0,
-    media_failed: 0,
-    lossless: true,
-    error: null,
-  };
 }
 
 /** A first listing page as the service answered: the page, or the error it came to. */
