@@ -34,9 +34,12 @@ export async function writeCurrentGuide(
   const parts = (
     await Promise.all((Object.keys(needed) as TableName[]).map((table) => newestParts(store, table)))
   ).flat();
-  // A few at once: each is a read or two of a small file; the rows are counted and let go.
-  const limit = pLimit(PARTS_READ_AT_ONCE);
-  await Promise.all(parts.map((part) => limit(() => countPart(store, stats, part))));
+  // Small parts a few at once (a read or two each); a large one alone, its rows held whole
+  // while they are counted.
+  const limit = pLimit(SMALL_PARTS_READ_AT_ONCE);
+  const small = parts.filter((part) => part.bytes <= SMALL_PART_BYTES);
+  await Promise.all(small.map((part) => limit(() => countPart(store, stats, part))));
+  for (const part of parts) if (part.bytes > SMALL_PART_BYTES) await countPart(store, stats, part);
   const folders = await store.listFolders('');
   const studies = [...stats.studies.values()]
     .sort((a, b) => a.link_id.localeCompare(b.link_id))
@@ -71,7 +74,8 @@ export async function writeCurrentGuide(
   );
 }
 
-const PARTS_READ_AT_ONCE = 4;
+const SMALL_PARTS_READ_AT_ONCE = 4;
+const SMALL_PART_BYTES = 1024 * 1024;
 
 interface NewestPart {
   table: TableName;
