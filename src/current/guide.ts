@@ -102,26 +102,30 @@ async function newestParts(store: Storage, table: TableName): Promise<NewestPart
   return parts;
 }
 
-/** Counts a part's rows (only the columns RunStats reads) into `stats`. */
+/**
+ * Counts a part's rows (only the columns RunStats reads) into `stats`, a row group at a time:
+ * a large study's answers whole would be tens of megabytes of objects at once.
+ */
 async function countPart(store: Storage, stats: RunStats, part: NewestPart): Promise<void> {
   const { table, path } = part;
-  const columns = needed[table] ?? [];
   const file = storeBuffer(store, path, part.bytes);
   const metadata = await parquetMetadataAsync(file);
   // study_id is in the folder's name where the part leaves it out (parts.ts partLayout).
   const held = new Set(metadata.schema.map((element) => element.name));
-  const rows = await parquetReadObjects({
-    file,
-    metadata,
-    columns: columns.filter((column) => held.has(column)),
-  });
-  if (!held.has(PARTITION_COLUMN)) for (const row of rows) row[PARTITION_COLUMN] = studyIdIn(path);
-  // hyparquet's values (bigint, Date) as row values (number, ISO string).
-  for (const row of rows) {
-    for (const [key, value] of Object.entries(row)) {
-      if (typeof value === 'bigint') row[key] = Number(value);
-      else if (value instanceof Date) row[key] = value.toISOString();
+  const columns = (needed[table] ?? []).filter((column) => held.has(column));
+  let rowStart = 0;
+  for (const group of metadata.row_groups) {
+    const rowEnd = rowStart + Number(group.num_rows);
+    const rows = await parquetReadObjects({ file, metadata, columns, rowStart, rowEnd });
+    rowStart = rowEnd;
+    if (!held.has(PARTITION_COLUMN)) for (const row of rows) row[PARTITION_COLUMN] = studyIdIn(path);
+    // hyparquet's values (bigint, Date) as row values (number, ISO string).
+    for (const row of rows) {
+      for (const [key, value] of Object.entries(row)) {
+        if (typeof value === 'bigint') row[key] = Number(value);
+        else if (value instanceof Date) row[key] = value.toISOString();
+      }
     }
+    stats.add(table, rows as unknown as Row<TableName>[]);
   }
-  stats.add(table, rows as unknown as Row<TableName>[]);
 }
