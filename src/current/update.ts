@@ -196,7 +196,7 @@ export async function settleCurrent(
  * time the export waits on the service, and takes no CPU from its requests), up to four once
  * more studies than that wait. A small study's preparation is mostly waiting on the file
  * system (a dozen small files made, moved and listed); one at a time, a run of many small
- * studies ended long after its export, holding every waiting study's files open meanwhile.
+ * studies would end long after its export, holding every waiting study's files open.
  */
 const STUDIES_PREPARED_AT_ONCE = 4;
 

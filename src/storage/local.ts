@@ -181,8 +181,8 @@ export class LocalStorage implements Storage {
       .filter((entry) => entry.isFile())
       .map((entry) => join(entry.parentPath, entry.name));
     const files: ListedFile[] = [];
-    // Several stats in flight: one at a time, a folder of thousands of files (current/ of many
-    // studies) took a thread-pool round trip per file.
+    // Several stats in flight: a folder of thousands of files (current/ of many studies) would
+    // otherwise wait a thread-pool round trip per file.
     for (let at = 0; at < paths.length; at += STATS_AT_ONCE) {
       const batch = paths.slice(at, at + STATS_AT_ONCE);
       // Gone since readdir (another process's temporary file renamed into place, say): not
