@@ -13,7 +13,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { duckdb, readCsv } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { currentTables, partitions } from './helpers.ts';
+import { currentTables, freshExport, partitions } from './helpers.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {
@@ -36,17 +36,6 @@ async function wideSheets(
     sheets[study.id] = [header!, ...rows.sort((a, b) => (a[0]! < b[0]! ? -1 : 1))];
   }
   return sheets;
-}
-
-/** A fresh, full export of the sandbox as it is now, into its own folder: the expected current. */
-async function freshExport(): Promise<Awaited<ReturnType<typeof currentTables>>> {
-  return withTempDir(async (fresh) => {
-    const result = await runAgainst(
-      sandbox,
-      sandboxConfig(sandbox, fresh, { output: { formats: ['parquet'] } }),
-    );
-    return currentTables(result.runDir!, 'run');
-  });
 }
 
 /** The response changes in content and in time: other answers, no URL parameters, a shorter transcript. */
@@ -72,7 +61,7 @@ describe('the current dataset', () => {
       const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet'] } });
       const first = await runAgainst(sandbox, config);
       expect(first.status).toBe('complete');
-      expect(await currentTables(currentOf(out))).toEqual(await freshExport());
+      expect(await currentTables(currentOf(out))).toEqual(await freshExport(sandbox));
 
       const [changed, untouched] = sandbox.studies();
       const target = sandbox.responses(changed!.link_id)[1]!.id;
@@ -83,7 +72,7 @@ describe('the current dataset', () => {
       expect(second.tables.find((t) => t.table === 'responses')?.rows).toBe(2);
 
       const current = await currentTables(currentOf(out));
-      expect(current).toEqual(await freshExport());
+      expect(current).toEqual(await freshExport(sandbox));
       // Wide sheets: the same cells as a fresh export's, the changed response's new answers in them.
       const currentWide = await wideSheets((id, linkId) =>
         join(currentOf(out), 'wide', `study_id=${id}`, `${linkId}.csv`),
@@ -198,7 +187,7 @@ describe('the current dataset', () => {
       await runAgainst(sandbox, config, { full: true });
       const current = await currentTables(currentOf(out));
       for (const table of tableNames) expect(current[table].filter((row) => row.includes(gone))).toEqual([]);
-      expect(current).toEqual(await freshExport());
+      expect(current).toEqual(await freshExport(sandbox));
     });
   });
 

@@ -2,7 +2,9 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type TableName, tableNames, tables } from '../../src/load/tables.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
 import { duckdb } from '../load/readers.ts';
+import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 
 /** Every row of every table of current/ (or of a run's files), sorted by primary key, as JSON text. */
 export async function currentTables(
@@ -67,5 +69,16 @@ export async function currentKeys(
     }
     const ids = await query(`select response_id from ${source('responses')} order by response_id`);
     return { responseIds: ids.map((row) => String(row.response_id)), repeated };
+  });
+}
+
+/** A fresh, full export of the sandbox as it is now, into its own folder: the expected current. */
+export async function freshExport(sandbox: Sandbox): Promise<Awaited<ReturnType<typeof currentTables>>> {
+  return withTempDir(async (fresh) => {
+    const result = await runAgainst(
+      sandbox,
+      sandboxConfig(sandbox, fresh, { output: { formats: ['parquet'] } }),
+    );
+    return currentTables(result.runDir!, 'run');
   });
 }

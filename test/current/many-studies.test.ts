@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tableNames } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { currentTables, partitions } from './helpers.ts';
+import { currentTables, freshExport, partitions } from './helpers.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -18,16 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sandbox?.close();
 });
-
-async function freshExport(): Promise<Awaited<ReturnType<typeof currentTables>>> {
-  return withTempDir(async (fresh) => {
-    const result = await runAgainst(
-      sandbox,
-      sandboxConfig(sandbox, fresh, { output: { formats: ['parquet'] } }),
-    );
-    return currentTables(result.runDir!, 'run');
-  });
-}
 
 describe('current/ of a run of over a hundred small studies', () => {
   it('equals a fresh full export after a first run, a rerun with nothing new and an incremental run', async () => {
@@ -39,7 +29,7 @@ describe('current/ of a run of over a hundred small studies', () => {
       const studies = sandbox.studies();
       const exported = Object.keys(await partitions(current, 'studies'));
       expect(exported.length).toBeGreaterThanOrEqual(120);
-      const expected = await freshExport();
+      const expected = await freshExport(sandbox);
       expect(expected.responses.length).toBeGreaterThanOrEqual(240);
       expect(await currentTables(current)).toEqual(expected);
 
@@ -54,7 +44,7 @@ describe('current/ of a run of over a hundred small studies', () => {
       const third = await runAgainst(sandbox, config);
       expect(third.status).toBe('complete');
       const now = await currentTables(current);
-      expect(now).toEqual(await freshExport());
+      expect(now).toEqual(await freshExport(sandbox));
       expect(now.responses.filter((row) => JSON.parse(row).response_id === added)).toHaveLength(1);
       // Every partition whole: one part per format.
       for (const table of tableNames) {

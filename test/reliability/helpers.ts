@@ -99,24 +99,25 @@ export async function sortedCsvRows(runDir: string, table: string): Promise<stri
 export { expectMediaRequestsKeyless } from '../shared.ts';
 
 /**
- * A pipeline file in `dir` for `service` (CSV and Parquet, no media), and `study-export run` of
- * it as a child process (extra arguments to `run`, extra environment such as TZ in `env`) with the
- * run folder it printed.
+ * A pipeline file in `dir` for `service` (CSV and Parquet unless `formats` says, no media, any
+ * further `source` settings), and `study-export run` of it as a child process (extra arguments
+ * to `run`, extra environment such as TZ in `env`) with the run folder it printed.
  */
 export async function cliPipeline(
   service: Pick<Sandbox, 'base_url' | 'api_key'>,
   dir: string,
   name: string,
-  env: Record<string, string> = {},
+  options: { env?: Record<string, string>; formats?: string[]; source?: Record<string, number> } = {},
 ) {
   const out = join(dir, 'out');
   const pipelineFile = join(dir, 'pipeline.yaml');
+  const source = Object.entries(options.source ?? {}).map(([key, value]) => `, ${key}: ${value}`);
   await writeFile(
     pipelineFile,
     [
       `name: ${name}`,
-      `source: { base_url: "${service.base_url}", api_key_env: ${KEY_ENV} }`,
-      `output: { dir: "${out}", formats: [csv, parquet] }`,
+      `source: { base_url: "${service.base_url}", api_key_env: ${KEY_ENV}${source.join('')} }`,
+      `output: { dir: "${out}", formats: [${(options.formats ?? ['csv', 'parquet']).join(', ')}] }`,
       'media: { enabled: false }',
       '',
     ].join('\n'),
@@ -124,7 +125,7 @@ export async function cliPipeline(
   const run = async (...args: string[]) => {
     const cli = await runCli(['run', '--config', pipelineFile, ...args], {
       cwd: dir,
-      env: { [KEY_ENV]: service.api_key, ...env },
+      env: { [KEY_ENV]: service.api_key, ...options.env },
     });
     const runDir = /^run: (.+)$/m.exec(cli.stdout)?.[1] ?? '';
     return { ...cli, runDir: runDir.startsWith('/') ? runDir : join(dir, runDir) };

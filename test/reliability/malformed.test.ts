@@ -5,19 +5,18 @@
  * then reported; the run exits 3; the damaged studies' watermarks hold, so a later run
  * fetches what they lost.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import type { Reject } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
 import {
+  cliPipeline,
   expectEveryResponseOnce,
   expectNoSecretIn,
   expectNoSecretInText,
-  KEY_ENV,
   readManifest,
   readRejects,
   responseIdsOf,
@@ -129,27 +128,12 @@ it('every malformed payload is a reject naming the field or a reported failure; 
     for (const { study, id } of victims) sandbox.touchResponse(study.link_id, id, new Date());
     for (const [i, c] of cases.entries()) c.breakIt(victims[i]!.study.link_id, victims[i]!.id);
 
-    const pipelineFile = join(dir, 'pipeline.yaml');
-    await writeFile(
-      pipelineFile,
-      [
-        'name: test',
-        `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, retries: ${RETRIES} }`,
-        `output: { dir: "${out}" }`,
-        'media: { enabled: false }',
-        '',
-      ].join('\n'),
-    );
-    const cli = await runCli(['run', '--config', pipelineFile], {
-      cwd: dir,
-      env: { [KEY_ENV]: sandbox.api_key },
-    });
+    const { run } = await cliPipeline(sandbox, dir, 'test', { source: { retries: RETRIES } });
+    const { runDir: absoluteRunDir, ...cli } = await run();
     expect(cli.code, cli.stderr).toBe(3);
     expect(cli.stdout).toContain('partial');
     expectNoSecretInText(cli.stdout + cli.stderr, sandbox.api_key);
-    const runDir = /^run: (.+)$/m.exec(cli.stdout)?.[1];
-    expect(runDir).toBeDefined();
-    const absoluteRunDir = runDir!.startsWith('/') ? runDir! : join(dir, runDir!);
+    expect(cli.stdout).toMatch(/^run: /m);
 
     const rejects = await readRejects(absoluteRunDir);
     const manifest = await readManifest(absoluteRunDir);

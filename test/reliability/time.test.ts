@@ -48,7 +48,7 @@ it('zone-less timestamps are UTC under TZ=Asia/Kathmandu and keep their microsec
     ]);
     for (const [id, stamp] of stamps)
       sandbox.mutateListItem(study!.link_id, id, (item) => ({ ...item, ...stamp }));
-    const { out, run } = await cliPipeline(sandbox, dir, 'tz', { TZ: 'Asia/Kathmandu' });
+    const { out, run } = await cliPipeline(sandbox, dir, 'tz', { env: { TZ: 'Asia/Kathmandu' } });
     const cli = await run();
     expect(cli.code, cli.stderr).toBe(0);
     const runs = join(out, 'tz', 'runs');

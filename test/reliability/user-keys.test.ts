@@ -4,15 +4,13 @@
  * field `__proto__` on a list item. JSON.parse keeps them as own properties; each must reach
  * attributes, answers and `extra` in CSV, Parquet and current/, and pollute nothing.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
-import { KEY_ENV, withTempDir } from './helpers.ts';
+import { cliPipeline, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 
@@ -44,25 +42,9 @@ it('__proto__, constructor and toString survive as data in attributes, answers a
       const { answers_array: _dropped, ...rest } = item;
       return { ...rest, answers };
     });
-    const out = join(dir, 'out');
-    const pipelineFile = join(dir, 'pipeline.yaml');
-    await writeFile(
-      pipelineFile,
-      [
-        'name: test',
-        `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV} }`,
-        `output: { dir: "${out}", formats: [csv, parquet, xlsx] }`,
-        'media: { enabled: false }',
-        '',
-      ].join('\n'),
-    );
-    const cli = await runCli(['run', '--config', pipelineFile], {
-      cwd: dir,
-      env: { [KEY_ENV]: sandbox.api_key },
-    });
+    const { out, run } = await cliPipeline(sandbox, dir, 'test', { formats: ['csv', 'parquet', 'xlsx'] });
+    const { runDir, ...cli } = await run();
     expect(cli.code, cli.stderr).toBe(0);
-    const printed = /^run: (.+)$/m.exec(cli.stdout)?.[1] ?? '';
-    const runDir = printed.startsWith('/') ? printed : join(dir, printed);
     // The Frictionless reader casts the attributes CSV, "__proto__" row included.
     const frictionless = await validateDataPackage(runDir);
     expect(frictionless.errors).toEqual([]);

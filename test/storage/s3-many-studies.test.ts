@@ -8,25 +8,18 @@ import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
 import { KEY_ENV, sandboxConfig } from '../pipeline/helpers.ts';
-import { EnvironmentPatch } from '../shared.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+import { type S3Server, startSandboxAndS3 } from './s3rver.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
-const environment = new EnvironmentPatch();
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ seed: 53, studies: 61, responses: 1 });
-  s3 = await startS3(['exports']);
-  environment.set(S3_CREDENTIALS);
+  ({ sandbox, s3, stop } = await startSandboxAndS3({ seed: 53, studies: 61, responses: 1 }));
 });
-afterAll(async () => {
-  environment.restore();
-  await s3?.close();
-  await sandbox?.close();
-});
+afterAll(() => stop?.());
 
 interface Request {
   method: string;

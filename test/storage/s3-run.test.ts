@@ -11,27 +11,20 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
 import { duckdb, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';
 import { apiRequestsSince, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { EnvironmentPatch } from '../shared.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+import { type S3Server, startSandboxAndS3 } from './s3rver.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
-const environment = new EnvironmentPatch();
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ seed: 21, studies: 3, responses: 6 });
-  s3 = await startS3(['exports']);
-  environment.set(S3_CREDENTIALS);
+  ({ sandbox, s3, stop } = await startSandboxAndS3({ seed: 21, studies: 3, responses: 6 }));
 });
-afterAll(async () => {
-  environment.restore();
-  await s3?.close();
-  await sandbox?.close();
-});
+afterAll(() => stop?.());
 
 const bucketConfig = (prefix: string, overrides: Record<string, unknown> = {}) =>
   sandboxConfig(sandbox, `s3://exports/${prefix}`, {

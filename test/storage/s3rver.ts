@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
+import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
+import { EnvironmentPatch } from '../shared.ts';
 
 /** s3rver's fixed credentials; it checks every request's signature against them. */
 export const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
@@ -74,6 +76,28 @@ export async function startS3(buckets: string[]): Promise<S3Server> {
       client.destroy();
       await server.close();
       await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A test file's sandbox and s3rver (with the bucket "exports"), s3rver's credentials in the
+ * environment until `stop`.
+ */
+export async function startSandboxAndS3(
+  options: SandboxOptions,
+): Promise<{ sandbox: Sandbox; s3: S3Server; stop(): Promise<void> }> {
+  const environment = new EnvironmentPatch();
+  const sandbox = await startSandbox(options);
+  const s3 = await startS3(['exports']);
+  environment.set(S3_CREDENTIALS);
+  return {
+    sandbox,
+    s3,
+    async stop() {
+      environment.restore();
+      await s3.close();
+      await sandbox.close();
     },
   };
 }

@@ -62,22 +62,27 @@ export async function extractEntry(zipPath: string, entry: string): Promise<Buff
   return stdout;
 }
 
+/** The duration ffprobe reports for a media file or playlist, in seconds. */
+async function ffprobeFileDuration(path: string): Promise<number> {
+  const { stdout } = await run('ffprobe', [
+    '-v',
+    'error',
+    '-show_entries',
+    'format=duration',
+    '-of',
+    'default=noprint_wrappers=1:nokey=1',
+    path,
+  ]);
+  return Number(stdout.trim());
+}
+
 /** The duration ffprobe reports for an HLS playlist of a zip, its folder extracted with unzip. */
 export async function ffprobeHlsDuration(zipPath: string, playlist: string): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'study-export-ffprobe-'));
   try {
     const folder = playlist.slice(0, playlist.lastIndexOf('/'));
     await run('unzip', ['-q', zipPath, `${folder}/*`, '-d', dir]);
-    const { stdout } = await run('ffprobe', [
-      '-v',
-      'error',
-      '-show_entries',
-      'format=duration',
-      '-of',
-      'default=noprint_wrappers=1:nokey=1',
-      join(dir, playlist),
-    ]);
-    return Number(stdout.trim());
+    return await ffprobeFileDuration(join(dir, playlist));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -89,16 +94,7 @@ export async function ffprobeDuration(zipPath: string, entry: string): Promise<n
   try {
     const file = join(dir, `media.${entry.split('.').at(-1)}`);
     await run('sh', ['-c', 'unzip -p "$1" "$2" > "$3"', 'sh', zipPath, entry, file]);
-    const { stdout } = await run('ffprobe', [
-      '-v',
-      'error',
-      '-show_entries',
-      'format=duration',
-      '-of',
-      'default=noprint_wrappers=1:nokey=1',
-      file,
-    ]);
-    return Number(stdout.trim());
+    return await ffprobeFileDuration(file);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

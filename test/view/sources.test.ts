@@ -8,28 +8,21 @@
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer } from '../../src/view/server.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { EnvironmentPatch } from '../shared.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
+import { type S3Server, startSandboxAndS3 } from '../storage/s3rver.ts';
 import { extractEntry } from './browser.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
-const environment = new EnvironmentPatch();
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ seed: 33, studies: 4, responses: 2 });
-  s3 = await startS3(['exports']);
-  environment.set(S3_CREDENTIALS);
+  ({ sandbox, s3, stop } = await startSandboxAndS3({ seed: 33, studies: 4, responses: 2 }));
 });
-afterAll(async () => {
-  environment.restore();
-  await s3?.close();
-  await sandbox?.close();
-});
+afterAll(() => stop?.());
 
 /** The first archived recording's page and media paths, from the conversation page's players. */
 async function firstPlayer(
