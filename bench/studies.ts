@@ -5,6 +5,12 @@
  *
  * - `studies_scale`: wall time of a full run over 1,500 studies × 2 responses over that of
  *   15 studies × 200 (alternating, `--rounds N` pairs, the median pair's ratio);
+ * - `studies_floor_scale`: the same ratio for the raw-fetch floor (bench/floor.ts) of each
+ *   shape, against the same sandboxes in the same round, with `small_vs_floor` and
+ *   `large_vs_floor`, each run over its floor. The small shape makes more requests (each
+ *   study's listing page and the empty page that ends it), so at a fixed latency and
+ *   concurrency its floor is slower too: the floor ratio is what `studies_scale` could reach
+ *   if a run cost no more than its requests;
  * - files per study that the small-studies run leaves in its run folder, current/ and state/;
  * - to s3:// (s3rver on loopback): S3 requests per study of a first run and of a rerun with
  *   nothing changed, counted at the server, by operation.
@@ -22,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3_CREDENTIALS, startS3 } from '../test/storage/s3rver.ts';
 import type { ExportInput, ExportResult } from './export.ts';
+import type { FloorInput, FloorResult } from './floor.ts';
 import { runStep, startSandboxProcess } from './processes.ts';
 import { machine, medianBy, round, writeResults } from './report.ts';
 
@@ -96,20 +103,31 @@ async function localPair(work: string, small: number, rounds: number) {
     const pairs: {
       small: Measured<ExportResult>;
       large: Measured<ExportResult>;
+      smallFloor: Measured<FloorResult>;
+      largeFloor: Measured<FloorResult>;
       ratio: number;
+      floorRatio: number;
       out: string;
     }[] = [];
     for (let i = 0; i < rounds; i++) {
       const common = { concurrency, perPage, formats: ['csv', 'parquet'] } as const;
+      const largeFloorInput: FloorInput = { sandbox: largeSandbox.info, concurrency, perPage };
       const largeInput: ExportInput = {
         ...common,
         formats: [...common.formats],
         sandbox: largeSandbox.info,
         out: join(work, `large-${i}`),
       };
-      log(`round ${i + 1}/${rounds}: ${largeStudies} studies × ${totalResponses / largeStudies}`);
+      // Each shape's floor just before its run, as the e2e rounds do (bench/run.ts): both see
+      // the same sandbox and about the same load.
+      log(`round ${i + 1}/${rounds}: ${largeStudies} studies × ${totalResponses / largeStudies}, floor`);
+      const largeFloor = await runStep<Measured<FloorResult>>('floor', largeFloorInput);
+      log(`  floor ${seconds(largeFloor.ms)} s (${largeFloor.requests} requests); full run`);
       const large = await runStep<Measured<ExportResult>>('export', largeInput);
-      log(`  ${seconds(large.ms)} s; ${small} studies × ${totalResponses / small}`);
+      log(`  ${seconds(large.ms)} s; ${small} studies × ${totalResponses / small}, floor`);
+      const smallFloorInput: FloorInput = { sandbox: smallSandbox.info, concurrency, perPage };
+      const smallFloor = await runStep<Measured<FloorResult>>('floor', smallFloorInput);
+      log(`  floor ${seconds(smallFloor.ms)} s (${smallFloor.requests} requests); full run`);
       const smallInput: ExportInput = {
         ...common,
         formats: [...common.formats],
@@ -118,8 +136,9 @@ async function localPair(work: string, small: number, rounds: number) {
       };
       const smallRun = await runStep<Measured<ExportResult>>('export', smallInput);
       const ratio = round(smallRun.ms / large.ms, 3);
-      log(`  ${seconds(smallRun.ms)} s: studies_scale ${ratio}`);
-      pairs.push({ small: smallRun, large, ratio, out: smallInput.out });
+      const floorRatio = round(smallFloor.ms / largeFloor.ms, 3);
+      log(`  ${seconds(smallRun.ms)} s: studies_scale ${ratio}, studies_floor_scale ${floorRatio}`);
+      pairs.push({ small: smallRun, large, smallFloor, largeFloor, ratio, floorRatio, out: smallInput.out });
     }
     const median = medianBy(pairs, (p) => p.ratio) as (typeof pairs)[number];
     const runDir = median.small.runDir as string;
@@ -131,11 +150,23 @@ async function localPair(work: string, small: number, rounds: number) {
       state: await countFiles(join(pipelineRoot, 'state')),
     };
     const studies = median.small.studies;
+    // The median round's floors, so that studies_scale is studies_floor_scale × small_vs_floor
+    // / large_vs_floor (to rounding): what the floors allow, and what each run adds to them.
     return {
       studies_scale: median.ratio,
+      studies_floor_scale: median.floorRatio,
+      small_vs_floor: round(median.small.ms / median.smallFloor.ms, 3),
+      large_vs_floor: round(median.large.ms / median.largeFloor.ms, 3),
       rounds: pairs.map((p) => p.ratio),
+      floor_rounds: pairs.map((p) => p.floorRatio),
       small_s: seconds(median.small.ms),
       large_s: seconds(median.large.ms),
+      small_floor_s: seconds(median.smallFloor.ms),
+      large_floor_s: seconds(median.largeFloor.ms),
+      small_requests: median.small.requests,
+      large_requests: median.large.requests,
+      small_floor_requests: median.smallFloor.requests,
+      large_floor_requests: median.largeFloor.requests,
       small_rss_mb: median.small.maxrss_mb,
       large_rss_mb: median.large.maxrss_mb,
       small_studies: studies,
@@ -209,6 +240,9 @@ async function main(): Promise<void> {
     const s3Figures = 'error' in s3 ? null : { first: s3.first.per_study, noop: s3.noop.per_study };
     const result = {
       studies_scale: local?.studies_scale ?? null,
+      studies_floor_scale: local?.studies_floor_scale ?? null,
+      small_vs_floor: local?.small_vs_floor ?? null,
+      large_vs_floor: local?.large_vs_floor ?? null,
       files_per_study: local?.files_per_study ?? null,
       s3_requests_per_study: s3Figures,
       targets: {
