@@ -13,7 +13,7 @@ import { RunStats } from '../load/run-stats.ts';
 import type { Row, TableName } from '../load/tables.ts';
 import type { Storage } from '../storage/types.ts';
 import { currentFormats } from './package.ts';
-import { CURRENT_DIR, newestPart, PARTITION_COLUMN, parsePartName, storeBuffer, studyIdIn } from './parts.ts';
+import { CURRENT_DIR, newestPart, parsePartName, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
 
 /** The columns RunStats reads, per table. */
 const needed: Partial<Record<TableName, string[]>> = {
@@ -83,7 +83,7 @@ interface NewestPart {
   bytes: number;
 }
 
-/** The newest part of each study's folder of `table`. */
+/** The newest part of each folder (bucket) of `table`. */
 async function newestParts(store: Storage, table: TableName): Promise<NewestPart[]> {
   const byFolder = new Map<string, { name: string; bytes: number }[]>();
   for await (const file of store.list(table)) {
@@ -110,7 +110,7 @@ async function countPart(store: Storage, stats: RunStats, part: NewestPart): Pro
   const { table, path } = part;
   const file = storeBuffer(store, path, part.bytes);
   const metadata = await parquetMetadataAsync(file);
-  // study_id is in the folder's name where the part leaves it out (parts.ts partLayout).
+  // study_id is in the folder's name where a part of the earlier layout leaves it out (parts.ts).
   const held = new Set(metadata.schema.map((element) => element.name));
   const columns = (needed[table] ?? []).filter((column) => held.has(column));
   let rowStart = 0;
@@ -118,7 +118,7 @@ async function countPart(store: Storage, stats: RunStats, part: NewestPart): Pro
     const rowEnd = rowStart + Number(group.num_rows);
     const rows = await parquetReadObjects({ file, metadata, columns, rowStart, rowEnd });
     rowStart = rowEnd;
-    if (!held.has(PARTITION_COLUMN)) for (const row of rows) row[PARTITION_COLUMN] = studyIdIn(path);
+    if (!held.has(STUDY_COLUMN)) for (const row of rows) row[STUDY_COLUMN] = studyIdIn(path);
     // hyparquet's values (bigint, Date) as row values (number, ISO string).
     for (const row of rows) {
       for (const [key, value] of Object.entries(row)) {

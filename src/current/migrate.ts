@@ -1,29 +1,46 @@
 /**
- * Partitions written under the earlier naming rule, moved to the names of src/names.ts on
- * first use. That rule kept letters of any case, digits, ".", "_" and "-", replaced anything
- * else with "_" and marked a changed name with "-<8 hex of its SHA-256>"; a uuid's name is the
- * same under both, so only other ids have anything to move.
+ * Outputs of the earlier layout moved into buckets on first use. That layout had a folder per
+ * study in each table, current/<table>/study_id=<id>/, whose name held the id %-escaped (or,
+ * under an older rule, legacyName(id)), and whose Parquet parts left study_id out where the
+ * name gives it back. A hive reader cannot read one glob over both layouts, so every folder the
+ * shard owns is moved before its run reads current/:
  *
- * A study's old partitions (every table's, its wide sheet's and workbook's) are moved before the run
- * reads them, file by file, each copied to its new name before the old one is removed: a run
- * stopped half way leaves every file under one name or both, and the next run moves what is
- * left. An old folder is moved only when its `studies` part names the study: under the
- * earlier rule two ids could share a folder, which then stays with the id whose name it is.
+ * - for each bucket, one part per table: the bucket's newest part without the moved studies'
+ *   rows (a move stopped half way may have written it), and each moved study's newest part,
+ *   named after the newest run among them (older than the running one, whose parts are newer);
+ * - published, then the study folders go, studies last: a move stopped anywhere is done again
+ *   by the next run, from the same parts, to the same result.
+ *
+ * The sheets keep a folder per study (study_id=<id>); only those under the older rule's names
+ * are moved to the current ones.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { type TableName, tableNames } from '../load/tables.ts';
-import { nameOf } from '../names.ts';
-import { CURRENT_DIR, newestPart, partitionName, partitionPath, readPart } from './parts.ts';
+import { bucketOf } from '../buckets.ts';
+import type { Format } from '../config/schema.ts';
+import type { CsvOptions } from '../load/csv.ts';
+import { type Row, type TableName, tableNames } from '../load/tables.ts';
+import { idOf, nameOf } from '../names.ts';
+import { compareRunIds } from '../run-id.ts';
+import {
+  CURRENT_DIR,
+  createPartWriter,
+  newestPart,
+  parsePartName,
+  partitionPath,
+  publishPart,
+  readPart,
+  STUDY_FOLDER_PREFIX,
+} from './parts.ts';
 import type { CurrentStore } from './store.ts';
-import { wideFolder, workbookFolder } from './wide.ts';
+import { studyFolderName, wideFolder, workbookFolder } from './wide.ts';
 
 const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
 
-/** The name the earlier rule gave `id` (state files, partitions, wide sheets). */
+/** The name the older rule gave `id` (state files, partitions, wide sheets). */
 export function legacyName(id: string): string {
   const chars = Array.from(
     id
@@ -38,77 +55,173 @@ export function legacyName(id: string): string {
   return `${cleaned || '_'}-${hash}`;
 }
 
-function legacyPartition(table: TableName | 'wide' | 'xlsx', studyId: string): string {
-  return `${CURRENT_DIR}/${table}/study_id=${legacyName(studyId)}`;
+/** A study folder of the earlier layout: its name, its study, and its newest part in each table. */
+interface StudyFolder {
+  name: string;
+  studyId: string;
+  newest: Map<TableName, { path: string; bytes: number; runId: string }>;
 }
 
 /**
- * Moves the study's partitions from their earlier names, if it has any there; see the top.
- * Returns whether it moved any.
+ * Moves every study folder of current/ whose study `owns` says is this shard's into buckets;
+ * see the top. Returns the number of studies moved.
  */
-export async function migrateStudyPartitions(
+export async function migrateToBuckets(
   store: CurrentStore,
-  studyId: string,
-  scratchDir: string,
-): Promise<boolean> {
-  if (`study_id=${legacyName(studyId)}` === partitionName(studyId)) return false;
-  const owner = await ownerOf(store, legacyPartition('studies', studyId));
-  if (owner === null || owner.study_id !== studyId) return false;
-  const dir = await mkdtemp(join(scratchDir, 'migrate-'));
-  const same = (name: string) => name;
+  options: {
+    scratchDir: string;
+    formats: readonly Format[];
+    csv: CsvOptions;
+    owns: (studyId: string) => boolean;
+  },
+): Promise<number> {
+  const folders = await studyFolders(store);
+  const owned = folders.filter((folder) => options.owns(folder.studyId));
+  if (owned.length === 0) return 0;
+  const byBucket = new Map<number, StudyFolder[]>();
+  for (const folder of owned) {
+    const bucket = bucketOf(folder.studyId);
+    byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), folder]);
+  }
+  const dir = await mkdtemp(join(options.scratchDir, 'migrate-'));
   try {
-    // The sheet and the workbook take their link_id's name too (one of each per folder).
-    await moveFolder(store, legacyPartition('wide', studyId), wideFolder(studyId), dir, () => {
-      return `${nameOf(owner.link_id)}.csv`;
-    });
-    await moveFolder(store, legacyPartition('xlsx', studyId), workbookFolder(studyId), dir, () => {
-      return `${nameOf(owner.link_id)}.xlsx`;
-    });
-    // studies last: its old folder is what says the move is not finished (ownerOf).
+    for (const [bucket, moved] of byBucket) await moveIntoBucket(store, bucket, moved, { ...options, dir });
+    for (const folder of owned) await moveSheets(store, folder, dir);
+    // studies last: its folder is what says a study is not moved yet.
     for (const table of [...tableNames.filter((t) => t !== 'studies'), 'studies' as const]) {
-      await moveFolder(store, legacyPartition(table, studyId), partitionPath(table, studyId), dir, same);
+      for (const folder of owned) await store.deleteAll(`${CURRENT_DIR}/${table}/${folder.name}`);
     }
-    return true;
+    return owned.length;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-/** The study an old partition holds, by its newest `studies` part; null when it has none. */
-async function ownerOf(
+/** The study folders of the earlier layout, by their `studies` folders (every study has one). */
+async function studyFolders(store: CurrentStore): Promise<StudyFolder[]> {
+  const names = new Set<string>();
+  for await (const file of store.list(`${CURRENT_DIR}/studies`)) {
+    const [folder] = file.path.split('/');
+    if (folder?.startsWith(STUDY_FOLDER_PREFIX)) names.add(folder);
+  }
+  if (names.size === 0) return [];
+  const found: StudyFolder[] = [];
+  for (const name of names) {
+    const newest = new Map<TableName, { path: string; bytes: number; runId: string }>();
+    for (const table of tableNames) {
+      const folder = `${CURRENT_DIR}/${table}/${name}`;
+      const files: { path: string; bytes: number }[] = [];
+      for await (const file of store.list(folder)) if (!file.path.includes('/')) files.push(file);
+      const part = newestPart(files.map((file) => file.path));
+      const bytes = files.find((file) => file.path === part)?.bytes ?? 0;
+      const runId = part === null ? null : (parsePartName(part)?.runId ?? null);
+      if (part !== null && runId !== null) newest.set(table, { path: `${folder}/${part}`, bytes, runId });
+    }
+    found.push({ name, studyId: await studyIdOf(store, name, newest), newest });
+  }
+  return found;
+}
+
+/** The study a folder holds: its `studies` rows say (parts under the older rule hold study_id), else its name. */
+async function studyIdOf(store: CurrentStore, name: string, newest: StudyFolder['newest']): Promise<string> {
+  const studies = newest.get('studies');
+  if (studies) {
+    for await (const rows of readPart(store, studies.path, studies.bytes, 'studies')) {
+      const [row] = rows;
+      if (row) return row.study_id;
+    }
+  }
+  return idOf(name.slice(STUDY_FOLDER_PREFIX.length), '%');
+}
+
+async function moveIntoBucket(
   store: CurrentStore,
-  folder: string,
-): Promise<{ study_id: string; link_id: string } | null> {
-  const files: { path: string; bytes: number }[] = [];
-  for await (const file of store.list(folder)) files.push(file);
-  const newest = newestPart(files.map((file) => file.path));
-  if (newest === null) return null;
-  const bytes = files.find((file) => file.path === newest)?.bytes ?? 0;
-  for await (const rows of readPart(store, `${folder}/${newest}`, bytes, 'studies')) {
+  bucket: number,
+  moved: readonly StudyFolder[],
+  options: { dir: string; formats: readonly Format[]; csv: CsvOptions },
+): Promise<void> {
+  const movedIds = new Set(moved.map((folder) => folder.studyId));
+  for (const table of tableNames) {
+    const partition = partitionPath(table, bucket);
+    const files: { path: string; bytes: number }[] = [];
+    for await (const file of store.list(partition)) if (!file.path.includes('/')) files.push(file);
+    const current = newestPart(files.map((file) => file.path));
+    const sources = moved.flatMap((folder) => {
+      const part = folder.newest.get(table);
+      return part ? [part] : [];
+    });
+    const runIds = [
+      ...sources.map((source) => source.runId),
+      ...(current === null ? [] : [parsePartName(current)?.runId ?? '']),
+    ].filter((runId) => runId !== '');
+    const runId = runIds.sort(compareRunIds).at(-1);
+    if (runId === undefined) continue;
+    const writer = await createPartWriter(table, bucket, runId, {
+      formats: options.formats,
+      csv: options.csv,
+      dir: await mkdtemp(join(options.dir, `${table}-`)),
+    });
+    try {
+      if (current !== null) {
+        const bytes = files.find((file) => file.path === current)?.bytes ?? 0;
+        for await (const rows of readPart(store, `${partition}/${current}`, bytes, table)) {
+          await writer.write(rows.filter((row) => !movedIds.has(String((row as Row<'studies'>).study_id))));
+        }
+      }
+      for (const source of sources) {
+        for await (const rows of readPart(store, source.path, source.bytes, table)) await writer.write(rows);
+      }
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
+    await publishPart(store, await writer.finish());
+  }
+}
+
+/** A study's sheet and workbook folders under the older rule's name, moved to the current one. */
+async function moveSheets(store: CurrentStore, folder: StudyFolder, scratch: string): Promise<void> {
+  const older = `${STUDY_FOLDER_PREFIX}${legacyName(folder.studyId)}`;
+  if (older === studyFolderName(folder.studyId)) return;
+  const linkId = await linkIdOf(store, folder);
+  if (linkId === null) return;
+  await moveFolder(
+    store,
+    `${CURRENT_DIR}/wide/${older}`,
+    wideFolder(folder.studyId),
+    scratch,
+    `${nameOf(linkId)}.csv`,
+  );
+  await moveFolder(
+    store,
+    `${CURRENT_DIR}/xlsx/${older}`,
+    workbookFolder(folder.studyId),
+    scratch,
+    `${nameOf(linkId)}.xlsx`,
+  );
+}
+
+async function linkIdOf(store: CurrentStore, folder: StudyFolder): Promise<string | null> {
+  const studies = folder.newest.get('studies');
+  if (!studies) return null;
+  for await (const rows of readPart(store, studies.path, studies.bytes, 'studies')) {
     const [row] = rows;
-    if (row) return { study_id: row.study_id, link_id: row.link_id };
+    if (row) return row.link_id;
   }
   return null;
 }
 
-async function moveFolder(
-  store: CurrentStore,
-  from: string,
-  to: string,
-  scratch: string,
-  rename: (name: string) => string,
-): Promise<void> {
+/** The one sheet of a folder, copied under its new name before the old folder goes. */
+async function moveFolder(store: CurrentStore, from: string, to: string, scratch: string, name: string) {
   const files: string[] = [];
   for await (const file of store.list(from)) {
     // Not a file being written (a hidden name), nor anything in a subfolder.
     if (!file.path.includes('/') && !file.path.startsWith('.')) files.push(file.path);
   }
-  for (const [i, name] of files.entries()) {
-    const local = join(scratch, `file-${i}`);
-    await pipeline(await store.readStream(`${from}/${name}`), createWriteStream(local));
-    await store.moveIn(local, `${to}/${rename(name)}`);
+  for (const [i, file] of files.entries()) {
+    const local = join(scratch, `sheet-${i}`);
+    await pipeline(await store.readStream(`${from}/${file}`), createWriteStream(local));
+    await store.moveIn(local, `${to}/${name}`);
   }
-  // Only once every file is under its new name.
-  for (const name of files) await store.delete(`${from}/${name}`);
   await store.deleteAll(from);
 }

@@ -1,19 +1,18 @@
 /**
- * Which study's partition of current/ holds each response id, so that a run never gives a
- * response a second row there under another study (src/extract/keys.ts has the rule). Read
- * once per run, and only by a run that lists a response: the response_id column (and
- * study_id, to name the study) of each study's newest responses part.
+ * Which study current/ holds each response id under, so that a run never gives a response a
+ * second row there under another study (src/extract/keys.ts has the rule). Read once per run,
+ * and only by a run that lists a response: the response_id and study_id columns of each
+ * bucket's newest responses part.
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { KnownOwners } from '../extract/index.ts';
-import { idOf } from '../names.ts';
 import type { Warning } from '../records.ts';
-import { CURRENT_DIR, newestPart, partitionName, storeBuffer } from './parts.ts';
+import { CURRENT_DIR, newestPart, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 const RESPONSES = `${CURRENT_DIR}/responses`;
 
-/** Partitions read at once: each read is a footer and one or two column chunks. */
+/** Partitions read at once: each read is a footer and two column chunks. */
 const READS_AT_ONCE = 8;
 
 /** A response id current/ holds under more than one study, and those studies. */
@@ -41,16 +40,15 @@ export async function currentOwners(
     files.push({ name: file.path.slice(cut + 1), bytes: file.bytes });
     parts.set(folder, files);
   }
-  /** Response id -> the partition folder holding it (folders, in the rare case of several). */
-  const foldersOf = new Map<string, string | string[]>();
-  const hold = (responseId: string, folder: string) => {
-    const held = foldersOf.get(responseId);
-    if (held === undefined) foldersOf.set(responseId, folder);
-    else if (typeof held === 'string') foldersOf.set(responseId, [held, folder]);
-    else held.push(folder);
+  /** Response id -> the study holding it (studies, in the rare case of several). */
+  const ownersOf = new Map<string, string | string[]>();
+  const hold = (responseId: string, studyId: string) => {
+    const held = ownersOf.get(responseId);
+    if (held === undefined) ownersOf.set(responseId, studyId);
+    else if (typeof held === 'string') {
+      if (held !== studyId) ownersOf.set(responseId, [held, studyId]);
+    } else if (!held.includes(studyId)) held.push(studyId);
   };
-  /** Partition folder -> the study id its rows name. */
-  const studyOf = new Map<string, string>();
   const folders = [...parts.entries()];
   for (let start = 0; start < folders.length; start += READS_AT_ONCE) {
     await Promise.all(
@@ -61,49 +59,30 @@ export async function currentOwners(
         const path = `${RESPONSES}/${folder}/${part.name}`;
         const buffer = storeBuffer(store, path, part.bytes);
         const metadata = await parquetMetadataAsync(buffer);
-        const rows = await parquetReadObjects({ file: buffer, metadata, columns: ['response_id'] });
-        for (const row of rows) hold(row.response_id as string, folder);
-        // The study's id from its first row, where the part holds the column.
-        const named = metadata.schema.some((element) => element.name === 'study_id');
-        const [first] = named
-          ? await parquetReadObjects({
-              file: buffer,
-              metadata,
-              columns: ['study_id'],
-              rowStart: 0,
-              rowEnd: 1,
-            })
-          : [];
-        studyOf.set(folder, typeof first?.study_id === 'string' ? first.study_id : idOfFolder(folder));
+        // A part of the earlier layout leaves study_id out: its folder names the study.
+        const named = metadata.schema.some((element) => element.name === STUDY_COLUMN);
+        const columns = named ? ['response_id', STUDY_COLUMN] : ['response_id'];
+        const rows = await parquetReadObjects({ file: buffer, metadata, columns });
+        const folderStudy = named ? null : (studyIdIn(path) ?? folder);
+        for (const row of rows) hold(row.response_id as string, folderStudy ?? String(row[STUDY_COLUMN]));
       }),
     );
   }
-  const studyIn = (folder: string) => studyOf.get(folder) ?? idOfFolder(folder);
   const shared: SharedResponse[] = [];
-  for (const [responseId, held] of foldersOf) {
-    if (typeof held === 'string') continue;
-    const studyIds = [...new Set(held.map(studyIn))];
-    if (studyIds.length > 1) shared.push({ response_id: responseId, study_ids: studyIds });
+  for (const [responseId, held] of ownersOf) {
+    if (typeof held !== 'string') shared.push({ response_id: responseId, study_ids: held });
   }
   if (shared.length > 0) onShared(shared);
   return (responseId, studyId) => {
-    const held = foldersOf.get(responseId);
+    const held = ownersOf.get(responseId);
     if (held === undefined) return null;
-    const folders = typeof held === 'string' ? [held] : held;
-    // A folder under an earlier name (current/migrate.ts) is the study's own too; a study that
-    // already holds the response (beside another) keeps updating its own copy.
-    if (folders.some((folder) => folder === partitionName(studyId) || studyIn(folder) === studyId))
-      return null;
-    const owner = studyIn(folders[0] as string);
+    const owners = typeof held === 'string' ? [held] : held;
+    // A study that already holds the response (beside another) keeps updating its own copy.
+    if (owners.includes(studyId)) return null;
+    const owner = owners[0] as string;
     const linkId = linkIdOf(owner);
     return { study_id: owner, ...(linkId === undefined ? {} : { link_id: linkId }), where: 'current' };
   };
-}
-
-/** A partition folder's study id, from its name (study_id=<value>), when its parts do not hold it. */
-function idOfFolder(folder: string): string {
-  const prefix = 'study_id=';
-  return folder.startsWith(prefix) ? idOf(folder.slice(prefix.length), '%') : folder;
 }
 
 /** The warning for response ids current/ holds under more than one study. */

@@ -1,7 +1,7 @@
 /**
  * current/datapackage.json: every file of the current dataset as a Frictionless Data Package,
  * from the same builder as a run's, rewritten at each publication from a listing of current/:
- * each table resource lists every part it has now (one per study, a partition's newest), in
+ * each table resource lists every part it has now (one per bucket, a partition's newest), in
  * the columns the parts hold (read from one part, so the descriptor follows the parts'
  * layout); the wide sheets are tabular resources with their headers, the workbooks files.
  * There are no sizes or hashes (each run's manifest has those of the files it wrote).
@@ -94,7 +94,7 @@ function newestParts(
   const newest = new Map<string, { path: string; bytes: number; runId: string }>();
   for (const file of files) {
     const [folder, partition, name, ...rest] = file.path.split('/');
-    if (folder !== table || rest.length > 0 || !partition?.startsWith('study_id=') || !name) continue;
+    if (folder !== table || rest.length > 0 || !partition?.includes('=') || !name) continue;
     const part = parsePartName(name);
     if (!part || part.format !== format) continue;
     const seen = newest.get(partition);

@@ -1,20 +1,17 @@
 /**
- * The current dataset's files: current/<table>/study_id=<permanent id>/part-<run id>.parquet
- * (and .csv), how a part is read back row group by row group, and how a new one is written.
+ * The current dataset's files: current/<table>/bucket=<NN>/part-<run id>.parquet (and .csv),
+ * a part holding the rows of every study of its bucket (src/buckets.ts), with study_id among
+ * its columns; how a part is read back row group by row group, and how a new one is written.
  */
 import { stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { BUCKETS } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
-import {
-  createParquetWriter,
-  type EncodedRowGroup,
-  ParquetFile,
-  type ParquetLayout,
-} from '../load/parquet.ts';
+import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
 import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
-import { idOf, partitionValueOf } from '../names.ts';
+import { idOf } from '../names.ts';
 import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
@@ -22,30 +19,24 @@ import type { CurrentStore } from './store.ts';
 
 export const CURRENT_DIR = 'current';
 
+/** The partition folder of a bucket: bucket=00 to bucket=63. */
+export function partitionName(bucket: number): string {
+  return `bucket=${String(bucket).padStart(String(BUCKETS - 1).length, '0')}`;
+}
+
+/** The column that names each row's study, in every part. */
+export const STUDY_COLUMN = 'study_id';
+
+export function partitionPath(table: TableName, bucket: number): string {
+  return `${CURRENT_DIR}/${table}/${partitionName(bucket)}`;
+}
+
 /**
- * The partition folder's name: the id percent-encoded (src/names.ts), which hive-partitioned
- * readers (DuckDB, pyarrow, Spark) decode back to the exact id. Uuids are used as they are.
+ * The folders of an earlier layout, one per study (study_id=<id, %-escaped>), whose Parquet
+ * parts left study_id out: migrate.ts moves them into buckets, and readers of a part take
+ * study_id from such a folder's name where the part does not hold it.
  */
-export function partitionName(studyId: string): string {
-  return `study_id=${partitionValueOf(studyId)}`;
-}
-
-/** The column the partition folder names: the value of every row of its parts. */
-export const PARTITION_COLUMN = 'study_id';
-
-/**
- * A study's Parquet parts leave study_id out: it is in the path, and pyarrow (pandas) refuses a
- * column that is both in the files and in the path. Kept where the folder's name cannot give the
- * id back (an id too long for a name, src/names.ts). CSV parts keep it: they carry the run's
- * CSV text as it is, and DuckDB, which reads folders of CSV parts, takes the path's value.
- */
-export function partLayout(studyId: string): ParquetLayout {
-  return idOf(partitionValueOf(studyId), '%') === studyId ? { omit: PARTITION_COLUMN } : {};
-}
-
-export function partitionPath(table: TableName, studyId: string): string {
-  return `${CURRENT_DIR}/${table}/${partitionName(studyId)}`;
-}
+export const STUDY_FOLDER_PREFIX = 'study_id=';
 
 export function partFileName(runId: string, format: Format): string {
   return `part-${runId}.${format}`;
@@ -96,31 +87,52 @@ export function storeBuffer(store: CurrentStore, path: string, byteLength: numbe
 }
 
 /**
- * The rows of a part, one row group at a time, as the table's row values; study_id, where the
- * part leaves it out, from the partition folder in `path` (or `studyId`, for a part not yet in
- * its folder).
+ * The rows of a part, one row group at a time, as the table's row values. `studies`: only
+ * the rows of these studies (a row group whose study_id statistics name one other study is
+ * not read). study_id, in a part of the earlier layout that leaves it out, from its folder.
  */
 export async function* readPart<T extends TableName>(
   store: CurrentStore,
   path: string,
   byteLength: number,
   table: T,
-  studyId: string | null = studyIdIn(path),
+  options: { studies?: ReadonlySet<string> } = {},
 ): AsyncIterable<Row<T>[]> {
   const file = storeBuffer(store, path, byteLength);
   const metadata = await parquetMetadataAsync(file);
-  const held = metadata.schema.some((element) => element.name === PARTITION_COLUMN);
+  const column = metadata.schema.slice(1).findIndex((element) => element.name === STUDY_COLUMN);
+  const folderStudy = column === -1 ? studyIdIn(path) : null;
+  const { studies } = options;
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);
-    const records = await parquetReadObjects({ file, metadata, rowStart, rowEnd, parsers: exactTimestamps });
+    const only = column === -1 ? folderStudy : onlyStudyOf(group.columns[column]?.meta_data?.statistics);
+    const skipped = studies !== undefined && only !== null && !studies.has(only);
+    if (!skipped) {
+      const records = await parquetReadObjects({
+        file,
+        metadata,
+        rowStart,
+        rowEnd,
+        parsers: exactTimestamps,
+      });
+      if (column === -1) for (const record of records) record[STUDY_COLUMN] = folderStudy;
+      const rows = records.map((record) => rowOf(table, record));
+      yield studies === undefined
+        ? rows
+        : rows.filter((row) => studies.has(String((row as { study_id?: unknown }).study_id)));
+    }
     rowStart = rowEnd;
-    if (!held) for (const record of records) record[PARTITION_COLUMN] = studyId;
-    yield records.map((record) => rowOf(table, record));
   }
 }
 
-/** The study id a path's partition folder (`study_id=<value>`) gives back, or null. */
+/** The one study a row group holds, by its study_id statistics (null: several, or not told). */
+function onlyStudyOf(statistics: { min_value?: unknown; max_value?: unknown } | undefined): string | null {
+  const min = statistics?.min_value;
+  return typeof min === 'string' && min === statistics?.max_value ? min : null;
+}
+
+/** The study id a path's folder of the earlier layout (`study_id=<value>`) gives back, or null. */
 export function studyIdIn(path: string): string | null {
   const value = /(?:^|\/)study_id=([^/]+)\//.exec(path)?.[1];
   return value === undefined ? null : idOf(value, '%');
@@ -181,7 +193,7 @@ export interface PartWriter<T extends TableName> {
  */
 export async function createPartWriter<T extends TableName>(
   table: T,
-  studyId: string,
+  bucket: number,
   runId: string,
   /** Formats of the part: Parquet first (package.ts: currentFormats). */
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
@@ -193,7 +205,7 @@ export async function createPartWriter<T extends TableName>(
       const name = partFileName(runId, format);
       const writer =
         format === 'parquet'
-          ? await createParquetWriter(local, name, table, partLayout(studyId))
+          ? await createParquetWriter(local, name, table)
           : await createTableCsvWriter(local, name, table, tableCsv(options.csv));
       writers.push(writer);
     }
@@ -209,7 +221,7 @@ export async function createPartWriter<T extends TableName>(
     },
     async finish() {
       for (const writer of writers) await writer.close();
-      return await preparedPart(table, studyId, runId, options);
+      return await preparedPart(table, bucket, runId, options);
     },
     async abort() {
       for (const writer of writers) await writer.abort().catch(() => {});
@@ -223,11 +235,11 @@ export async function createPartWriter<T extends TableName>(
  */
 async function preparedPart(
   table: TableName,
-  studyId: string,
+  bucket: number,
   runId: string,
   options: { formats: readonly Format[]; dir: string },
 ): Promise<PreparedPart> {
-  const partition = partitionPath(table, studyId);
+  const partition = partitionPath(table, bucket);
   const files = options.formats.map((format) => ({
     local: join(options.dir, partFileName(runId, format)),
     target: `${partition}/${partFileName(runId, format)}`,
@@ -241,8 +253,9 @@ async function preparedPart(
 
 /**
  * A new part that takes the run's own bytes (the run's StudyCopy): its row groups and CSV
- * text exactly as written into the run's tables. For a study with no previous part, whose
- * merged part is every row the run writes for it.
+ * text exactly as written into the run's tables. For a bucket with no previous part, whose
+ * part is every row the run writes for the bucket's studies: their row groups come in the
+ * order they are written, each holding one study.
  */
 export interface PartCopy {
   readonly table: TableName;
@@ -255,12 +268,12 @@ export interface PartCopy {
 /**
  * `options.formats`: Parquet first (package.ts: currentFormats), as the run also writes them.
  * `options.dir`: a folder of this part's own, made with its first file. Each file is opened
- * when its first bytes come (or at finish, for a table with no rows), not when the study
+ * when its first bytes come (or at finish, for a table with no rows), not when the bucket
  * starts: the study's first request does not wait for its parts' files.
  */
 export function createPartCopy(
   table: TableName,
-  studyId: string,
+  bucket: number,
   runId: string,
   options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
 ): PartCopy {
@@ -270,12 +283,7 @@ export function createPartCopy(
   let parquet: Promise<ParquetFile> | null = null;
   let csv: Promise<CsvWriter> | null = null;
   const parquetFile = () => {
-    parquet ??= ParquetFile.open(
-      local,
-      `${folder}/${partFileName(runId, 'parquet')}`,
-      table,
-      partLayout(studyId),
-    );
+    parquet ??= ParquetFile.open(local, `${folder}/${partFileName(runId, 'parquet')}`, table);
     return parquet;
   };
   const csvFile = () => {
@@ -288,18 +296,28 @@ export function createPartCopy(
     return csv;
   };
   const withCsv = options.formats.includes('csv');
+  // The bucket's studies are exported at once: their bytes go in one after another.
+  let queue: Promise<void> = Promise.resolve();
+  const inTurn = (work: () => Promise<void>) => {
+    const turn = queue.then(work);
+    queue = turn.catch(() => {});
+    return turn;
+  };
   return {
     table,
-    rowGroup: async (group) => (await parquetFile()).append(group),
-    async csvText(text) {
-      if (withCsv) await (await csvFile()).writeText(text);
-    },
+    rowGroup: (group) => inTurn(async () => (await parquetFile()).append(group)),
+    csvText: (text) =>
+      inTurn(async () => {
+        if (withCsv) await (await csvFile()).writeText(text);
+      }),
     async finish() {
+      await queue;
       await (await parquetFile()).close();
       if (withCsv) await (await csvFile()).close();
-      return await preparedPart(table, studyId, runId, options);
+      return await preparedPart(table, bucket, runId, options);
     },
     async abort() {
+      await queue;
       for (const opened of [parquet, csv]) {
         await opened?.then((file) => file.abort()).catch(() => {});
       }

@@ -1,25 +1,29 @@
 /**
- * The current dataset, updated in three steps. While the run still exports other studies, each
- * finished study is prepared: each of its tables gets one new part, in the run's scratch
- * space, holding the merge (merge.ts) of the previous part with the run's rows, and the study
- * gets its wide sheet built from those parts. Before the run is committed, the new parts are
- * published (moved into the store) beside the parts they replace (publishParts); once it is
- * committed, the parts they replace go and the wide sheets come in (settleCurrent). A
- * partition's newest part is therefore always whole: a merged part holds everything of the
- * one before it, a replacing part is the whole study. A run stopped anywhere in between is
- * finished by the next one (pipeline/publication.ts): the parts of a run that was not
- * committed are removed (removeRunParts), otherwise the older parts go (repairStudy).
+ * The current dataset, updated in three steps, a bucket (src/buckets.ts) at a time. While the
+ * run still exports other studies, each bucket whose studies of the run are all exported is
+ * prepared: each of its tables gets one new part, in the run's scratch space, holding the
+ * bucket's other studies' rows as they were and, for each study of the run, the merge
+ * (merge.ts) of its previous rows with the run's; each study of the run gets its wide sheet
+ * built from those parts. Before the run is committed, the new parts are published (moved into
+ * the store) beside the parts they replace (publishParts); once it is committed, the parts
+ * they replace go and the wide sheets come in (settleCurrent). A partition's newest part is
+ * therefore always whole: it holds everything of the one before it but what the run replaced.
+ * A run stopped anywhere in between is finished by the next one (pipeline/publication.ts): the
+ * parts of a run that was not committed are removed (removeRunParts), otherwise the older
+ * parts go (repairBucket).
  *
- * Only the studies of the run are touched, so a shard only ever writes its own partitions.
+ * Only the buckets of the run's studies are touched, and a shard owns whole buckets, so a
+ * shard only ever writes its own partitions.
  */
 import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
+import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import type { StudyCopy } from '../load/table-writers.ts';
 import { type Row, type TableName, tableNames } from '../load/tables.ts';
-import { nameOf } from '../names.ts';
+import { nameOf, partitionValueOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
@@ -33,7 +37,6 @@ import {
   type ResponseTable,
   responseTables,
 } from './merge.ts';
-import { migrateStudyPartitions } from './migrate.ts';
 import { CURRENT_PACKAGE, currentFormats, currentPackage } from './package.ts';
 import {
   CURRENT_DIR,
@@ -49,6 +52,7 @@ import {
   partitionPath,
   publishPart,
   readPart,
+  STUDY_FOLDER_PREFIX,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import type { CurrentStore } from './store.ts';
@@ -76,12 +80,11 @@ export interface CurrentContext {
 }
 
 /**
- * One listing of current/ for a run of many studies, from which each study's partitions are
- * read instead of a listing of each of its folders (eight requests a study on object storage,
- * where one listing request returns up to 1,000 keys, some sixty studies' files). Taken when
- * the first study starts: until the run's commit only the run writes its studies' partitions
- * (a shard owns its studies), so what it lists of them stays true; a study whose partitions a
- * migration moves is listed again on its own.
+ * One listing of current/ for a run of many studies, from which each bucket's partitions and
+ * each study's sheet folders are read instead of a listing of each folder (a request each on
+ * object storage, where one listing request returns up to 1,000 keys). Taken when the first
+ * study starts: until the run's commit only the run writes its buckets' partitions and its
+ * studies' sheets (a shard owns whole buckets), so what it lists of them stays true.
  */
 export class CurrentListing {
   #folders: Promise<Map<string, Partition['files']>> | null = null;
@@ -108,15 +111,6 @@ export class CurrentListing {
   }
 }
 
-/**
- * A study whose export found nothing (an incremental listing with no response, nothing lost):
- * its preparation waits until the run is known to be committed, since a run where every study
- * is such a study commits nothing and needs none of its parts (nothing-new.ts).
- */
-function foundNothing(study: CurrentStudy): boolean {
-  return study.since !== null && study.lossless && study.responses === 0;
-}
-
 /** A study of the run: a full (since null) lossless export replaces the study's rows. */
 export interface CurrentStudy {
   study_id: string;
@@ -126,18 +120,20 @@ export interface CurrentStudy {
   responses?: number;
 }
 
-/** A study's new parts, ready in scratch, and what publishing them replaces. */
-export interface PreparedStudy {
-  studyId: string;
+/** A bucket's new parts, ready in scratch, and what publishing them replaces. */
+export interface PreparedBucket {
+  bucket: number;
+  /** The run's studies in the bucket. */
+  studyIds: string[];
   parts: PreparedPart[];
   rewrite: ReadonlySet<TableName>;
   partitions: ReadonlyMap<TableName, Partition>;
-  /** The study's wide sheet (and, with xlsx, its whole workbook), when it has to be written again. */
-  wide: PreparedPart | null;
+  /** The wide sheets (and, with xlsx, whole workbooks) of the run's studies to write again. */
+  wide: { studyId: string; part: PreparedPart }[];
 }
 
-/** Studies published at once: publishing is moving files in, so this only overlaps their latency. */
-const STUDIES_PUBLISHED_AT_ONCE = 4;
+/** Buckets published at once: publishing is moving files in, so this only overlaps their latency. */
+const BUCKETS_PUBLISHED_AT_ONCE = 4;
 
 /**
  * Before the commit: every prepared part moved into current/, beside the parts it replaces
@@ -146,13 +142,13 @@ const STUDIES_PUBLISHED_AT_ONCE = 4;
  */
 export async function publishParts(
   context: CurrentContext,
-  prepared: readonly PreparedStudy[],
+  prepared: readonly PreparedBucket[],
 ): Promise<void> {
-  const limit = pLimit(STUDIES_PUBLISHED_AT_ONCE);
+  const limit = pLimit(BUCKETS_PUBLISHED_AT_ONCE);
   await Promise.all(
-    prepared.map((study) =>
+    prepared.map((bucket) =>
       limit(async () => {
-        for (const part of study.parts) {
+        for (const part of bucket.parts) {
           await publishPart(context.store, part);
           killPoint('current-part-published');
         }
@@ -161,17 +157,23 @@ export async function publishParts(
   );
 }
 
-/** The parts of a run that was not committed, out of the studies' partitions (each may be absent). */
+/**
+ * The parts of a run that was not committed, out of its studies' buckets (each may be absent),
+ * and out of their folders of the earlier layout, where a run of an earlier version put them.
+ */
 export async function removeRunParts(
   store: CurrentStore,
   runId: string,
   studyIds: readonly string[],
 ): Promise<void> {
-  const paths = studyIds.flatMap((studyId) =>
-    tableNames.flatMap((table) =>
-      (['parquet', 'csv'] as const).map(
-        (format) => `${partitionPath(table, studyId)}/${partFileName(runId, format)}`,
-      ),
+  const buckets = [...new Set(studyIds.map(bucketOf))];
+  const folders = (table: TableName) => [
+    ...buckets.map((bucket) => partitionPath(table, bucket)),
+    ...studyIds.map((id) => `${CURRENT_DIR}/${table}/${STUDY_FOLDER_PREFIX}${partitionValueOf(id)}`),
+  ];
+  const paths = tableNames.flatMap((table) =>
+    folders(table).flatMap((folder) =>
+      (['parquet', 'csv'] as const).map((format) => `${folder}/${partFileName(runId, format)}`),
     ),
   );
   const limit = pLimit(16);
@@ -179,39 +181,70 @@ export async function removeRunParts(
 }
 
 /**
- * After the commit: in each partition of the run's studies only the run's part stays (or, for a
- * table the run did not rewrite, the newest part), then the wide sheets and datapackage.json.
+ * After the commit: in each partition of the run's buckets only the run's part stays (or, for
+ * a table the run did not rewrite, the newest part), then the wide sheets and datapackage.json.
  */
 export async function settleCurrent(
   context: CurrentContext & { name: string },
-  prepared: readonly PreparedStudy[],
+  prepared: readonly PreparedBucket[],
 ): Promise<void> {
-  const limit = pLimit(STUDIES_PUBLISHED_AT_ONCE);
-  await Promise.all(prepared.map((study) => limit(() => settleStudy(context, study))));
+  const limit = pLimit(BUCKETS_PUBLISHED_AT_ONCE);
+  await Promise.all(prepared.map((bucket) => limit(() => settleBucket(context, bucket))));
   await writePackageIfChanged(context);
 }
 
 /**
- * Studies prepared at once: one while preparation keeps up with the export (it then fills the
+ * Buckets prepared at once: one while preparation keeps up with the export (it then fills the
  * time the export waits on the service, and takes no CPU from its requests), up to four once
- * more studies than that wait. A small study's preparation is mostly waiting on the file
- * system (a dozen small files made, moved and listed); one at a time, a run of many small
- * studies would end long after its export, holding every waiting study's files open.
+ * more buckets than that wait.
  */
-const STUDIES_PREPARED_AT_ONCE = 4;
+const BUCKETS_PREPARED_AT_ONCE = 4;
 
-/** Prepares each study as soon as its export is done, while the run still exports others. */
+/** What the run has of a bucket: its studies, and what its preparation starts from. */
+interface BucketWork {
+  bucket: number;
+  /** The run's studies in the bucket; it is prepared once they are all exported. */
+  expected: number;
+  studies: CurrentStudy[];
+  start: Promise<BucketStart> | null;
+  /** Where each study's run wide sheet is written again, for a bucket with copies. */
+  sheets: Map<string, string>;
+  /** Its preparation (or, for a run that commits nothing, its abort) has taken it. */
+  taken: boolean;
+}
+
+/** Prepares each bucket as soon as the export of its studies is done, while the run still exports others. */
 export class CurrentPreparation {
   readonly #queue = pLimit(1);
-  readonly #prepared: Promise<PreparedStudy>[] = [];
-  readonly #started = new Map<string, StudyStart>();
-  /** Studies that found nothing, waiting (foundNothing); null once the run is sure to be committed. */
-  #waiting: { study: CurrentStudy; start?: StudyStart }[] | null = [];
+  readonly #prepared: Promise<PreparedBucket>[] = [];
+  readonly #buckets = new Map<number, BucketWork>();
+  /** Buckets whose studies found nothing, waiting (foundNothing); null once the run is sure to be committed. */
+  #waiting: BucketWork[] | null = [];
 
-  constructor(private readonly context: CurrentContext) {}
+  /** `studyIds`: every study the run exports (each is then begun and added once). */
+  constructor(
+    private readonly context: CurrentContext,
+    studyIds: readonly string[],
+  ) {
+    for (const id of studyIds) this.#work(bucketOf(id)).expected += 1;
+  }
+
+  #work(bucket: number): BucketWork {
+    let work = this.#buckets.get(bucket);
+    if (!work) {
+      work = { bucket, expected: 0, studies: [], start: null, sheets: new Map(), taken: false };
+      this.#buckets.set(bucket, work);
+    }
+    return work;
+  }
+
+  #start(work: BucketWork, copy: boolean): Promise<BucketStart> {
+    work.start ??= startBucket(this.context, work.bucket, { copy });
+    return work.start;
+  }
 
   /**
-   * Called before the study's first row is written to the run's tables. A study none of whose
+   * Called before the study's first row is written to the run's tables. A bucket none of whose
    * response tables has a part yet (its first run, or the first since current/ was emptied)
    * gets parts that take the run's own bytes for those tables: returned is the copy to give
    * the run's writers (TableWriters.copyStudy), the tables it takes (they need no staging) and
@@ -220,90 +253,109 @@ export class CurrentPreparation {
   async begin(
     studyId: string,
   ): Promise<{ tables: StudyCopy; copied: ReadonlySet<TableName>; wide: Storage } | null> {
-    const start = await startStudy(this.context, studyId, { copy: true });
-    this.#started.set(studyId, start);
-    const copies = start.copies;
+    const work = this.#work(bucketOf(studyId));
+    const { copies, dir } = await this.#start(work, true);
     if (!copies) return null;
+    const sheets = join(copiesDir(dir), `sheets-${work.sheets.size}`);
+    work.sheets.set(studyId, sheets);
     return {
       tables: {
         rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
         csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
       },
       copied: new Set(copies.keys()),
-      wide: new LocalStorage(copiesDir(start.dir), { unseen: true }),
+      wide: new LocalStorage(sheets, { unseen: true }),
     };
   }
 
   add(study: CurrentStudy): void {
-    // From here its preparation owns the study's copies (and aborts them if it fails).
-    const start = this.#started.get(study.study_id);
-    this.#started.delete(study.study_id);
-    if (this.#waiting !== null && foundNothing(study)) {
-      this.#waiting.push({ study, start });
+    const work = this.#work(bucketOf(study.study_id));
+    work.studies.push(study);
+    // A study that found something: the run will be committed, so the waiting ones are prepared.
+    if (!foundNothing(study)) this.#prepareWaiting();
+    if (work.studies.length < work.expected) return;
+    if (this.#waiting !== null && work.studies.every(foundNothing)) {
+      this.#waiting.push(work);
       return;
     }
-    // A study that found something: the run will be committed, so the waiting ones are prepared.
-    this.#prepareWaiting();
-    this.#prepare(study, start);
+    this.#prepare(work);
   }
 
-  #prepare(study: CurrentStudy, start: StudyStart | undefined): void {
-    const prepared = this.#queue(() => prepareStudy(this.context, study, start));
+  #prepare(work: BucketWork): void {
+    // From here its preparation owns the bucket's copies (and aborts them if it fails).
+    work.taken = true;
+    const prepared = this.#queue(async () =>
+      prepareBucket(this.context, work.studies, await this.#start(work, false), work.sheets),
+    );
     this.#queue.concurrency =
-      this.#queue.pendingCount >= STUDIES_PREPARED_AT_ONCE ? STUDIES_PREPARED_AT_ONCE : 1;
+      this.#queue.pendingCount >= BUCKETS_PREPARED_AT_ONCE ? BUCKETS_PREPARED_AT_ONCE : 1;
     // Reported by done(); the run fails there, before it is committed.
     prepared.catch(() => {});
     this.#prepared.push(prepared);
   }
 
   #prepareWaiting(): void {
-    for (const { study, start } of this.#waiting ?? []) this.#prepare(study, start);
+    for (const work of this.#waiting ?? []) this.#prepare(work);
     this.#waiting = null;
   }
 
   /**
-   * Every study added, prepared; rejects with the first failure. `unchanged`: the run commits
-   * nothing, so the studies that found nothing are left unprepared (their partitions as
-   * listed, no parts), which is all that making a partition whole again needs (repairStudy).
+   * Every bucket, prepared; rejects with the first failure. `unchanged`: the run commits
+   * nothing, so the buckets whose studies found nothing are left unprepared (their partitions
+   * as listed, no parts), which is all that making a partition whole again needs (repairBucket).
    */
-  async done(options: { unchanged?: boolean } = {}): Promise<PreparedStudy[]> {
+  async done(options: { unchanged?: boolean } = {}): Promise<PreparedBucket[]> {
     if (!options.unchanged) this.#prepareWaiting();
     const waiting = this.#waiting ?? [];
     this.#waiting = null;
+    // A bucket short of a study is one whose export failed; the others' rows still go in.
+    for (const work of this.#buckets.values()) {
+      if (!work.taken && work.studies.length > 0 && !waiting.includes(work)) this.#prepare(work);
+    }
     const unprepared = await Promise.all(
-      waiting.map(async ({ study, start }) => {
-        const found = start ?? (await startStudy(this.context, study.study_id, { copy: false }));
-        for (const copy of found.copies?.values() ?? []) await copy.abort();
+      waiting.map(async (work): Promise<PreparedBucket> => {
+        work.taken = true;
+        const start = await this.#start(work, false);
+        for (const copy of start.copies?.values() ?? []) await copy.abort();
         return {
-          studyId: study.study_id,
+          bucket: work.bucket,
+          studyIds: work.studies.map((study) => study.study_id),
           parts: [],
           rewrite: new Set<TableName>(),
-          partitions: found.partitions,
-          wide: null,
+          partitions: start.partitions,
+          wide: [],
         };
       }),
     );
     return [...(await Promise.all(this.#prepared)), ...unprepared];
   }
 
-  /** Closes the copies of studies never added: their export failed (the files are in scratch). */
+  /** Closes the copies of buckets never prepared: an export failed (the files are in scratch). */
   async discard(): Promise<void> {
-    for (const start of this.#started.values()) {
-      for (const copy of start.copies?.values() ?? []) await copy.abort();
-    }
-    for (const { start } of this.#waiting ?? []) {
+    for (const work of this.#buckets.values()) {
+      if (work.taken || !work.start) continue;
+      const start = await work.start.catch(() => null);
       for (const copy of start?.copies?.values() ?? []) await copy.abort();
     }
   }
 }
 
 /**
- * Where a study new to the current dataset has its copies: its parts (<table>/part-<run
- * id>.parquet and .csv, a folder each) and its run's wide sheet written again
- * (wide/<link_id>.csv; the sheet of its parts is that sheet, which the run builds anyway).
+ * A study whose export found nothing (an incremental listing with no response, nothing lost):
+ * its bucket's preparation waits until the run is known to be committed, since a run where every
+ * study is such a study commits nothing and needs none of its parts (nothing-new.ts).
  */
-function copiesDir(studyDir: string): string {
-  return join(studyDir, 'copies');
+function foundNothing(study: CurrentStudy): boolean {
+  return study.since !== null && study.lossless && study.responses === 0;
+}
+
+/**
+ * Where a bucket new to the current dataset has its copies: its parts (<table>/part-<run
+ * id>.parquet and .csv, a folder each) and its studies' run wide sheets written again
+ * (sheets-<n>/wide/<name>.csv; the sheet of its parts is that sheet, which the run builds anyway).
+ */
+function copiesDir(bucketDir: string): string {
+  return join(bucketDir, 'copies');
 }
 
 /**
@@ -311,33 +363,31 @@ function copiesDir(studyDir: string): string {
  * failed half way has none: the writer removes what it began). The run names it as a run does
  * (by study where two studies share a link_id); current/ names it by its link_id.
  */
-async function copiedWide(start: StudyStart, studyId: string, linkId: string): Promise<PreparedPart | null> {
-  const folder = join(copiesDir(start.dir), 'wide');
-  const sheets = await readdir(folder).catch(() => [] as string[]);
-  const written = sheets.find((name) => name.endsWith('.csv'));
+async function copiedWide(sheets: string, studyId: string, linkId: string): Promise<PreparedPart | null> {
+  const folder = join(sheets, 'wide');
+  const written = (await readdir(folder).catch(() => [] as string[])).find((name) => name.endsWith('.csv'));
   if (written === undefined) return null;
   return {
     files: [{ local: join(folder, written), target: `${wideFolder(studyId)}/${nameOf(linkId)}.csv` }],
   };
 }
 
-/** What a study's preparation starts from: its partitions as they were, and its copies, if any. */
-interface StudyStart {
+/** What a bucket's preparation starts from: its partitions as they were, and its copies, if any. */
+interface BucketStart {
+  bucket: number;
   partitions: Map<TableName, Partition>;
-  /** The study's folder in scratch, where its new parts are written. */
+  /** The bucket's folder in scratch, where its new parts are written. */
   dir: string;
   copies: Map<ResponseTable, PartCopy> | null;
 }
 
-async function startStudy(
+async function startBucket(
   update: CurrentContext,
-  studyId: string,
+  bucket: number,
   options: { copy: boolean },
-): Promise<StudyStart> {
-  const moved = await migrateStudyPartitions(update.store, studyId, update.scratchDir);
-  const listing = moved ? undefined : update.listing;
+): Promise<BucketStart> {
   const listed = await Promise.all(
-    tableNames.map((table) => partitionOf(update.store, table, studyId, listing)),
+    tableNames.map((table) => partitionOf(update.store, table, bucket, update.listing)),
   );
   const partitions = new Map(tableNames.map((table, i) => [table, listed[i] as Partition]));
   const dir = await mkdtemp(join(update.scratchDir, 'current-'));
@@ -346,16 +396,16 @@ async function startStudy(
     options.copy &&
     update.formats.includes('parquet') &&
     responseTables.every((table) => !partitions.get(table)?.previous);
-  if (!fresh) return { partitions, dir, copies: null };
+  if (!fresh) return { bucket, partitions, dir, copies: null };
   await mkdir(copiesDir(dir));
   const files = { formats: currentFormats(update.formats), csv: update.csv };
   const copies = new Map(
     responseTables.map((table) => [
       table,
-      createPartCopy(table, studyId, update.runId, { ...files, dir: join(copiesDir(dir), table) }),
+      createPartCopy(table, bucket, update.runId, { ...files, dir: join(copiesDir(dir), table) }),
     ]),
   );
-  return { partitions, dir, copies };
+  return { bucket, partitions, dir, copies };
 }
 
 export interface Partition {
@@ -368,10 +418,10 @@ export interface Partition {
 async function partitionOf(
   store: CurrentStore,
   table: TableName,
-  studyId: string,
+  bucket: number,
   listing?: CurrentListing,
 ): Promise<Partition> {
-  const path = partitionPath(table, studyId);
+  const path = partitionPath(table, bucket);
   const files: Partition['files'] = listing ? [...(await listing.files(path))] : [];
   if (!listing) {
     for await (const file of store.list(path)) {
@@ -385,45 +435,58 @@ async function partitionOf(
   return { path, files, previous };
 }
 
+/** The study a row belongs to. */
+function studyOf(row: object): string {
+  return String((row as { study_id?: unknown }).study_id);
+}
+
 /**
- * Writes the study's new parts into scratch; nothing in the store changes yet. `start`: what
- * CurrentPreparation.begin found and opened before the study's export (else found now).
+ * Writes the bucket's new parts into scratch; nothing in the store changes yet. `studies`:
+ * the run's studies in the bucket; `sheets`: where each wrote its run wide sheet again (copies).
  */
-async function prepareStudy(
+async function prepareBucket(
   update: CurrentContext,
-  study: CurrentStudy,
-  start?: StudyStart,
-): Promise<PreparedStudy> {
+  studies: readonly CurrentStudy[],
+  start: BucketStart,
+  sheets: ReadonlyMap<string, string>,
+): Promise<PreparedBucket> {
   const { store, staging } = update;
-  const id = study.study_id;
-  const replace = study.since === null && study.lossless;
-  const { partitions, dir: studyDir, copies } = start ?? (await startStudy(update, id, { copy: false }));
+  const { bucket, partitions, dir, copies } = start;
+  const replaces = (study: CurrentStudy) => study.since === null && study.lossless;
+  const ofRun = new Map(studies.map((study) => [study.study_id, study]));
   const partition = (table: TableName) => partitions.get(table) as Partition;
-  const hasStaged = async (table: TableName) => {
-    for await (const _ of staging.rows(id, table)) return true;
+  const hasStaged = async (studyId: string, table: TableName) => {
+    for await (const _ of staging.rows(studyId, table)) return true;
     return false;
   };
-  // The response tables go together: one plan decides which copy of each response they hold.
+  const anyStaged = async (table: TableName) => {
+    for (const study of studies) if (await hasStaged(study.study_id, table)) return true;
+    return false;
+  };
+  // The response tables go together: one plan per study decides which copy of each response they hold.
   const responsesChanged =
-    replace ||
-    (await hasStaged('responses')) ||
+    studies.some(replaces) ||
+    (await anyStaged('responses')) ||
     tableNames.some((table) => isResponseTable(table) && partition(table).previous === null);
   const rewrite = new Set<TableName>();
   for (const table of tableNames) {
     const changed = isResponseTable(table)
       ? responsesChanged
-      : table === 'studies' || replace || partition(table).previous === null || (await hasStaged(table));
+      : table === 'studies' ||
+        studies.some(replaces) ||
+        partition(table).previous === null ||
+        (await anyStaged(table));
     if (changed) rewrite.add(table);
   }
 
   const parts: PreparedPart[] = [];
   const open = async <T extends TableName>(table: T) =>
-    createPartWriter(table, id, update.runId, {
+    createPartWriter(table, bucket, update.runId, {
       formats: currentFormats(update.formats),
       csv: update.csv,
-      dir: await mkdtemp(join(studyDir, `${table}-`)),
+      dir: await mkdtemp(join(dir, `${table}-`)),
     });
-  /** Each new part's Parquet file, by table: the wide sheet is built from them. */
+  /** Each new part's Parquet file, by table: the wide sheets are built from them. */
   const preparedParquet = new Map<TableName, PartSource>();
   const fillPart = async <T extends TableName>(writer: PartWriter<T>, fill: () => Promise<void>) => {
     try {
@@ -437,9 +500,9 @@ async function prepareStudy(
     parts.push(part);
   };
 
-  let plan: MergePlan | null = null;
+  let plans: ReadonlyMap<string, MergePlan> | null = null;
   if (copies) {
-    // No previous part: the run's rows of the study are its parts, already written.
+    // No previous part: the run's rows of the bucket's studies are its parts, already written.
     for (const copy of copies.values()) {
       const part = await copy.finish().catch(async (error: unknown) => {
         for (const other of copies.values()) await other.abort();
@@ -449,69 +512,99 @@ async function prepareStudy(
       parts.push(part);
     }
   } else if (rewrite.has('responses')) {
-    const planner = new MergePlanner({ replace, incomplete: staging.incompleteOf(id) });
-    for await (const row of staging.rows(id, 'responses')) planner.addIncoming(row);
+    const planners = new Map(
+      studies.map((study) => [
+        study.study_id,
+        new MergePlanner({ replace: replaces(study), incomplete: staging.incompleteOf(study.study_id) }),
+      ]),
+    );
+    for (const [id, planner] of planners) {
+      for await (const row of staging.rows(id, 'responses')) planner.addIncoming(row);
+    }
     const writer = await open('responses');
     await fillPart(writer, async () => {
       const previous = partition('responses').previous;
       if (previous) {
         for await (const rows of readPart(store, previous.path, previous.bytes, 'responses')) {
-          await writer.write(rows.filter((row) => planner.keepPreviousResponse(row)));
+          await writer.write(
+            rows.filter((row) => planners.get(row.study_id)?.keepPreviousResponse(row) ?? true),
+          );
         }
       }
-      const merged = planner.plan();
-      plan = merged;
-      await writeStaged(staging, id, 'responses', writer, (row) => keepNewRow(merged, row));
+      const merged = new Map([...planners].map(([id, planner]) => [id, planner.plan()]));
+      plans = merged;
+      for (const [id, plan] of merged) {
+        await writeStaged(staging, id, 'responses', writer, (row) => keepNewRow(plan, row));
+      }
     });
   }
   for (const table of ['answers', 'transcript', 'attributes', 'media'] as const) {
-    if (plan !== null) await rewriteChildren(update, table, id, partition(table), plan, open, fillPart);
+    if (plans !== null) await rewriteChildren(update, table, partition(table), plans, open, fillPart);
   }
   let questions: Row<'questions'>[] = await readAll(store, partition('questions'), 'questions');
   if (rewrite.has('questions')) {
-    const staged: Row<'questions'>[] = [];
-    for await (const row of staging.rows(id, 'questions')) staged.push(row);
-    questions = mergeQuestions(questions, staged, replace);
+    const merged = questions.filter((row) => !ofRun.has(row.study_id));
+    for (const study of studies) {
+      const staged: Row<'questions'>[] = [];
+      for await (const row of staging.rows(study.study_id, 'questions')) staged.push(row);
+      const previous = questions.filter((row) => row.study_id === study.study_id);
+      merged.push(...mergeQuestions(previous, staged, replaces(study)));
+    }
+    questions = merged;
     const writer = await open('questions');
-    await fillPart(writer, () => writer.write(questions));
+    await fillPart(writer, () => writer.write(merged));
   }
-  const staged: Row<'studies'>[] = [];
-  for await (const row of staging.rows(id, 'studies')) staged.push(row);
-  const studyRows = staged.length > 0 ? staged : await readAll(store, partition('studies'), 'studies');
+  const previousStudies = await readAll(store, partition('studies'), 'studies');
+  const studyRows = previousStudies.filter((row) => !ofRun.has(row.study_id));
+  const runStudyRows = new Map<string, Row<'studies'>[]>();
+  for (const study of studies) {
+    const staged: Row<'studies'>[] = [];
+    for await (const row of staging.rows(study.study_id, 'studies')) staged.push(row);
+    const rows =
+      staged.length > 0 ? staged : previousStudies.filter((row) => row.study_id === study.study_id);
+    runStudyRows.set(study.study_id, rows);
+    studyRows.push(...rows);
+  }
   const writer = await open('studies');
   await fillPart(writer, () => writer.write(studyRows));
 
-  const linkId = studyRows[0]?.link_id;
   const withWorkbook = update.formats.includes('xlsx');
-  const wideChanged =
-    rewrite.has('responses') ||
-    rewrite.has('questions') ||
-    rewrite.has('transcript') ||
-    !(await hasFiles(store, wideFolder(id), update.listing)) ||
-    (withWorkbook && !(await hasFiles(store, workbookFolder(id), update.listing)));
-  const copied = start?.copies && linkId !== undefined ? await copiedWide(start, id, linkId) : null;
-  let wide: PreparedPart | null = null;
-  if (linkId !== undefined && wideChanged) {
+  const wide: PreparedBucket['wide'] = [];
+  for (const study of studies) {
+    const id = study.study_id;
+    const [studyRow] = runStudyRows.get(id) ?? [];
+    if (studyRow === undefined) continue;
+    const changed =
+      copies !== null ||
+      replaces(study) ||
+      partition('responses').previous === null ||
+      (await hasStaged(id, 'responses')) ||
+      (await hasStaged(id, 'questions')) ||
+      !(await hasFiles(store, wideFolder(id), update.listing)) ||
+      (withWorkbook && !(await hasFiles(store, workbookFolder(id), update.listing)));
+    if (!changed) continue;
     const sources = {
       studyId: id,
-      linkId,
-      questions,
+      linkId: studyRow.link_id,
+      questions: questions.filter((row) => row.study_id === id),
       responses: newestOf(store, partition('responses'), preparedParquet.get('responses')),
       answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
-      scratchDir: studyDir,
+      scratchDir: dir,
     };
-    wide = copied ?? (await prepareCurrentWide({ ...sources, csv: update.csv }));
+    const copied = sheets.has(id) ? await copiedWide(sheets.get(id) as string, id, studyRow.link_id) : null;
+    let part = copied ?? (await prepareCurrentWide({ ...sources, csv: update.csv }));
     if (withWorkbook) {
       const transcript = newestOf(store, partition('transcript'), preparedParquet.get('transcript'));
-      const book = await prepareCurrentWorkbook({ ...sources, title: studyRows[0]?.title ?? '', transcript });
-      wide = { files: [...wide.files, ...book.files] };
+      const book = await prepareCurrentWorkbook({ ...sources, title: studyRow.title ?? '', transcript });
+      part = { files: [...part.files, ...book.files] };
     }
+    wide.push({ studyId: id, part });
   }
-  return { studyId: id, parts, rewrite, partitions, wide };
+  return { bucket, studyIds: studies.map((study) => study.study_id), parts, rewrite, partitions, wide };
 }
 
-/** The parts the run's replace go; the study's wide sheet comes in. */
-async function settleStudy(update: CurrentContext, prepared: PreparedStudy): Promise<void> {
+/** The parts the run's replace go; the studies' wide sheets come in. */
+async function settleBucket(update: CurrentContext, prepared: PreparedBucket): Promise<void> {
   const { store } = update;
   const stale = tableNames.flatMap((table) => {
     const partition = prepared.partitions.get(table) as Partition;
@@ -520,9 +613,9 @@ async function settleStudy(update: CurrentContext, prepared: PreparedStudy): Pro
   });
   await Promise.all(stale.map((filePath) => store.delete(filePath)));
   killPoint('current-replaced-removed');
-  if (prepared.wide) {
-    const published = await publishPart(store, prepared.wide);
-    await removeOtherSheets(store, prepared.studyId, published);
+  for (const { studyId, part } of prepared.wide) {
+    const published = await publishPart(store, part);
+    await removeOtherSheets(store, studyId, published);
   }
 }
 
@@ -540,76 +633,85 @@ function staleFiles(partition: Partition, kept: string | null): string[] {
 }
 
 /**
- * A study's partitions made whole again after a run stopped in its publication: in each, the
- * newest part is the partition (a merged part holds everything of the one before it, and a
- * replacing part is the whole study), so the older ones go. The wide sheet is built again
- * from the parts when `wide` says so, or when a part it is built from was among those removed.
- * Call only once the parts of runs that were not committed are gone (removeRunParts).
- * Returns whether anything changed.
+ * A bucket's partitions made whole again after a run stopped in its publication: in each, the
+ * newest part is the partition (it holds everything of the one before it but what its run
+ * replaced), so the older ones go. The wide sheets of `wide` are built again from the parts,
+ * and those of every study of `studies` (the run's, in the bucket) when a part they are built
+ * from was among those removed. Call only once the parts of runs that were not committed are
+ * gone (removeRunParts). Returns whether anything changed.
  */
-export async function repairStudy(
+export async function repairBucket(
   update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'> & { formats?: CurrentContext['formats'] },
-  studyId: string,
-  options: { wide: boolean; partitions?: ReadonlyMap<TableName, Partition> },
+  bucket: number,
+  options: {
+    studies: readonly string[];
+    wide: readonly string[];
+    partitions?: ReadonlyMap<TableName, Partition>;
+  },
 ): Promise<boolean> {
   const { store } = update;
   const partitions =
     options.partitions ??
     new Map(
       await Promise.all(
-        tableNames.map(async (table) => [table, await partitionOf(store, table, studyId)] as const),
+        tableNames.map(async (table) => [table, await partitionOf(store, table, bucket)] as const),
       ),
     );
-  let wide = options.wide;
+  const wide = new Set(options.wide);
   let changed = false;
   for (const [table, partition] of partitions) {
     const stale = staleFiles(partition, newestRun(partition.files));
     if (stale.length === 0) continue;
     await Promise.all(stale.map((filePath) => store.delete(filePath)));
     changed = true;
-    if (table === 'responses' || table === 'answers' || table === 'questions' || table === 'transcript')
-      wide = true;
+    if (table === 'responses' || table === 'answers' || table === 'questions' || table === 'transcript') {
+      for (const id of options.studies) wide.add(id);
+    }
   }
-  if (!wide) return changed;
+  if (wide.size === 0) return changed;
   const part = (table: TableName) => partitions.get(table) as Partition;
-  const studyRows = await readAll(store, part('studies'), 'studies');
-  const linkId = studyRows[0]?.link_id;
   const responses = part('responses').previous;
   const answers = part('answers').previous;
-  if (linkId === undefined || !responses || !answers) return changed;
-  const dir = await mkdtemp(join(update.scratchDir, 'current-'));
-  const sources = {
-    studyId,
-    linkId,
-    questions: await readAll(store, part('questions'), 'questions'),
-    responses: { store, ...responses },
-    answers: { store, ...answers },
-    scratchDir: dir,
-  };
-  const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
+  if (!responses || !answers) return changed;
+  const studyRows = await readAll(store, part('studies'), 'studies');
+  const questions = await readAll(store, part('questions'), 'questions');
   const transcript = part('transcript').previous;
-  const book =
-    update.formats?.includes('xlsx') && transcript
-      ? await prepareCurrentWorkbook({
-          ...sources,
-          title: studyRows[0]?.title ?? '',
-          transcript: { store, ...transcript },
-        })
-      : null;
-  const published = await publishPart(store, { files: [...sheet.files, ...(book?.files ?? [])] });
-  await removeOtherSheets(store, studyId, published);
+  for (const studyId of wide) {
+    const studyRow = studyRows.find((row) => row.study_id === studyId);
+    if (studyRow === undefined) continue;
+    const dir = await mkdtemp(join(update.scratchDir, 'current-'));
+    const sources = {
+      studyId,
+      linkId: studyRow.link_id,
+      questions: questions.filter((row) => row.study_id === studyId),
+      responses: { store, ...responses },
+      answers: { store, ...answers },
+      scratchDir: dir,
+    };
+    const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
+    const book =
+      update.formats?.includes('xlsx') && transcript
+        ? await prepareCurrentWorkbook({
+            ...sources,
+            title: studyRow.title ?? '',
+            transcript: { store, ...transcript },
+          })
+        : null;
+    const published = await publishPart(store, { files: [...sheet.files, ...(book?.files ?? [])] });
+    await removeOtherSheets(store, studyId, published);
+  }
   return true;
 }
 
 async function hasFiles(store: CurrentStore, folder: string, listing?: CurrentListing): Promise<boolean> {
   // The sheet and the workbook lie directly in their folders.
-  if (listing && (await listing.files(folder)).length > 0) return true;
+  if (listing) return (await listing.files(folder)).length > 0;
   for await (const _ of store.list(folder)) return true;
   return false;
 }
 
 /**
- * The Parquet part a table of the study will have once published: the one just prepared in
+ * The Parquet part a table of the bucket will have once published: the one just prepared in
  * scratch, or else the previous one, kept.
  */
 function newestOf(store: CurrentStore, partition: Partition, prepared: PartSource | undefined): PartSource {
@@ -621,22 +723,27 @@ function newestOf(store: CurrentStore, partition: Partition, prepared: PartSourc
 async function rewriteChildren<T extends Exclude<ResponseTable, 'responses'>>(
   update: CurrentContext,
   table: T,
-  studyId: string,
   partition: Partition,
-  plan: MergePlan,
+  plans: ReadonlyMap<string, MergePlan>,
   open: (table: T) => Promise<PartWriter<T>>,
   fillPart: (writer: PartWriter<T>, fill: () => Promise<void>) => Promise<void>,
 ): Promise<void> {
   const ofResponse = (row: Row<T>) => row as Row<T> & { response_id: string };
+  const keepPrevious = (row: Row<T>) => {
+    const plan = plans.get(studyOf(row));
+    return plan === undefined || keepPreviousRow(plan, ofResponse(row));
+  };
   const writer = await open(table);
   await fillPart(writer, async () => {
     const previous = partition.previous;
     if (previous) {
       for await (const rows of readPart(update.store, previous.path, previous.bytes, table)) {
-        await writer.write(rows.filter((row) => keepPreviousRow(plan, ofResponse(row))));
+        await writer.write(rows.filter(keepPrevious));
       }
     }
-    await writeStaged(update.staging, studyId, table, writer, (row) => keepNewRow(plan, ofResponse(row)));
+    for (const [id, plan] of plans) {
+      await writeStaged(update.staging, id, table, writer, (row) => keepNewRow(plan, ofResponse(row)));
+    }
   });
 }
 

@@ -19,14 +19,14 @@ import type { CsvOptions } from '../load/csv.ts';
 import type { Row } from '../load/tables.ts';
 import { createWideWriter, wideRowSpill } from '../load/wide.ts';
 import { aboutSheet, sheetsOf, workbookProperties } from '../load/xlsx.ts';
-import { nameOf } from '../names.ts';
+import { nameOf, partitionValueOf } from '../names.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import { questionKey } from '../transform/questions.ts';
 import { wideColumns } from '../transform/wide.ts';
-import { CURRENT_DIR, type PartSource, type PreparedPart, partitionName, readPart } from './parts.ts';
+import { CURRENT_DIR, type PartSource, type PreparedPart, readPart, STUDY_FOLDER_PREFIX } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**
@@ -48,13 +48,18 @@ export interface CurrentWideInput {
   bucketBytes?: number;
 }
 
+/** A study's folder of sheets: study_id=<id, %-escaped as hive readers decode it (src/names.ts)>. */
+export function studyFolderName(studyId: string): string {
+  return `${STUDY_FOLDER_PREFIX}${partitionValueOf(studyId)}`;
+}
+
 export function wideFolder(studyId: string): string {
-  return `${CURRENT_DIR}/wide/${partitionName(studyId)}`;
+  return `${CURRENT_DIR}/wide/${studyFolderName(studyId)}`;
 }
 
 /** Where a study's whole workbook is, with xlsx among the formats: current/xlsx/study_id=<id>/. */
 export function workbookFolder(studyId: string): string {
-  return `${CURRENT_DIR}/xlsx/${partitionName(studyId)}`;
+  return `${CURRENT_DIR}/xlsx/${studyFolderName(studyId)}`;
 }
 
 export interface CurrentWorkbookInput extends Omit<CurrentWideInput, 'csv'> {
@@ -93,7 +98,7 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
       output,
       [
         aboutSheet(study, exportedAt, columns),
-        ...sheetsOf(spill.sorted(), (table) => partRows(parts[table], table), columns),
+        ...sheetsOf(spill.sorted(), (table) => studyRows(parts[table], table, input.studyId), columns),
       ],
       // A cut cell is reported by the run's own workbook of the study, which holds the same text.
       () => {},
@@ -107,11 +112,23 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
   }
 }
 
-async function* partRows(
+/** The study's rows of a part (a bucket's part holds other studies' rows too), one at a time. */
+async function* studyRows<T extends 'answers' | 'transcript'>(
   part: PartSource,
-  table: 'answers' | 'transcript',
-): AsyncIterable<Record<string, unknown>> {
-  for await (const rows of readPart(part.store, part.path, part.bytes, table)) yield* rows;
+  table: T,
+  studyId: string,
+): AsyncIterable<Row<T>> {
+  const studies = new Set([studyId]);
+  for await (const rows of readPart(part.store, part.path, part.bytes, table, { studies })) yield* rows;
+}
+
+/** The same, a row group at a time. */
+function studyGroups<T extends 'answers' | 'responses'>(
+  part: PartSource,
+  table: T,
+  studyId: string,
+): AsyncIterable<Row<T>[]> {
+  return readPart(part.store, part.path, part.bytes, table, { studies: new Set([studyId]) });
 }
 
 /**
@@ -186,14 +203,14 @@ function addCell(cells: Record<string, string>, answer: Row<'answers'>): void {
 }
 
 async function* wideRows(
-  input: Pick<CurrentWideInput, 'answers' | 'responses'>,
+  input: Pick<CurrentWideInput, 'answers' | 'responses' | 'studyId'>,
   bucketCount: number,
   dir: string,
 ): AsyncIterable<WideRow[]> {
-  const { answers, responses } = input;
+  const { answers, responses, studyId } = input;
   if (bucketCount === 1) {
     const cells = new Map<string, Record<string, string>>();
-    for await (const rows of readPart(answers.store, answers.path, answers.bytes, 'answers')) {
+    for await (const rows of studyGroups(answers, 'answers', studyId)) {
       for (const answer of rows) {
         let own = cells.get(answer.response_id);
         if (!own) {
@@ -203,7 +220,7 @@ async function* wideRows(
         addCell(own, answer);
       }
     }
-    for await (const rows of readPart(responses.store, responses.path, responses.bytes, 'responses')) {
+    for await (const rows of studyGroups(responses, 'responses', studyId)) {
       yield rows.map((row) => ({ ...fixedOf(row), cells: cells.get(row.response_id) ?? {} }));
     }
     return;
@@ -211,17 +228,11 @@ async function* wideRows(
   const bucketOf = (id: string) => createHash('sha256').update(id).digest().readUInt32BE(0) % bucketCount;
   const answersAt = (n: number) => join(dir, `answers-${n}.jsonl`);
   const responsesAt = (n: number) => join(dir, `responses-${n}.jsonl`);
-  await spill(
-    readPart(answers.store, answers.path, answers.bytes, 'answers'),
-    bucketCount,
-    answersAt,
-    (row) => bucketOf(row.response_id),
+  await spill(studyGroups(answers, 'answers', studyId), bucketCount, answersAt, (row) =>
+    bucketOf(row.response_id),
   );
-  await spill(
-    readPart(responses.store, responses.path, responses.bytes, 'responses'),
-    bucketCount,
-    responsesAt,
-    (row) => bucketOf(row.response_id),
+  await spill(studyGroups(responses, 'responses', studyId), bucketCount, responsesAt, (row) =>
+    bucketOf(row.response_id),
   );
   for (let n = 0; n < bucketCount; n++) {
     const cells = new Map<string, Record<string, string>>();

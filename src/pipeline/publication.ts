@@ -15,10 +15,11 @@
  * finds on the service.
  */
 import { z } from 'zod';
+import { bucketOf } from '../buckets.ts';
 import {
   type CurrentContext,
   removeRunParts,
-  repairStudy,
+  repairBucket,
   writePackageIfChanged,
 } from '../current/update.ts';
 import { RunError, type StudyExportError } from '../errors.ts';
@@ -89,8 +90,11 @@ export async function completePending(input: {
       continue;
     }
     try {
-      for (const study of record.studies) {
-        await repairStudy(input.current, study.study_id, { wide: study.wide });
+      for (const [bucket, studies] of byBucket(record.studies)) {
+        await repairBucket(input.current, bucket, {
+          studies: studies.map((study) => study.study_id),
+          wide: studies.filter((study) => study.wide).map((study) => study.study_id),
+        });
       }
       if (record.studies.length > 0) await writePackageIfChanged(input.current);
     } catch (error) {
@@ -107,6 +111,15 @@ export async function completePending(input: {
     done.completed.push(runId);
   }
   return done;
+}
+
+function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<number, T[]> {
+  const buckets = new Map<number, T[]>();
+  for (const study of studies) {
+    const bucket = bucketOf(study.study_id);
+    buckets.set(bucket, [...(buckets.get(bucket) ?? []), study]);
+  }
+  return buckets;
 }
 
 /** The runs of the shard (or of the unsharded pipeline) that left a record, oldest first. */

@@ -11,15 +11,17 @@ import { type ApiClient, clientSettings, createApiClient } from '../api/client.t
 import type { PipelineConfig } from '../config/schema.ts';
 import { writeCurrentGuide } from '../current/guide.ts';
 import { responseTables } from '../current/merge.ts';
+import { migrateToBuckets } from '../current/migrate.ts';
 import { currentOwners, sharedWarning } from '../current/owners.ts';
+import { currentFormats } from '../current/package.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import {
   type CurrentContext,
   CurrentListing,
   CurrentPreparation,
-  type PreparedStudy,
+  type PreparedBucket,
   publishParts,
-  repairStudy,
+  repairBucket,
   settleCurrent,
 } from '../current/update.ts';
 import { ConfigError, RunError } from '../errors.ts';
@@ -65,6 +67,7 @@ import {
   readLatest,
   shardNames,
 } from './run-dir.ts';
+import { inShard } from './shard.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import {
@@ -229,6 +232,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         // The state it wrote (or the other run wrote) is where this run's studies start.
         if (pending.completed.length > 0 || committed) state = await stateStore.read();
         if (!options.full) previousRun = now;
+        // current/ of the earlier layout, moved into buckets before anything reads it.
+        await migrateToBuckets(storage, {
+          scratchDir: scratch.dir,
+          formats: currentFormats(config.output.formats),
+          csv: config.output.csv,
+          owns: (studyId) => inShard(studyId, options.shard),
+        });
       }
       const run = await pipelineDir.createRun(startedAt);
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
@@ -242,7 +252,12 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           : {}),
       };
       // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
-      const current = options.recorded ? null : new CurrentPreparation(currentContext);
+      const current = options.recorded
+        ? null
+        : new CurrentPreparation(
+            currentContext,
+            listing.studies.map((study) => study.id),
+          );
       // One study per response id, in the run and across runs in current/.
       const claims = new ResponseClaims(
         current
@@ -255,7 +270,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           : undefined,
       );
       let exported: { result: RunResult; outcomes: StudyOutcome[] };
-      let prepared: PreparedStudy[] | null;
+      let prepared: PreparedBucket[] | null;
       let stateEntries: Record<string, StudyState> | null = null;
       try {
         exported = await exportRun({
@@ -279,8 +294,12 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           // Nothing new: no run folder, latest and the state stay as they are; a partition
           // left with two parts (by a version that could leave them) is made whole.
           await run.discard();
-          for (const study of prepared ?? []) {
-            await repairStudy(currentSide, study.studyId, { wide: false, partitions: study.partitions });
+          for (const bucket of prepared ?? []) {
+            await repairBucket(currentSide, bucket.bucket, {
+              studies: bucket.studyIds,
+              wide: [],
+              partitions: bucket.partitions,
+            });
           }
           return exported.result;
         }
@@ -363,11 +382,13 @@ async function commitRun(input: {
   pipelineDir: PipelineDirectory;
   run: RunDirectory;
   current: CurrentContext;
-  prepared: PreparedStudy[] | null;
+  prepared: PreparedBucket[] | null;
   stateEntries: Record<string, StudyState> | null;
 }): Promise<void> {
   const { storage, run, prepared } = input;
-  const studies = (prepared ?? []).map((study) => ({ study_id: study.studyId, wide: study.wide !== null }));
+  const studies = (prepared ?? []).flatMap((bucket) =>
+    bucket.studyIds.map((id) => ({ study_id: id, wide: bucket.wide.some((sheet) => sheet.studyId === id) })),
+  );
   // A replay publishes nothing and moves no state: only latest follows it.
   const recorded = prepared !== null || input.stateEntries !== null;
   if (recorded)

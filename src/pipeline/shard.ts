@@ -1,12 +1,12 @@
 /**
- * Sharding: shard K of N takes the studies whose permanent id hashes to K. The hash is
- * SHA-256 of the id's UTF-8 bytes, its first 8 bytes read as an unsigned big-endian
- * integer, modulo N: the same on every machine and every Node version, and independent of
- * the order in which the service lists studies. Permanent ids never change, so a study
- * stays in its shard across renames, and each shard owns its studies' state and current
- * partitions: N shards can run at once without a lock between them.
+ * Sharding: shard K of N takes the studies whose bucket (src/buckets.ts: SHA-256 of the
+ * permanent id, modulo 64) is K - 1 modulo N: the same on every machine and every Node
+ * version, and independent of the order in which the service lists studies. Permanent ids
+ * never change, so a study stays in its shard across renames, and each shard owns its
+ * studies' state and whole buckets of current/: N shards can run at once without a lock
+ * between them.
  */
-import { createHash } from 'node:crypto';
+import { BUCKETS, bucketOf } from '../buckets.ts';
 
 export interface Shard {
   /** 1-based: shard 1 of 3 is the first. */
@@ -14,8 +14,8 @@ export interface Shard {
   count: number;
 }
 
-/** The largest shard count accepted; far beyond any CI matrix or Indexed Job. */
-export const MAX_SHARDS = 10_000;
+/** The largest shard count accepted: one bucket of current/ each; more would leave shards idle. */
+export const MAX_SHARDS = BUCKETS;
 
 /** "K/N" with 1 <= K <= N; throws a message naming what was wrong. */
 export function parseShard(text: string, what = '--shard'): Shard {
@@ -40,8 +40,7 @@ export function checkShard(shard: Shard, what: string, found: string): Shard {
 
 /** The shard (1-based) that a permanent study id belongs to among `count`. */
 export function shardOfStudy(studyId: string, count: number): number {
-  const digest = createHash('sha256').update(studyId, 'utf8').digest();
-  return Number(digest.readBigUInt64BE(0) % BigInt(count)) + 1;
+  return (bucketOf(studyId) % count) + 1;
 }
 
 export function inShard(studyId: string, shard: Shard | undefined): boolean {
