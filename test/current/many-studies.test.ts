@@ -6,7 +6,8 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tableNames } from '../../src/load/tables.ts';
+import { BUCKETS } from '../../src/buckets.ts';
+import { type TableName, tableNames } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 import { currentTables, freshExport, partitions } from './helpers.ts';
@@ -27,9 +28,9 @@ describe('current/ of a run of over a hundred small studies', () => {
       const first = await runAgainst(sandbox, config);
       expect(first.status).toBe('complete');
       const studies = sandbox.studies();
-      const exported = Object.keys(await partitions(current, 'studies'));
-      expect(exported.length).toBeGreaterThanOrEqual(120);
       const expected = await freshExport(sandbox);
+      const exported = expected.studies.map((row) => JSON.parse(row).study_id as string);
+      expect(exported.length).toBeGreaterThanOrEqual(120);
       expect(expected.responses.length).toBeGreaterThanOrEqual(240);
       expect(await currentTables(current)).toEqual(expected);
 
@@ -39,22 +40,29 @@ describe('current/ of a run of over a hundred small studies', () => {
       expect(await currentTables(current)).toEqual(expected);
 
       // A study late in the list changes: the studies before it waited, and are prepared then.
-      const late = studies.filter((study) => exported.includes(`study_id=${study.id}`)).at(-1)!;
+      const late = studies.filter((study) => exported.includes(study.id)).at(-1)!;
       const added = sandbox.addResponse(late.link_id);
       const third = await runAgainst(sandbox, config);
       expect(third.status).toBe('complete');
       const now = await currentTables(current);
       expect(now).toEqual(await freshExport(sandbox));
       expect(now.responses.filter((row) => JSON.parse(row).response_id === added)).toHaveLength(1);
-      // Every partition whole: one part per format.
+      // Every partition whole: one part per format; the studies share at most 64 buckets, and
+      // each has one file of its own in current/, its wide sheet.
       for (const table of tableNames) {
-        for (const [partition, files] of Object.entries(await partitions(current, table))) {
-          expect(
-            files.filter((f) => f.endsWith('.parquet')),
-            `${table}/${partition}`,
-          ).toHaveLength(1);
+        const folders = Object.entries(await partitions(current, table));
+        expect(folders.length).toBeLessThanOrEqual(BUCKETS);
+        for (const [partition, files] of folders) {
+          expect(partition).toMatch(/^bucket=\d\d$/);
+          expect(files, `${table}/${partition}`).toEqual([
+            expect.stringMatching(/\.csv$/),
+            expect.stringMatching(/\.parquet$/),
+          ]);
         }
       }
+      const sheets = Object.entries(await partitions(current, 'wide' as TableName));
+      expect(sheets.map(([folder]) => folder).sort()).toEqual(exported.map((id) => `study_id=${id}`).sort());
+      for (const [, files] of sheets) expect(files).toHaveLength(1);
     });
   }, 600_000);
 });

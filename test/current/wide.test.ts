@@ -1,7 +1,9 @@
 /** The current wide sheet built through hash buckets (big studies) holds the same rows as built in memory. */
+
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bucketOf } from '../../src/buckets.ts';
 import { partitionPath, readPart } from '../../src/current/parts.ts';
 import { prepareCurrentWide } from '../../src/current/wide.ts';
 import type { Row } from '../../src/load/tables.ts';
@@ -25,7 +27,7 @@ describe('the current wide sheet', () => {
       const store = new LocalStorage(join(out, 'test'));
       const [study] = sandbox.studies();
       const part = async (table: 'questions' | 'responses' | 'answers') => {
-        const folder = partitionPath(table, study!.id);
+        const folder = partitionPath(table, bucketOf(study!.id));
         for await (const file of store.list(folder))
           return { path: `${folder}/${file.path}`, bytes: file.bytes };
         throw new Error(`no ${table} part`);

@@ -4,11 +4,14 @@
  * it says which run latest still names and what the check cost, and the owed recordings of a
  * run without media stay owed.
  */
+
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bucketOf } from '../../src/buckets.ts';
+import { partitionName } from '../../src/current/parts.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
@@ -93,9 +96,20 @@ describe('a run with nothing new', () => {
       expect(ids.sort()).toEqual([touched, added].sort());
       expect((await readFile(join(root, 'latest'), 'utf8')).trim()).toBe(runIdOf(third.runDir));
       const current = await readHyparquet(
-        join(root, 'current', 'responses', `study_id=${study!.id}`, `part-${runIdOf(third.runDir)}.parquet`),
+        join(
+          root,
+          'current',
+          'responses',
+          partitionName(bucketOf(study!.id)),
+          `part-${runIdOf(third.runDir)}.parquet`,
+        ),
       );
-      expect(current.map((r) => r.response_id).sort()).toEqual(
+      expect(
+        current
+          .filter((r) => r.study_id === study!.id)
+          .map((r) => r.response_id)
+          .sort(),
+      ).toEqual(
         sandbox
           .responses(study!.link_id)
           .map((r) => r.id)

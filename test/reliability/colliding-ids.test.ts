@@ -8,13 +8,15 @@
  * keeps its own state file, partitions, wide sheet and workbook; verify passes; DuckDB over
  * current/ (hive partitioning on) returns every response once with its exact study_id.
  */
-import { cp, readdir, readFile, rename } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bucketOf } from '../../src/buckets.ts';
 import { runExitCode } from '../../src/cli/report.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import { legacyName } from '../../src/current/migrate.ts';
 import { partitionName } from '../../src/current/parts.ts';
+import { studyFolderName } from '../../src/current/wide.ts';
 import { tableNames } from '../../src/load/tables.ts';
 import { idOf, nameOf, partitionValueOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
@@ -51,8 +53,6 @@ const specs: Spec[] = [
   { link_id: 'shared-b' },
 ];
 const SHARED = 'shared';
-/** current/'s partitioned folders: every table's, the wide sheets' and the workbooks'. */
-const partitioned = [...tableNames, 'wide', 'xlsx'];
 
 let sandbox: Sandbox;
 let service: RenamingService;
@@ -100,13 +100,11 @@ function unshared(base: PipelineConfig): PipelineConfig {
 }
 
 /**
- * The (study_id, response_id) pairs the service serves, sorted, with study_id as a hive reader
- * reads it back: the id, but for an id too long for a name, whose partition is named by a hash.
+ * The (study_id, response_id) pairs the service serves, sorted: the exact ids, which every
+ * part of current/ holds.
  */
 function expectedPairs(of = studies): string[] {
-  return of
-    .flatMap((s) => s.responses.map((r) => JSON.stringify([idOf(partitionValueOf(s.study_id), '%'), r])))
-    .sort();
+  return of.flatMap((s) => s.responses.map((r) => JSON.stringify([s.study_id, r]))).sort();
 }
 
 /**
@@ -137,21 +135,36 @@ async function currentPairs(root: string, table = 'responses'): Promise<string[]
   return rows.map((row) => JSON.stringify([row.study_id, row.response_id])).sort();
 }
 
-/** Adds study_id to the folder's Parquet parts that leave it out, as the earlier layout's held it. */
-async function withStudyId(folder: string, studyId: string): Promise<void> {
-  for (const name of (await readdir(folder)).filter((file) => file.endsWith('.parquet'))) {
-    const [path, written] = [join(folder, name), join(folder, `${name}.with`)];
-    await duckdb(async (query) => {
-      const columns = await query(
-        `describe select * from read_parquet('${path}', hive_partitioning = false)`,
-      );
-      if (columns.some((column) => column.column_name === 'study_id')) return;
-      const id = studyId.replaceAll("'", "''");
-      await query(
-        `copy (select '${id}' as study_id, * from read_parquet('${path}', hive_partitioning = false)) to '${written}' (format parquet)`,
-      );
-    });
-    await rename(written, path).catch(() => {});
+/**
+ * current/'s tables as the earlier layout had them: a folder per study, study_id=<name>, whose
+ * Parquet and CSV parts (written by DuckDB) hold that study's rows of each bucket's part, under
+ * the part's run id. `keep`: bucket folders left in place, as a move stopped half way leaves them.
+ */
+async function toStudyFolders(
+  current: string,
+  folderOf: (studyId: string) => string,
+  keep: (table: string, bucket: string) => boolean = () => false,
+): Promise<void> {
+  for (const table of tableNames) {
+    for (const bucket of await readdir(join(current, table))) {
+      const parts = await readdir(join(current, table, bucket));
+      const parquet = parts.find((name) => name.endsWith('.parquet'))!;
+      const runId = parquet.slice('part-'.length, -'.parquet'.length);
+      const path = join(current, table, bucket, parquet);
+      await duckdb(async (query) => {
+        const ids = await query(
+          `select distinct study_id from read_parquet('${path}', hive_partitioning = false)`,
+        );
+        for (const { study_id: id } of ids as { study_id: string }[]) {
+          const folder = join(current, table, `study_id=${folderOf(id)}`);
+          await mkdir(folder, { recursive: true });
+          const rows = `select * from read_parquet('${path}', hive_partitioning = false) where study_id = '${id.replaceAll("'", "''")}'`;
+          await query(`copy (${rows}) to '${join(folder, `part-${runId}.parquet`)}' (format parquet)`);
+          await query(`copy (${rows}) to '${join(folder, `part-${runId}.csv`)}' (format csv, header)`);
+        }
+      });
+      if (!keep(table, bucket)) await rm(join(current, table, bucket), { recursive: true });
+    }
   }
 }
 
@@ -191,29 +204,28 @@ describe('colliding ids', () => {
       expect(Object.keys(state.studies).sort()).toEqual(studies.map((s) => s.study_id).sort());
       for (const entry of Object.values(state.studies)) expect(entry.watermark).not.toBeNull();
 
-      // current/: a partition per study, read back with the exact ids.
-      expectDistinctIgnoringCase(await readdir(join(root, 'current', 'responses')), studies.length);
+      // current/: the studies' rows in buckets, read back with the exact ids; a sheet folder per study.
+      expectDistinctIgnoringCase(await readdir(join(root, 'current', 'wide')), studies.length);
       expect(await currentPairs(root)).toEqual(expectedPairs(served));
       expect(new Set(await currentPairs(root, 'answers'))).toEqual(new Set(expectedPairs(served)));
-      // Parquet parts leave study_id to their folder's name (pyarrow refuses a column in both),
-      // but for the id too long for a name, whose folder cannot give it back.
-      for (const study of studies) {
-        const folder = join(root, 'current', 'answers', partitionName(study.study_id));
+      // Every part holds study_id: a bucket's folder names no study.
+      const buckets = new Set(studies.map((study) => bucketOf(study.study_id)));
+      for (const bucket of buckets) {
+        const folder = join(root, 'current', 'answers', partitionName(bucket));
         const [part] = (await readdir(folder)).filter((name) => name.endsWith('.parquet'));
         const columns = await duckdb((query) =>
           query(`describe select * from read_parquet('${join(folder, part!)}', hive_partitioning = false)`),
         );
-        const held = columns.some((column) => column.column_name === 'study_id');
-        expect(held, study.study_id).toBe(study.study_id === LONG);
+        expect(columns.some((column) => column.column_name === 'study_id')).toBe(true);
         expect((await readHyparquet(join(folder, part!))).length).toBeGreaterThan(0);
       }
-      // The one id too long for a name: its state object and partition end in a hash, and a hive
-      // reader gives back that name (docs/outputs.md); the id itself is in the files and the state.
-      expect(partitionName(LONG)).toMatch(/^study_id=(%4Cong-)+[^~]*~[0-9a-f]{16}$/);
+      // The one id too long for a name: its state object and sheet folder end in a hash, and a
+      // hive reader gives back that name (docs/outputs.md); the id itself is in the files and the state.
+      expect(studyFolderName(LONG)).toMatch(/^study_id=(%4Cong-)+[^~]*~[0-9a-f]{16}$/);
       expect(await readdir(join(root, 'state'))).toContain(`${nameOf(LONG)}.json`);
       expect(nameOf(LONG)).toMatch(/~~[0-9a-f]{16}$/);
       for (const study of studies) {
-        const sheets = await readdir(join(root, 'current', 'wide', partitionName(study.study_id)));
+        const sheets = await readdir(join(root, 'current', 'wide', studyFolderName(study.study_id)));
         expect(sheets).toEqual([`${nameOf(study.link_id)}.csv`]);
       }
 
@@ -260,27 +272,28 @@ describe('colliding ids', () => {
         studies: { include: alone.map((s) => s.study_id), exclude: [] },
       });
       expect(first.status).toBe('complete');
-      // The earlier layout, built from its rule (legacyName): every name the new rule changes.
+      // The earlier layout, a folder per study in each table, under the older rule's names
+      // (legacyName), its parts holding study_id. A move stopped half way: x/y's bucket of
+      // answers already written, the study folders still there.
+      await toStudyFolders(
+        join(root, 'current'),
+        legacyName,
+        (table, bucket) => table === 'answers' && bucket === partitionName(bucketOf('x/y')),
+      );
       let moved = 0;
       for (const study of alone) {
-        const [now, before] = [partitionName(study.study_id), `study_id=${legacyName(study.study_id)}`];
+        const [now, before] = [studyFolderName(study.study_id), `study_id=${legacyName(study.study_id)}`];
         if (now === before) continue;
         moved += 1;
         await rename(
           join(root, 'state', `${nameOf(study.study_id)}.json`),
           join(root, 'state', `${legacyName(study.study_id)}.json`),
         );
-        for (const table of partitioned) {
-          await rename(join(root, 'current', table, now), join(root, 'current', table, before));
-        }
-        // Parts of the earlier layout also held study_id.
-        for (const table of tableNames) {
-          await withStudyId(join(root, 'current', table, before), study.study_id);
-        }
         for (const [folder, ext] of [
           ['wide', 'csv'],
           ['xlsx', 'xlsx'],
         ] as const) {
+          await rename(join(root, 'current', folder, now), join(root, 'current', folder, before));
           const sheet = join(root, 'current', folder, before);
           await rename(
             join(sheet, `${nameOf(study.link_id)}.${ext}`),
@@ -289,13 +302,7 @@ describe('colliding ids', () => {
         }
       }
       expect(moved).toBeGreaterThanOrEqual(4);
-      // A move stopped half way: one study's answers already copied under the new name, the old
-      // folder still there.
-      await cp(
-        join(root, 'current', 'answers', `study_id=${legacyName('x/y')}`),
-        join(root, 'current', 'answers', partitionName('x/y')),
-        { recursive: true },
-      );
+      expect(await readdir(join(root, 'current', 'answers'))).toContain(partitionName(bucketOf('x/y')));
       const stateBefore = await readPipelineState(root);
 
       // A new response in one of them, so the next run has something to commit.
@@ -316,10 +323,14 @@ describe('colliding ids', () => {
         const responses = (await readCsv(join(second.runDir as string, 'responses.csv'))).records;
         expect(responses.map((r) => r[0])).toContain(added);
 
-        // Only the new names are left, and every response is there once with its exact id.
-        const names = alone.map((s) => partitionName(s.study_id)).sort();
-        for (const table of partitioned) {
-          expect((await readdir(join(root, 'current', table))).sort(), table).toEqual(names);
+        // Only buckets and the new sheet names are left, and every response is there once with its exact id.
+        const buckets = [...new Set(alone.map((s) => partitionName(bucketOf(s.study_id))))].sort();
+        for (const table of tableNames) {
+          expect((await readdir(join(root, 'current', table))).sort(), table).toEqual(buckets);
+        }
+        const names = alone.map((s) => studyFolderName(s.study_id)).sort();
+        for (const folder of ['wide', 'xlsx']) {
+          expect((await readdir(join(root, 'current', folder))).sort(), folder).toEqual(names);
         }
         expect((await readdir(join(root, 'state'))).sort()).toEqual(
           alone.map((s) => `${nameOf(s.study_id)}.json`).sort(),
@@ -330,9 +341,9 @@ describe('colliding ids', () => {
           expectedPairs(alone.map((s) => (s === xy ? { ...s, responses: [...s.responses, added] } : s))),
         );
         for (const study of alone) {
-          const books = join(root, 'current', 'xlsx', partitionName(study.study_id));
+          const books = join(root, 'current', 'xlsx', studyFolderName(study.study_id));
           expect(await readdir(books)).toEqual([`${nameOf(study.link_id)}.xlsx`]);
-          const folder = join(root, 'current', 'wide', partitionName(study.study_id));
+          const folder = join(root, 'current', 'wide', studyFolderName(study.study_id));
           expect(await readdir(folder)).toEqual([`${nameOf(study.link_id)}.csv`]);
           expect(await readFile(join(folder, `${nameOf(study.link_id)}.csv`), 'utf8')).toContain(
             study.responses[0],

@@ -6,10 +6,12 @@
  * committed passes verify, and DuckDB over the run's Parquet and over current/ (hive
  * partitioning) finds every key once.
  */
+
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
@@ -289,7 +291,9 @@ it('a response id current/ already holds under two studies (shards at once, or o
       expect(first.code, first.stderr).toBe(0);
       const hidden = join(dir, 'hidden');
       await mkdir(hidden);
-      const partition = partitionName(b.id);
+      // Study a's bucket is another (the ids are the seed's).
+      expect(bucketOf(a.id)).not.toBe(bucketOf(b.id));
+      const partition = partitionName(bucketOf(b.id));
       const tables = (await readdir(first.current, { withFileTypes: true })).filter((e) => e.isDirectory());
       const moved: string[] = [];
       for (const table of tables) {

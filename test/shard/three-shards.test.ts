@@ -5,10 +5,13 @@
  * DuckDB over the hive partitions); nothing is missing or duplicated; and each shard's rerun
  * with no changes makes one list call plus one page call per study of its own.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bucketOf } from '../../src/buckets.ts';
+import { partitionName } from '../../src/current/parts.ts';
 import { tableNames } from '../../src/load/tables.ts';
 import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -98,7 +101,7 @@ describe('three shards at once into one output', () => {
       }
       for (const study of sandbox.studies()) {
         const index = [1, 2, 3].find((k) => inShard(study.id, { index: k, count: 3 }));
-        const parts = await readdir(join(root, 'current', 'answers', `study_id=${study.id}`));
+        const parts = await readdir(join(root, 'current', 'answers', partitionName(bucketOf(study.id))));
         expect(parts).toEqual([`part-${runOf(index!)}.csv`, `part-${runOf(index!)}.parquet`]);
       }
 
