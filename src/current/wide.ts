@@ -4,9 +4,9 @@
  * questions, responses and answers parts of the same update (so it always agrees with them).
  *
  * Answers have to be grouped by response. A study whose answers part is small is grouped in
- * memory in the order of its responses part; a bigger one is first split into buckets by a
- * hash of response_id (local JSON-lines files), then each bucket is grouped on its own, so
- * memory stays bounded by a bucket whatever the size of the study. The rows then go through
+ * memory in the order of its responses part; a bigger one is first split into slices by a
+ * hash of response_id (local JSON-lines files), then each slice is grouped on its own, so
+ * memory stays bounded by a slice whatever the size of the study. The rows then go through
  * a sorted spill (load/wide.ts), so the sheet follows response_number as a run's does.
  */
 import { createHash } from 'node:crypto';
@@ -30,11 +30,11 @@ import { CURRENT_DIR, type PartSource, type PreparedPart, readPart, STUDY_FOLDER
 import type { CurrentStore } from './store.ts';
 
 /**
- * Parquet bytes of answers per bucket. A bucket's answers are grouped in memory (several
- * times their compressed size) while the run is still exporting other studies, so a bucket
+ * Parquet bytes of answers per slice. A slice's answers are grouped in memory (several
+ * times their compressed size) while the run is still exporting other studies, so a slice
  * is kept to a fraction of what the export itself holds.
  */
-export const BUCKET_PARQUET_BYTES = 2 ** 20;
+export const SLICE_PARQUET_BYTES = 2 ** 20;
 
 export interface CurrentWideInput {
   studyId: string;
@@ -44,8 +44,8 @@ export interface CurrentWideInput {
   answers: PartSource;
   csv: CsvOptions;
   scratchDir: string;
-  /** Rows per bucket; for tests. */
-  bucketBytes?: number;
+  /** Parquet bytes per slice; for tests. */
+  sliceBytes?: number;
 }
 
 /** A study's folder of sheets: study_id=<id, %-escaped as hive readers decode it (src/names.ts)>. */
@@ -78,11 +78,11 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
   const spill = wideRowSpill(work, 'workbook');
   try {
     await mkdir(work);
-    const bucketCount = Math.max(
+    const sliceCount = Math.max(
       1,
-      Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
+      Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
     );
-    for await (const rows of wideRows(input, bucketCount, work)) {
+    for await (const rows of wideRows(input, sliceCount, work)) {
       for (const row of rows) await spill.add(row);
     }
     const name = `${nameOf(input.linkId)}.xlsx`;
@@ -144,11 +144,11 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
     const local = new LocalStorage(dir, { unseen: true });
     const sheet = createWideWriter(local, work, nameOf(input.linkId), input.csv);
     try {
-      const bucketCount = Math.max(
+      const sliceCount = Math.max(
         1,
-        Math.ceil(input.answers.bytes / (input.bucketBytes ?? BUCKET_PARQUET_BYTES)),
+        Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
       );
-      for await (const rows of wideRows(input, bucketCount, work)) {
+      for await (const rows of wideRows(input, sliceCount, work)) {
         for (const row of rows) await sheet.add(row);
       }
       const path = await sheet.finish(wideColumns(input.questions));
@@ -204,11 +204,11 @@ function addCell(cells: Record<string, string>, answer: Row<'answers'>): void {
 
 async function* wideRows(
   input: Pick<CurrentWideInput, 'answers' | 'responses' | 'studyId'>,
-  bucketCount: number,
+  sliceCount: number,
   dir: string,
 ): AsyncIterable<WideRow[]> {
   const { answers, responses, studyId } = input;
-  if (bucketCount === 1) {
+  if (sliceCount === 1) {
     const cells = new Map<string, Record<string, string>>();
     for await (const rows of studyGroups(answers, 'answers', studyId)) {
       for (const answer of rows) {
@@ -225,16 +225,16 @@ async function* wideRows(
     }
     return;
   }
-  const bucketOf = (id: string) => createHash('sha256').update(id).digest().readUInt32BE(0) % bucketCount;
+  const sliceOf = (id: string) => createHash('sha256').update(id).digest().readUInt32BE(0) % sliceCount;
   const answersAt = (n: number) => join(dir, `answers-${n}.jsonl`);
   const responsesAt = (n: number) => join(dir, `responses-${n}.jsonl`);
-  await spill(studyGroups(answers, 'answers', studyId), bucketCount, answersAt, (row) =>
-    bucketOf(row.response_id),
+  await spill(studyGroups(answers, 'answers', studyId), sliceCount, answersAt, (row) =>
+    sliceOf(row.response_id),
   );
-  await spill(studyGroups(responses, 'responses', studyId), bucketCount, responsesAt, (row) =>
-    bucketOf(row.response_id),
+  await spill(studyGroups(responses, 'responses', studyId), sliceCount, responsesAt, (row) =>
+    sliceOf(row.response_id),
   );
-  for (let n = 0; n < bucketCount; n++) {
+  for (let n = 0; n < sliceCount; n++) {
     const cells = new Map<string, Record<string, string>>();
     for await (const answer of lines<Row<'answers'>>(answersAt(n))) {
       let own = cells.get(answer.response_id);
@@ -260,12 +260,12 @@ async function spill<T>(
   source: AsyncIterable<T[]>,
   count: number,
   pathOf: (n: number) => string,
-  bucketOf: (row: T) => number,
+  sliceOf: (row: T) => number,
 ): Promise<void> {
   const sinks = await Promise.all(Array.from({ length: count }, (_, n) => openLocalFile(pathOf(n))));
   try {
     for await (const rows of source) {
-      for (const row of rows) await (sinks[bucketOf(row)] as OutputFile).write(`${JSON.stringify(row)}\n`);
+      for (const row of rows) await (sinks[sliceOf(row)] as OutputFile).write(`${JSON.stringify(row)}\n`);
     }
     for (const sink of sinks) await sink.close();
   } catch (error) {

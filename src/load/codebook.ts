@@ -122,14 +122,14 @@ export function codebookMarkdown(input: CodebookInput): string {
     lines.push(
       input.kind === 'run'
         ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'
-        : '- **<table>/study_id=<id>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, one folder per study (hive partitions); read a table as `<table>/*/*.parquet`.',
+        : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
     );
   }
   if (input.formats.includes('csv')) {
     lines.push(
       input.kind === 'run'
         ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
-        : '- **<table>/study_id=<id>/part-<run id>.csv**: the same tables as CSV.',
+        : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
     );
   }
   if (has('datapackage.json'))

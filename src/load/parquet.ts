@@ -34,19 +34,10 @@ export const defaultRowGroupSize = 50_000;
  */
 export const defaultRowGroupBytes = 2 ** 20;
 
-/** The Parquet schema of a table: the root element, then one element per column (but `omit`). */
-export function parquetSchema(table: TableName, omit?: string): SchemaElement[] {
-  const columns = tables[table].columns.filter((column) => column.name !== omit);
+/** The Parquet schema of a table: the root element, then one element per column. */
+export function parquetSchema(table: TableName): SchemaElement[] {
+  const columns = tables[table].columns;
   return [{ name: 'root', num_children: columns.length }, ...columns.map(columnElement)];
-}
-
-/**
- * A file that leaves one of its table's columns out (current/'s parts leave out study_id, which
- * their folder names): row groups are still encoded whole, so the same bytes can go to a run's
- * table, and the column's chunk is cut out where the file takes them.
- */
-export interface ParquetLayout {
-  omit?: string;
 }
 
 function columnElement(column: Column): SchemaElement {
@@ -113,13 +104,8 @@ export interface EncodedRowGroup {
 /** Every row group and footer is encoded with its own ParquetWriter: the schemas are made once. */
 const schemas = new Map<string, SchemaElement[]>(tableNames.map((table) => [table, parquetSchema(table)]));
 
-function parquetWriter(table: TableName, writer: ByteWriter, omit?: string): ParquetWriter {
-  const key = omit === undefined ? table : `${table}/${omit}`;
-  let schema = schemas.get(key);
-  if (!schema) {
-    schema = parquetSchema(table, omit);
-    schemas.set(key, schema);
-  }
+function parquetWriter(table: TableName, writer: ByteWriter): ParquetWriter {
+  const schema = schemas.get(table) ?? parquetSchema(table);
   return new ParquetWriter({ writer, schema, codec: 'SNAPPY', createdBy: 'study-export' });
 }
 
@@ -198,76 +184,34 @@ function movedChunk(chunk: ColumnChunk, by: number): ColumnChunk {
 }
 
 /**
- * The row group without column `index`: its bytes before and after that column's chunk (a
- * column's pages are one contiguous run, in column order), and its metadata with the chunk gone
- * and the later chunks moved back by its size.
- */
-function withoutColumn(group: EncodedRowGroup, index: number): { parts: Uint8Array[]; metadata: RowGroup } {
-  const chunk = group.metadata.columns[index]?.meta_data;
-  if (!chunk) throw new Error('a row group without the column to leave out');
-  const start = Number(chunk.dictionary_page_offset ?? chunk.data_page_offset);
-  const size = Number(chunk.total_compressed_size);
-  const columns = group.metadata.columns
-    .filter((_, i) => i !== index)
-    .map((column, i) => (i >= index ? movedChunk(column, -size) : column));
-  const metadata: RowGroup = {
-    ...group.metadata,
-    columns,
-    total_byte_size: group.metadata.total_byte_size - chunk.total_uncompressed_size,
-    ...(group.metadata.total_compressed_size === undefined
-      ? {}
-      : { total_compressed_size: group.metadata.total_compressed_size - chunk.total_compressed_size }),
-  };
-  return { parts: [group.bytes.subarray(0, start), group.bytes.subarray(start + size)], metadata };
-}
-
-/**
  * A Parquet file put together from encoded row groups: the magic, the groups' bytes as they
  * come, then the footer (FileMetaData, with each group's offsets where it landed).
  */
 export class ParquetFile {
   readonly #groups: RowGroup[] = [];
   #offset = magic.length;
-  /** The column left out (ParquetLayout), by its index in the table; -1: none. */
-  readonly #omitted: number;
 
   private constructor(
     readonly table: TableName,
     private readonly sink: OutputFile,
-    private readonly layout: ParquetLayout,
-  ) {
-    this.#omitted = tables[table].columns.findIndex((column) => column.name === layout.omit);
-  }
+  ) {}
 
-  static async open(
-    storage: Pick<Storage, 'create'>,
-    path: string,
-    table: TableName,
-    layout: ParquetLayout = {},
-  ): Promise<ParquetFile> {
+  static async open(storage: Pick<Storage, 'create'>, path: string, table: TableName): Promise<ParquetFile> {
     const sink = await storage.create(path);
     await sink.write(magic);
-    return new ParquetFile(table, sink, layout);
+    return new ParquetFile(table, sink);
   }
 
   /** The bytes are not copied: they must not change until written. */
   async append(group: EncodedRowGroup): Promise<void> {
-    if (this.#omitted < 0) {
-      this.#groups.push(placed(group.metadata, this.#offset));
-      this.#offset += group.bytes.length;
-      return this.sink.write(group.bytes);
-    }
-    const { parts, metadata } = withoutColumn(group, this.#omitted);
-    this.#groups.push(placed(metadata, this.#offset));
-    for (const part of parts) {
-      this.#offset += part.length;
-      await this.sink.write(part);
-    }
+    this.#groups.push(placed(group.metadata, this.#offset));
+    this.#offset += group.bytes.length;
+    return this.sink.write(group.bytes);
   }
 
   /** Writes the footer and closes the file; returns the number of row groups. */
   async close(): Promise<number> {
-    await this.sink.write(footer(this.table, this.#groups, this.layout.omit));
+    await this.sink.write(footer(this.table, this.#groups));
     await this.sink.close();
     return this.#groups.length;
   }
@@ -278,9 +222,9 @@ export class ParquetFile {
 }
 
 /** FileMetaData, its length and the magic, as hyparquet-writer writes them, in format version 1. */
-function footer(table: TableName, groups: RowGroup[], omit?: string): Uint8Array {
+function footer(table: TableName, groups: RowGroup[]): Uint8Array {
   const writer = new ByteWriter();
-  const parquet = parquetWriter(table, writer, omit);
+  const parquet = parquetWriter(table, writer);
   parquet.row_groups = groups;
   parquet.num_rows = groups.reduce((sum, group) => sum + group.num_rows, 0n);
   void parquet.finish();
@@ -322,17 +266,12 @@ export async function createParquetWriter<T extends TableName>(
   storage: Pick<Storage, 'create' | 'describe'>,
   path: string,
   table: T,
-  options: { rowGroupSize?: number; rowGroupBytes?: number } & ParquetLayout = {},
+  options: { rowGroupSize?: number; rowGroupBytes?: number } = {},
 ): Promise<ParquetTableWriter<T>> {
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
   const where = storage.describe(path);
-  const file = await ParquetFile.open(
-    storage,
-    path,
-    table,
-    options.omit === undefined ? {} : { omit: options.omit },
-  );
+  const file = await ParquetFile.open(storage, path, table);
   let buffer = new ColumnBuffers(table, where);
 
   async function writeGroup(buffers: ColumnBuffers): Promise<EncodedRowGroup> {

@@ -10,7 +10,7 @@
  * replace go, the wide sheets come in, the state is written and the record is removed, and a
  * failure of any of that is "run <id> committed, but …" (exit 3), the record staying. Each run,
  * once it holds the lease, finishes the records its shard left: a run that `latest` does not
- * name is undone, one it names is completed (repairStudy, the state entries), and then the
+ * name is undone, one it names is completed (repairBucket, the state entries), and then the
  * record goes. So a shard completes only its own studies, and it does so whatever it then
  * finds on the service.
  */

@@ -1,4 +1,4 @@
-/** The current wide sheet built through hash buckets (big studies) holds the same rows as built in memory. */
+/** The current wide sheet built through hash slices (big studies) holds the same rows as built in memory. */
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 describe('the current wide sheet', () => {
-  it('is the same, row for row, when built through hash buckets', async () => {
+  it('is the same, row for row, when built through hash slices', async () => {
     await withTempDir(async (out) => {
       await runAgainst(sandbox, sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } }));
       const store = new LocalStorage(join(out, 'test'));
@@ -40,7 +40,7 @@ describe('the current wide sheet', () => {
       const answers = await part('answers');
       const scratchDir = join(out, 'scratch');
       await mkdir(scratchDir);
-      const sheet = async (bucketBytes: number) => {
+      const sheet = async (sliceBytes: number) => {
         const prepared = await prepareCurrentWide({
           studyId: study!.id,
           linkId: study!.link_id,
@@ -49,7 +49,7 @@ describe('the current wide sheet', () => {
           answers: { store, ...answers },
           csv: { bom: false, escape_formulae: true },
           scratchDir,
-          bucketBytes,
+          sliceBytes,
         });
         const { records } = await readCsv(prepared.files[0]!.local);
         const [header, ...rows] = records;

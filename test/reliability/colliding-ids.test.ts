@@ -18,7 +18,7 @@ import { legacyName } from '../../src/current/migrate.ts';
 import { partitionName } from '../../src/current/parts.ts';
 import { studyFolderName } from '../../src/current/wide.ts';
 import { tableNames } from '../../src/load/tables.ts';
-import { idOf, nameOf, partitionValueOf } from '../../src/names.ts';
+import { nameOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
