@@ -1,5 +1,5 @@
 /** Reading the current dataset back the way an analyst does: DuckDB over the hive partitions. */
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type TableName, tableNames, tables } from '../../src/load/tables.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
@@ -81,4 +81,49 @@ export async function freshExport(sandbox: Sandbox): Promise<Awaited<ReturnType<
     );
     return currentTables(result.runDir!, 'run');
   });
+}
+
+/**
+ * current/'s tables as the earlier layout had them: a folder per study, study_id=<folderOf(id)>,
+ * whose Parquet and CSV parts (written by DuckDB) hold that study's rows of each bucket's part,
+ * under the part's run id; the Parquet parts without study_id unless `holdStudyId` (the older
+ * rule's held it). `keep`: bucket folders left in place, as a move stopped half way leaves them.
+ */
+export async function toStudyFolders(
+  current: string,
+  options: {
+    folderOf: (studyId: string) => string;
+    holdStudyId: boolean;
+    keep?: (table: TableName, bucket: string) => boolean;
+  },
+): Promise<void> {
+  for (const table of tableNames) {
+    for (const bucket of await readdir(join(current, table))) {
+      if (!bucket.startsWith('bucket=')) continue;
+      const parts = await readdir(join(current, table, bucket));
+      const parquet = parts.find((name) => name.endsWith('.parquet'));
+      if (parquet === undefined) continue;
+      const runId = parquet.slice('part-'.length, -'.parquet'.length);
+      const path = join(current, table, bucket, parquet);
+      await duckdb(async (query) => {
+        const ids = await query(
+          `select distinct study_id from read_parquet('${path}', hive_partitioning = false)`,
+        );
+        for (const { study_id: id } of ids as { study_id: string }[]) {
+          const folder = join(current, table, `study_id=${options.folderOf(id)}`);
+          await mkdir(folder, { recursive: true });
+          const where = `where study_id = '${id.replaceAll("'", "''")}'`;
+          const columns = options.holdStudyId ? '*' : '* exclude (study_id)';
+          const from = `from read_parquet('${path}', hive_partitioning = false)`;
+          await query(
+            `copy (select ${columns} ${from} ${where}) to '${join(folder, `part-${runId}.parquet`)}' (format parquet)`,
+          );
+          await query(
+            `copy (select * ${from} ${where}) to '${join(folder, `part-${runId}.csv`)}' (format csv, header)`,
+          );
+        }
+      });
+      if (!options.keep?.(table, bucket)) await rm(join(current, table, bucket), { recursive: true });
+    }
+  }
 }

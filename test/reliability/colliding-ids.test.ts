@@ -8,7 +8,7 @@
  * keeps its own state file, partitions, wide sheet and workbook; verify passes; DuckDB over
  * current/ (hive partitioning on) returns every response once with its exact study_id.
  */
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
@@ -22,6 +22,7 @@ import { nameOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { toStudyFolders } from '../current/helpers.ts';
 import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
@@ -135,39 +136,6 @@ async function currentPairs(root: string, table = 'responses'): Promise<string[]
   return rows.map((row) => JSON.stringify([row.study_id, row.response_id])).sort();
 }
 
-/**
- * current/'s tables as the earlier layout had them: a folder per study, study_id=<name>, whose
- * Parquet and CSV parts (written by DuckDB) hold that study's rows of each bucket's part, under
- * the part's run id. `keep`: bucket folders left in place, as a move stopped half way leaves them.
- */
-async function toStudyFolders(
-  current: string,
-  folderOf: (studyId: string) => string,
-  keep: (table: string, bucket: string) => boolean = () => false,
-): Promise<void> {
-  for (const table of tableNames) {
-    for (const bucket of await readdir(join(current, table))) {
-      const parts = await readdir(join(current, table, bucket));
-      const parquet = parts.find((name) => name.endsWith('.parquet'))!;
-      const runId = parquet.slice('part-'.length, -'.parquet'.length);
-      const path = join(current, table, bucket, parquet);
-      await duckdb(async (query) => {
-        const ids = await query(
-          `select distinct study_id from read_parquet('${path}', hive_partitioning = false)`,
-        );
-        for (const { study_id: id } of ids as { study_id: string }[]) {
-          const folder = join(current, table, `study_id=${folderOf(id)}`);
-          await mkdir(folder, { recursive: true });
-          const rows = `select * from read_parquet('${path}', hive_partitioning = false) where study_id = '${id.replaceAll("'", "''")}'`;
-          await query(`copy (${rows}) to '${join(folder, `part-${runId}.parquet`)}' (format parquet)`);
-          await query(`copy (${rows}) to '${join(folder, `part-${runId}.csv`)}' (format csv, header)`);
-        }
-      });
-      if (!keep(table, bucket)) await rm(join(current, table, bucket), { recursive: true });
-    }
-  }
-}
-
 /** No two names in `names` are the same on a case-insensitive file system. */
 function expectDistinctIgnoringCase(names: string[], count: number): void {
   expect(names).toHaveLength(count);
@@ -275,11 +243,11 @@ describe('colliding ids', () => {
       // The earlier layout, a folder per study in each table, under the older rule's names
       // (legacyName), its parts holding study_id. A move stopped half way: x/y's bucket of
       // answers already written, the study folders still there.
-      await toStudyFolders(
-        join(root, 'current'),
-        legacyName,
-        (table, bucket) => table === 'answers' && bucket === partitionName(bucketOf('x/y')),
-      );
+      await toStudyFolders(join(root, 'current'), {
+        folderOf: legacyName,
+        holdStudyId: true,
+        keep: (table, bucket) => table === 'answers' && bucket === partitionName(bucketOf('x/y')),
+      });
       let moved = 0;
       for (const study of alone) {
         const [now, before] = [studyFolderName(study.study_id), `study_id=${legacyName(study.study_id)}`];
