@@ -52,6 +52,7 @@ import {
   partitionPath,
   publishPart,
   readPart,
+  rowOf,
   STUDY_FOLDER_PREFIX,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
@@ -463,6 +464,17 @@ async function prepareBucket(
     for (const study of studies) if (await hasStaged(study.study_id, table)) return true;
     return false;
   };
+  // A study's row is the service's latest; the part is written again only when one differs.
+  const previousStudies = await readAll(store, partition('studies'), 'studies');
+  const runStudyRows = new Map<string, Row<'studies'>[]>();
+  let studiesChanged = partition('studies').previous === null;
+  for (const study of studies) {
+    const staged: Row<'studies'>[] = [];
+    for await (const row of staging.rows(study.study_id, 'studies')) staged.push(row);
+    const previous = previousStudies.filter((row) => row.study_id === study.study_id);
+    if (staged.length > 0 && !sameRows('studies', staged, previous)) studiesChanged = true;
+    runStudyRows.set(study.study_id, staged.length > 0 ? staged : previous);
+  }
   // The response tables go together: one plan per study decides which copy of each response they hold.
   const responsesChanged =
     studies.some(replaces) ||
@@ -472,10 +484,9 @@ async function prepareBucket(
   for (const table of tableNames) {
     const changed = isResponseTable(table)
       ? responsesChanged
-      : table === 'studies' ||
-        studies.some(replaces) ||
-        partition(table).previous === null ||
-        (await anyStaged(table));
+      : table === 'studies'
+        ? studiesChanged
+        : studies.some(replaces) || partition(table).previous === null || (await anyStaged(table));
     if (changed) rewrite.add(table);
   }
 
@@ -554,19 +565,12 @@ async function prepareBucket(
     const writer = await open('questions');
     await fillPart(writer, () => writer.write(merged));
   }
-  const previousStudies = await readAll(store, partition('studies'), 'studies');
-  const studyRows = previousStudies.filter((row) => !ofRun.has(row.study_id));
-  const runStudyRows = new Map<string, Row<'studies'>[]>();
-  for (const study of studies) {
-    const staged: Row<'studies'>[] = [];
-    for await (const row of staging.rows(study.study_id, 'studies')) staged.push(row);
-    const rows =
-      staged.length > 0 ? staged : previousStudies.filter((row) => row.study_id === study.study_id);
-    runStudyRows.set(study.study_id, rows);
-    studyRows.push(...rows);
+  if (rewrite.has('studies')) {
+    const studyRows = previousStudies.filter((row) => !ofRun.has(row.study_id));
+    for (const rows of runStudyRows.values()) studyRows.push(...rows);
+    const writer = await open('studies');
+    await fillPart(writer, () => writer.write(studyRows));
   }
-  const writer = await open('studies');
-  await fillPart(writer, () => writer.write(studyRows));
 
   const withWorkbook = update.formats.includes('xlsx');
   const wide: PreparedBucket['wide'] = [];
@@ -765,6 +769,13 @@ async function writeStaged<T extends TableName>(
     }
   }
   await writer.write(batch);
+}
+
+/** The same rows, value for value, as a part gives them back (rowOf: timestamps in one form). */
+function sameRows<T extends TableName>(table: T, a: readonly Row<T>[], b: readonly Row<T>[]): boolean {
+  const text = (rows: readonly Row<T>[]) =>
+    JSON.stringify(rows.map((row) => rowOf(table, row as Record<string, unknown>)));
+  return a.length === b.length && text(a) === text(b);
 }
 
 /** A small table's previous part whole (questions and studies: a few rows per study). */
