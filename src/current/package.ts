@@ -13,7 +13,9 @@
 import { parquetMetadataAsync } from 'hyparquet';
 import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
+import { CODEBOOK_FILE } from '../load/codebook.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
+import { REPORT_FILE } from '../load/report-html.ts';
 import { type TableName, tableNames } from '../load/tables.ts';
 import { redact } from '../redact.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -21,6 +23,9 @@ import { CURRENT_DIR, parsePartName, storeBuffer } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 export const CURRENT_PACKAGE = `${CURRENT_DIR}/datapackage.json`;
+
+/** current/'s guide (guide.ts), rewritten after each descriptor. */
+const rewrittenAfter = new Set([CODEBOOK_FILE, REPORT_FILE]);
 
 /** The formats of the current dataset: Parquet always (runs merge from it), CSV when asked for. */
 export function currentFormats(formats: readonly Format[]): TableFormat[] {
@@ -61,7 +66,8 @@ export async function currentPackage(
     .filter((file) => !taken.has(file.path) && !leftOut(file.path))
     .map((file) => ({
       path: file.path,
-      bytes: file.bytes,
+      // The guide (README.md, report.html) is written again after this descriptor: no size.
+      ...(rewrittenAfter.has(file.path) ? {} : { bytes: file.bytes }),
       ...(file.path.startsWith('xlsx/')
         ? {
             description:
@@ -76,7 +82,7 @@ export async function currentPackage(
   return dataPackage({
     name: options.name,
     title: `${options.name}: the current dataset of study-export`,
-    description: `Every response once, its newest copy, across the runs of the pipeline "${options.name}"; one part per study and table. ${packageNotes}`,
+    description: `Every response once, its newest copy, across the runs of the pipeline "${options.name}"; one part per bucket of studies and table. ${packageNotes}`,
     created: new Date().toISOString(),
     ...(source ? { source } : {}),
     tables,

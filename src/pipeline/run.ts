@@ -103,7 +103,8 @@ const STUDIES_LISTED_AHEAD = 3;
 
 /**
  * From this many studies in a run, current/ is listed once for the run (CurrentListing): a
- * listing request returns 1,000 keys, some sixty studies' files, against eight for a study.
+ * listing request returns 1,000 keys, against one for each of a bucket's seven partitions and
+ * one for each study's folder of sheets.
  */
 const STUDIES_FOR_ONE_LISTING = 16;
 
