@@ -1,7 +1,7 @@
 /**
  * The run's rows again, per study, for the current dataset: while the run writes its tables,
  * each study's rows are also appended to JSON-lines files in a local temporary folder (one per
- * table), read back once the run is committed and merged into that study's partitions. Also
+ * study and table), read back once the run is committed and merged into its bucket's parts. Also
  * kept: the responses whose copy is incomplete (no detail), which must not replace a previous
  * copy. The folder is in the run's scratch space (util/scratch.ts); nothing reads it after the
  * run: the parts made from it are published before the run is committed.
@@ -23,7 +23,8 @@ export interface StudyStage {
 }
 
 interface StudyFiles {
-  dir: string;
+  /** Its files are <prefix>-<table>.jsonl, side by side in the staging folder: no folder each. */
+  prefix: string;
   /** The tables staged; their files stay open only until the study is closed. */
   tables: Set<TableName>;
   sinks: Map<TableName, { sink: Promise<OutputFile>; queue: Promise<void> }>;
@@ -51,7 +52,7 @@ export class CurrentStaging {
     let files = this.#studies.get(studyId);
     if (!files) {
       files = {
-        dir: join(this.dir, String(this.#studies.size)),
+        prefix: join(this.dir, String(this.#studies.size)),
         tables: new Set(),
         sinks: new Map(),
         incomplete: new Set(),
@@ -124,13 +125,13 @@ export function stagingWriters(
 }
 
 function pathOf(study: StudyFiles, table: TableName): string {
-  return join(study.dir, `${table}.jsonl`);
+  return `${study.prefix}-${table}.jsonl`;
 }
 
 function sinkOf(study: StudyFiles, table: TableName) {
   let entry = study.sinks.get(table);
   if (!entry) {
-    const sink = mkdir(study.dir, { recursive: true }).then(() => openLocalFile(pathOf(study, table)));
+    const sink = openLocalFile(pathOf(study, table));
     entry = { sink, queue: sink.then(() => undefined) };
     study.sinks.set(table, entry);
     study.tables.add(table);

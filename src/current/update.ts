@@ -15,7 +15,7 @@
  * Only the buckets of the run's studies are touched, and a shard owns whole buckets, so a
  * shard only ever writes its own partitions.
  */
-import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
+import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
@@ -208,7 +208,7 @@ interface BucketWork {
   expected: number;
   studies: CurrentStudy[];
   start: Promise<BucketStart> | null;
-  /** Where each study's run wide sheet is written again, for a bucket with copies. */
+  /** The name of each study's run wide sheet, written again into the bucket's copies. */
   sheets: Map<string, string>;
   /** Its preparation (or, for a run that commits nothing, its abort) has taken it. */
   taken: boolean;
@@ -249,23 +249,23 @@ export class CurrentPreparation {
    * response tables has a part yet (its first run, or the first since current/ was emptied)
    * gets parts that take the run's own bytes for those tables: returned is the copy to give
    * the run's writers (TableWriters.copyStudy), the tables it takes (they need no staging) and
-   * where the run's wide sheet is written again. Else null.
+   * where the run's wide sheet (wide/<sheetName>.csv) is written again. Else null.
    */
   async begin(
     studyId: string,
+    sheetName: string,
   ): Promise<{ tables: StudyCopy; copied: ReadonlySet<TableName>; wide: Storage } | null> {
     const work = this.#work(bucketOf(studyId));
-    const { copies, dir } = await this.#start(work, true);
-    if (!copies) return null;
-    const sheets = join(copiesDir(dir), `sheets-${work.sheets.size}`);
-    work.sheets.set(studyId, sheets);
+    const { copies, sheets } = await this.#start(work, true);
+    if (!copies || !sheets) return null;
+    work.sheets.set(studyId, sheetName);
     return {
       tables: {
         rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
         csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
       },
       copied: new Set(copies.keys()),
-      wide: new LocalStorage(sheets, { unseen: true }),
+      wide: sheets,
     };
   }
 
@@ -353,7 +353,7 @@ function foundNothing(study: CurrentStudy): boolean {
 /**
  * Where a bucket new to the current dataset has its copies: its parts (<table>/part-<run
  * id>.parquet and .csv, a folder each) and its studies' run wide sheets written again
- * (sheets-<n>/wide/<name>.csv; the sheet of its parts is that sheet, which the run builds anyway).
+ * (sheets/wide/<name>.csv; the sheet of its parts is that sheet, which the run builds anyway).
  */
 function copiesDir(bucketDir: string): string {
   return join(bucketDir, 'copies');
@@ -364,13 +364,22 @@ function copiesDir(bucketDir: string): string {
  * failed half way has none: the writer removes what it began). The run names it as a run does
  * (by study where two studies share a link_id); current/ names it by its link_id.
  */
-async function copiedWide(sheets: string, studyId: string, linkId: string): Promise<PreparedPart | null> {
-  const folder = join(sheets, 'wide');
-  const written = (await readdir(folder).catch(() => [] as string[])).find((name) => name.endsWith('.csv'));
-  if (written === undefined) return null;
-  return {
-    files: [{ local: join(folder, written), target: `${wideFolder(studyId)}/${nameOf(linkId)}.csv` }],
-  };
+async function copiedWide(
+  start: BucketStart,
+  sheetName: string,
+  studyId: string,
+  linkId: string,
+): Promise<PreparedPart | null> {
+  const local = join(copiesDir(start.dir), 'sheets', 'wide', `${sheetName}.csv`);
+  if (!(await exists(local))) return null;
+  return { files: [{ local, target: `${wideFolder(studyId)}/${nameOf(linkId)}.csv` }] };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** What a bucket's preparation starts from: its partitions as they were, and its copies, if any. */
@@ -380,6 +389,8 @@ interface BucketStart {
   /** The bucket's folder in scratch, where its new parts are written. */
   dir: string;
   copies: Map<ResponseTable, PartCopy> | null;
+  /** Where the copies' studies write their run wide sheets again (wide/<name>.csv). */
+  sheets: Storage | null;
 }
 
 async function startBucket(
@@ -397,7 +408,7 @@ async function startBucket(
     options.copy &&
     update.formats.includes('parquet') &&
     responseTables.every((table) => !partitions.get(table)?.previous);
-  if (!fresh) return { bucket, partitions, dir, copies: null };
+  if (!fresh) return { bucket, partitions, dir, copies: null, sheets: null };
   await mkdir(copiesDir(dir));
   const files = { formats: currentFormats(update.formats), csv: update.csv };
   const copies = new Map(
@@ -406,7 +417,8 @@ async function startBucket(
       createPartCopy(table, bucket, update.runId, { ...files, dir: join(copiesDir(dir), table) }),
     ]),
   );
-  return { bucket, partitions, dir, copies };
+  const sheets = new LocalStorage(join(copiesDir(dir), 'sheets'), { unseen: true });
+  return { bucket, partitions, dir, copies, sheets };
 }
 
 export interface Partition {
@@ -595,7 +607,8 @@ async function prepareBucket(
       answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
       scratchDir: dir,
     };
-    const copied = sheets.has(id) ? await copiedWide(sheets.get(id) as string, id, studyRow.link_id) : null;
+    const sheetName = sheets.get(id);
+    const copied = sheetName === undefined ? null : await copiedWide(start, sheetName, id, studyRow.link_id);
     let part = copied ?? (await prepareCurrentWide({ ...sources, csv: update.csv }));
     if (withWorkbook) {
       const transcript = newestOf(store, partition('transcript'), preparedParquet.get('transcript'));

@@ -88,8 +88,18 @@ function columnValues(column: Column, values: unknown[]): unknown[] {
   }
 }
 
-/** Initial size of a row group's buffer; it doubles while the row group is encoded. */
+/**
+ * Initial size of a row group's buffer, at most: it doubles while the row group is encoded.
+ * A small row group (a study of two responses) starts from its values' size instead: its
+ * bytes are kept as a view of the buffer until written, and a run of many small studies
+ * encodes thousands of them.
+ */
 const initialBufferBytes = 1 << 20;
+
+/** A row group's encoded size, about: its values' bytes (snappy adds little), and each column's pages' headers. */
+function bufferBytesFor(valueBytes: number, columns: number): number {
+  return Math.min(initialBufferBytes, Math.ceil(valueBytes * 1.25) + 256 * columns + 1024);
+}
 
 /**
  * One row group, encoded once, with its metadata as if its bytes started at offset 0: any
@@ -112,11 +122,15 @@ function parquetWriter(table: TableName, writer: ByteWriter): ParquetWriter {
 /** The bytes a Parquet file starts with (and ends with). */
 const magic = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
-/** Encodes buffered values (column by column, `rows` of them) as one row group. */
+/**
+ * Encodes buffered values (column by column, `rows` of them) as one row group. `valueBytes`:
+ * about how many bytes the values take (ColumnBuffers.bytes), to size the buffer.
+ */
 export function encodeRowGroup(
   table: TableName,
   values: readonly unknown[][],
   rows: number,
+  valueBytes = initialBufferBytes,
 ): EncodedRowGroup {
   const columns: readonly Column[] = tables[table].columns;
   const columnData = columns.map(
@@ -130,7 +144,7 @@ export function encodeRowGroup(
       offsetIndex: false,
     }),
   );
-  const writer = new ByteWriter(initialBufferBytes);
+  const writer = new ByteWriter(bufferBytesFor(valueBytes, columns.length));
   const parquet = parquetWriter(table, writer);
   // Synchronous: a ByteWriter has no flush to wait for.
   void parquet.write({ columnData, rowGroupSize: rows });
@@ -275,7 +289,7 @@ export async function createParquetWriter<T extends TableName>(
   let buffer = new ColumnBuffers(table, where);
 
   async function writeGroup(buffers: ColumnBuffers): Promise<EncodedRowGroup> {
-    const group = encodeRowGroup(table, buffers.values, buffers.rows);
+    const group = encodeRowGroup(table, buffers.values, buffers.rows, buffers.bytes);
     await file.append(group);
     return group;
   }

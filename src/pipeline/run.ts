@@ -641,7 +641,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
           // Staged as the study starts: a file opened for each study up front would stay open
           // until that study's turn.
           await stage.write('studies', [studyRow(study)]);
-          const copy = current ? await current.begin(study.id) : null;
+          const copy = current ? await current.begin(study.id, fileNames.get(study.id) as string) : null;
           if (copy) writers.copyStudy(study.id, copy.tables);
           const outcome = await exportStudy({
             study,
