@@ -67,6 +67,8 @@ export interface StudyRecord {
   createdAt: string;
   modality: Modality;
   contentKey: string;
+  /** Its first responses take the forced replies (text.ts forcedReplies). */
+  forcedReplies: boolean;
   questions: Question[];
   entries: ResponseEntry[];
   byId: Map<string, ResponseEntry>;
@@ -211,7 +213,7 @@ export class DataSet {
   /** The conversation of one response, row by row, generated from its index. */
   conversation(study: StudyRecord, entry: ResponseEntry): TranscriptLine[] {
     const random = randomFor(this.options.seed, study.contentKey, entry.index, 'talk');
-    let forced = entry.index * 8;
+    let forced = study.forcedReplies ? entry.index * 8 : forcedReplies.length;
     const reply = (): string => {
       const hostile = forcedReplies[forced++];
       if (hostile !== undefined) return hostile;
@@ -281,6 +283,7 @@ export class DataSet {
       createdAt: iso(now),
       modality: spec.modality ?? 'text',
       contentKey: `added-${n}`,
+      forcedReplies: true,
       topic: title,
     });
     const ids = spec.responseIds ?? [];
@@ -309,6 +312,7 @@ export class DataSet {
       createdAt: isoWithOffset(createdMs, offsets[i % offsets.length]!),
       modality: modalities[i % modalities.length]!,
       contentKey: `study-${i}`,
+      forcedReplies: i < FORCED_STUDIES,
       topic: theme.topic,
     });
     // The primary key sees all but the last study; the secondary key sees odd ones and the last.
@@ -355,6 +359,14 @@ export class DataSet {
     };
   }
 }
+
+/**
+ * Generated studies whose first responses take the forced replies (the hostile texts, and the
+ * long ones of 20,000 and 40,000 characters): every data set of up to this many studies has
+ * them in each study, and a data set of many small studies holds no more of them than one of a
+ * few large studies, so the two carry the same text (bench/studies.ts compares them).
+ */
+const FORCED_STUDIES = 16;
 
 /** Time between two generated responses of a study: about 30 days for all of them. */
 function responseSpacing(responses: number): number {

@@ -50,7 +50,8 @@ function paragraphs(length: number, sentence: string): string {
 }
 
 /**
- * Replies forced into the first responses of each study, eight per response in order
+ * Replies forced into the first responses of each of the first studies (dataset.ts
+ * FORCED_STUDIES) and of each added study, eight per response in order
  * (response 0 takes the first eight, response 1 the next); the long replies open response 1,
  * whose first replies are always asked.
  */
