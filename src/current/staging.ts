@@ -1,7 +1,8 @@
 /**
  * The run's rows again, per study, for the current dataset: while the run writes its tables,
  * each study's rows are also appended to JSON-lines files in a local temporary folder (one per
- * study and table), read back once the run is committed and merged into its bucket's parts. Also
+ * study and table; the small tables' rows are held in memory), read back once the study's
+ * bucket is prepared and merged into its parts. Also
  * kept: the responses whose copy is incomplete (no detail), which must not replace a previous
  * copy. The folder is in the run's scratch space (util/scratch.ts); nothing reads it after the
  * run: the parts made from it are published before the run is committed.
@@ -28,6 +29,8 @@ interface StudyFiles {
   /** The tables staged; their files stay open only until the study is closed. */
   tables: Set<TableName>;
   sinks: Map<TableName, { sink: Promise<OutputFile>; queue: Promise<void> }>;
+  /** The rows of the small tables (heldTables), kept in memory. */
+  held: Map<TableName, Row<TableName>[]>;
   incomplete: Set<string>;
   closed: Promise<void> | null;
 }
@@ -55,6 +58,7 @@ export class CurrentStaging {
         prefix: join(this.dir, String(this.#studies.size)),
         tables: new Set(),
         sinks: new Map(),
+        held: new Map(),
         incomplete: new Set(),
         closed: null,
       };
@@ -64,6 +68,13 @@ export class CurrentStaging {
     return {
       write(table, rows) {
         if (rows.length === 0) return Promise.resolve();
+        if (heldTables.has(table)) {
+          study.tables.add(table);
+          const held = study.held.get(table) ?? [];
+          held.push(...(rows as readonly Row<TableName>[]));
+          study.held.set(table, held);
+          return Promise.resolve();
+        }
         const entry = sinkOf(study, table);
         const text = rows.map((row) => `${JSON.stringify(row)}\n`).join('');
         entry.queue = entry.queue.then(async () => (await entry.sink).write(text));
@@ -87,6 +98,11 @@ export class CurrentStaging {
   async *rows<T extends TableName>(studyId: string, table: T): AsyncIterable<Row<T>> {
     const study = this.#studies.get(studyId);
     if (!study?.tables.has(table)) return;
+    const held = study.held.get(table);
+    if (held) {
+      yield* held as Row<T>[];
+      return;
+    }
     await this.forStudy(studyId).close();
     const lines = createInterface({
       input: createReadStream(pathOf(study, table), 'utf8'),
@@ -123,6 +139,12 @@ export function stagingWriters(
     abort: () => writers.abort(),
   };
 }
+
+/**
+ * Tables of a few rows per study (its study row, its question slots), held in memory: a file
+ * each would cost a run of many small studies two files opened, written and read per study.
+ */
+const heldTables: ReadonlySet<TableName> = new Set(['studies', 'questions']);
 
 function pathOf(study: StudyFiles, table: TableName): string {
   return `${study.prefix}-${table}.jsonl`;
