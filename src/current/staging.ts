@@ -133,8 +133,8 @@ export function stagingWriters(
       await writers.write(table, rows);
       if (!copied.has(table)) await stage.write(table, rows);
     },
-    copyStudy: (studyId, copy) => writers.copyStudy(studyId, copy),
-    endStudy: (studyId) => writers.endStudy(studyId),
+    copyStudy: (studyId, copy, group) => writers.copyStudy(studyId, copy, group),
+    endStudy: (studyId, options) => writers.endStudy(studyId, options),
     close: () => writers.close(),
     abort: () => writers.abort(),
   };

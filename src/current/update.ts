@@ -212,6 +212,8 @@ interface BucketWork {
   sheets: Map<string, string>;
   /** Its preparation (or, for a run that commits nothing, its abort) has taken it. */
   taken: boolean;
+  /** Its studies whose export has ended (endsBucket). */
+  ended: number;
 }
 
 /** Prepares each bucket as soon as the export of its studies is done, while the run still exports others. */
@@ -233,7 +235,7 @@ export class CurrentPreparation {
   #work(bucket: number): BucketWork {
     let work = this.#buckets.get(bucket);
     if (!work) {
-      work = { bucket, expected: 0, studies: [], start: null, sheets: new Map(), taken: false };
+      work = { bucket, expected: 0, studies: [], start: null, sheets: new Map(), taken: false, ended: 0 };
       this.#buckets.set(bucket, work);
     }
     return work;
@@ -248,13 +250,19 @@ export class CurrentPreparation {
    * Called before the study's first row is written to the run's tables. A bucket none of whose
    * response tables has a part yet (its first run, or the first since current/ was emptied)
    * gets parts that take the run's own bytes for those tables: returned is the copy to give
-   * the run's writers (TableWriters.copyStudy), the tables it takes (they need no staging) and
-   * where the run's wide sheet (wide/<sheetName>.csv) is written again. Else null.
+   * the run's writers (TableWriters.copyStudy), shared by the bucket's studies (`group`), the
+   * tables it takes (they need no staging) and where the run's wide sheet
+   * (wide/<sheetName>.csv) is written again. Else null.
    */
   async begin(
     studyId: string,
     sheetName: string,
-  ): Promise<{ tables: StudyCopy; copied: ReadonlySet<TableName>; wide: Storage } | null> {
+  ): Promise<{
+    tables: StudyCopy;
+    group: string;
+    copied: ReadonlySet<TableName>;
+    wide: Storage;
+  } | null> {
     const work = this.#work(bucketOf(studyId));
     const { copies, sheets } = await this.#start(work, true);
     if (!copies || !sheets) return null;
@@ -264,9 +272,20 @@ export class CurrentPreparation {
         rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
         csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
       },
+      group: String(work.bucket),
       copied: new Set(copies.keys()),
       wide: sheets,
     };
+  }
+
+  /**
+   * Called when the study's export ends, before its rows are flushed: whether it is the last
+   * of its bucket's studies in the run to end (TableWriters.endStudy's `endsGroup`).
+   */
+  endsBucket(studyId: string): boolean {
+    const work = this.#work(bucketOf(studyId));
+    work.ended += 1;
+    return work.ended >= work.expected;
   }
 
   add(study: CurrentStudy): void {

@@ -56,8 +56,8 @@ export class RunStats {
         this.add(table, rows);
         return writers.write(table, rows);
       },
-      copyStudy: (studyId, copy) => writers.copyStudy(studyId, copy),
-      endStudy: (studyId) => writers.endStudy(studyId),
+      copyStudy: (studyId, copy, group) => writers.copyStudy(studyId, copy, group),
+      endStudy: (studyId, options) => writers.endStudy(studyId, options),
       close: () => writers.close(),
       abort: () => writers.abort(),
     };

@@ -7,7 +7,8 @@
  * same records in the CSV, so both files keep one order. In the tables named `perStudy` a
  * study can be given a copy (StudyCopy) that receives its row groups and CSV text exactly as
  * they are written into the run's files: its current parts, without encoding the rows twice.
- * Such a study's rows get a block of their own; all other rows share one block.
+ * The studies given one copy (a group: the studies of one bucket of current/) share a block
+ * of their own, written when the group's last study ends; all other rows share one block.
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
@@ -49,10 +50,16 @@ export interface TableFiles {
 
 export interface TableWriters {
   write<T extends TableName>(table: T, rows: readonly Row<T>[]): Promise<void>;
-  /** From now on the study's rows of the `perStudy` tables also go to `copy`. */
-  copyStudy(studyId: string, copy: StudyCopy): void;
-  /** After the study's last write: its buffered rows are written (and copied) now. */
-  endStudy(studyId: string): Promise<void>;
+  /**
+   * From now on the study's rows of the `perStudy` tables also go to `copy`, which the studies
+   * of `group` share (by default, the study alone).
+   */
+  copyStudy(studyId: string, copy: StudyCopy, group?: string): void;
+  /**
+   * After the study's last write. `endsGroup` (by default true): no study of its group writes
+   * any more, so the group's buffered rows are written (and copied) now.
+   */
+  endStudy(studyId: string, options?: { endsGroup?: boolean }): Promise<void>;
   close(): Promise<TableFiles[]>;
   abort(): Promise<void>;
 }
@@ -72,7 +79,7 @@ interface TableState {
   rows: number;
   /** The tail of this table's chain of writes. */
   queue: Promise<void>;
-  /** Rows not yet written: a copied study's by its id, all others under one key (''). */
+  /** Rows not yet written: a copied group's by its key, all others under one key (''). */
   blocks: Map<string, ColumnBuffers>;
   /** The key of a row's block. */
   blockOf: (row: Row<TableName>) => string;
@@ -92,13 +99,12 @@ export async function createTableWriters(
   const perStudy = new Set(options.perStudy ?? []);
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
+  /** A copied study's block key; the copy of each key. */
+  const groupOf = new Map<string, string>();
   const copies = new Map<string, StudyCopy>();
-  // Only a study with a copy needs row groups of its own; the others' rows share the table's
+  // Only a group with a copy needs row groups of its own; the others' rows share the table's
   // (a row group per study of two responses is mostly its metadata, kept until the footer).
-  const copiedStudyOf = (row: Row<TableName>) => {
-    const studyId = String(row.study_id);
-    return copies.has(studyId) ? studyId : '';
-  };
+  const copiedGroupOf = (row: Row<TableName>) => groupOf.get(String(row.study_id)) ?? '';
   // Every file opened at once; if one cannot be, those that were are removed.
   const opening = tableNames.map((table) =>
     Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
@@ -115,7 +121,7 @@ export async function createTableWriters(
       rows: 0,
       queue: Promise.resolve(),
       blocks: new Map(),
-      blockOf: perStudy.has(table) ? copiedStudyOf : wholeTable,
+      blockOf: perStudy.has(table) ? copiedGroupOf : wholeTable,
       bufferedBytes: 0,
       where: storage.describe(writers[0]?.path ?? table),
     });
@@ -181,13 +187,27 @@ export async function createTableWriters(
         state.rows += rows.length;
       });
     },
-    copyStudy(studyId, copy) {
-      copies.set(studyId, copy);
+    copyStudy(studyId, copy, group = studyId) {
+      // A key no table's shared block ('') can have.
+      const key = `copy:${group}`;
+      groupOf.set(studyId, key);
+      copies.set(key, copy);
     },
-    async endStudy(studyId) {
+    async endStudy(studyId, options = {}) {
+      const key = groupOf.get(studyId);
+      if (key === undefined) return;
+      const endsGroup = options.endsGroup !== false;
+      // Behind the study's writes still queued, which put its rows in its group's block.
       const ofStudies = [...perStudy].map(stateOf);
-      await Promise.all(ofStudies.map((state) => enqueue(state, () => writeBlock(state, studyId))));
-      copies.delete(studyId);
+      await Promise.all(
+        ofStudies.map((state) =>
+          enqueue(state, async () => {
+            if (endsGroup) await writeBlock(state, key);
+          }),
+        ),
+      );
+      groupOf.delete(studyId);
+      if (endsGroup) copies.delete(key);
     },
     // All at once: one file's last row group is encoded while another's bytes are written.
     close: () =>

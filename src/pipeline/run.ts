@@ -642,7 +642,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
           // until that study's turn.
           await stage.write('studies', [studyRow(study)]);
           const copy = current ? await current.begin(study.id, fileNames.get(study.id) as string) : null;
-          if (copy) writers.copyStudy(study.id, copy.tables);
+          if (copy) writers.copyStudy(study.id, copy.tables, copy.group);
           const outcome = await exportStudy({
             study,
             fileName: fileNames.get(study.id) as string,
@@ -663,7 +663,8 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
             pageGate: (expected, takePage) => pageGate(index, expected, takePage),
             detailsSlot: detailsLimit,
           });
-          await writers.endStudy(study.id);
+          // A bucket's copied rows are written when its last study ends: a row group for the bucket.
+          await writers.endStudy(study.id, { endsGroup: current?.endsBucket(study.id) ?? true });
           await stage.close();
           current?.add(outcome);
           reporter.tick('studies');

@@ -211,6 +211,38 @@ describe('createTableWriters', () => {
       });
     });
 
+    it("gives studies sharing a copy (a group) one block, written with the group's last study", async () => {
+      await withTempDir(async (dir) => {
+        const writers = await createTableWriters(localFolder(dir), {
+          formats: ['parquet'],
+          csv,
+          perStudy: ['answers'],
+        });
+        const copied: number[] = [];
+        const copy = {
+          rowGroup: async (_table: string, group: { metadata: { num_rows: bigint } }) =>
+            void copied.push(Number(group.metadata.num_rows)),
+          csvText: async () => {},
+        };
+        writers.copyStudy('s-a', copy, 'bucket-1');
+        writers.copyStudy('s-c', copy, 'bucket-1');
+        for (let i = 0; i < rows.length; i += 7) await writers.write('answers', rows.slice(i, i + 7));
+        // s-a ends first: its rows wait in the group's block until s-c, the group's last, ends.
+        await writers.endStudy('s-a', { endsGroup: false });
+        expect(copied).toEqual([]);
+        await writers.endStudy('s-c', { endsGroup: true });
+        expect(copied).toEqual([ofStudy('s-a').length + ofStudy('s-c').length]);
+        await writers.endStudy('s-b');
+        await writers.close();
+        const file = join(dir, 'answers.parquet');
+        // The group's row group and the shared one (s-b).
+        expect(await rowGroupCount(file)).toBe(2);
+        const parquet = (await readHyparquet(file)).map(normaliseRow);
+        for (const study of studies)
+          expect(parquet.filter((row) => row.study_id === study)).toEqual(ofStudy(study));
+      });
+    });
+
     it("refuses a null in a required column, naming the table's file", async () => {
       await withTempDir(async (dir) => {
         const writers = await createTableWriters(localFolder(dir), {
