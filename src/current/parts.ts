@@ -255,7 +255,7 @@ async function preparedPart(
  * A new part that takes the run's own bytes (the run's StudyCopy): its row groups and CSV
  * text exactly as written into the run's tables. For a bucket with no previous part, whose
  * part is every row the run writes for the bucket's studies: their row groups come in the
- * order they are written, each holding one study.
+ * order they are written (the run writes a bucket's copied rows in row groups of their own).
  */
 export interface PartCopy {
   readonly table: TableName;

@@ -30,11 +30,11 @@ export interface TableWritersOptions {
   rowGroupSize?: number;
   /** Buffered value bytes of a table (all its blocks together) at which a block is written. */
   rowGroupBytes?: number;
-  /** Tables whose row groups hold one study each, and which a StudyCopy receives. */
+  /** Tables whose copied groups get row groups of their own, which a StudyCopy receives. */
   perStudy?: readonly TableName[];
 }
 
-/** Receives one study's bytes of the `perStudy` tables, as they are written into the run's files. */
+/** Receives a group's bytes of the `perStudy` tables, as they are written into the run's files. */
 export interface StudyCopy {
   rowGroup(table: TableName, group: EncodedRowGroup): Promise<void>;
   /** CSV records as UTF-8 bytes, without a header. */
