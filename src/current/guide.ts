@@ -1,7 +1,8 @@
 /**
  * current/README.md and current/report.html: the same codebook and report as a run's, for
  * the whole current dataset, rewritten after each run that publishes into it. The report's
- * figures are counted from the newest part of each study (only the columns it needs).
+ * figures are counted from the newest part of each partition (only the columns it needs), or
+ * taken from the run for a partition whose parts hold exactly the run's rows.
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import pLimit from 'p-limit';
@@ -9,7 +10,7 @@ import type { PipelineConfig } from '../config/schema.ts';
 import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
 import { publicConfig } from '../load/manifest.ts';
 import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
-import { RunStats } from '../load/run-stats.ts';
+import { RunStats, type StudyStats } from '../load/run-stats.ts';
 import type { Row, TableName } from '../load/tables.ts';
 import type { Storage } from '../storage/types.ts';
 import { currentFormats } from './package.ts';
@@ -24,22 +25,48 @@ const needed: Partial<Record<TableName, string[]>> = {
   media: ['study_id', 'kind', 'status', 'error'],
 };
 
-export async function writeCurrentGuide(
+/**
+ * The figures of current/, counted from each partition's newest part. `known`: partitions (by
+ * folder name, bucket=NN) whose newest parts, in every table counted, hold exactly the rows
+ * the given figures were counted from, those of all their studies; their parts are not read.
+ * Reads only each partition's newest part, which settling current/ keeps, so it may run while
+ * the parts the run's replace are removed.
+ */
+export async function countCurrent(
   storage: Storage,
-  config: PipelineConfig,
-  runId: string,
-): Promise<void> {
+  known: ReadonlyMap<string, readonly StudyStats[]> = new Map(),
+): Promise<RunStats> {
   const store = storage.at(CURRENT_DIR);
   const stats = new RunStats();
-  const parts = (
+  const listed = (
     await Promise.all((Object.keys(needed) as TableName[]).map((table) => newestParts(store, table)))
   ).flat();
+  const parts = listed.filter((part) => !known.has(part.folder));
+  for (const folder of new Set(listed.map((part) => part.folder))) {
+    for (const study of known.get(folder) ?? []) stats.studies.set(study.study_id, study);
+  }
   // Small parts a few at once (a read or two each); a large one alone, its rows held whole
   // while they are counted.
   const limit = pLimit(SMALL_PARTS_READ_AT_ONCE);
   const small = parts.filter((part) => part.bytes <= SMALL_PART_BYTES);
   await Promise.all(small.map((part) => limit(() => countPart(store, stats, part))));
   for (const part of parts) if (part.bytes > SMALL_PART_BYTES) await countPart(store, stats, part);
+  return stats;
+}
+
+/**
+ * Writes README.md and report.html into current/ from `counted` (countCurrent's; counted here
+ * when not given). Called once current/ is settled: the codebook lists current/'s folders as
+ * they are then, the wide sheets' among them.
+ */
+export async function writeCurrentGuide(
+  storage: Storage,
+  config: PipelineConfig,
+  runId: string,
+  counted?: RunStats,
+): Promise<void> {
+  const store = storage.at(CURRENT_DIR);
+  const stats = counted ?? (await countCurrent(storage));
   const folders = await store.listFolders('');
   const studies = [...stats.studies.values()]
     .sort((a, b) => a.link_id.localeCompare(b.link_id))
@@ -79,6 +106,8 @@ const SMALL_PART_BYTES = 1024 * 1024;
 
 interface NewestPart {
   table: TableName;
+  /** The partition's folder (bucket=NN). */
+  folder: string;
   path: string;
   bytes: number;
 }
@@ -97,7 +126,7 @@ async function newestParts(store: Storage, table: TableName): Promise<NewestPart
   for (const [folder, files] of byFolder) {
     const newest = newestPart(files.map((f) => f.name));
     const part = files.find((f) => f.name === newest);
-    if (part) parts.push({ table, path: `${table}/${folder}/${part.name}`, bytes: part.bytes });
+    if (part) parts.push({ table, folder, path: `${table}/${folder}/${part.name}`, bytes: part.bytes });
   }
   return parts;
 }
