@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
+import { bucketOf } from '../buckets.ts';
 import type { PipelineConfig } from '../config/schema.ts';
-import { writeCurrentGuide } from '../current/guide.ts';
+import { countCurrent, writeCurrentGuide } from '../current/guide.ts';
 import { responseTables } from '../current/merge.ts';
 import { migrateToBuckets } from '../current/migrate.ts';
 import { currentOwners, sharedWarning } from '../current/owners.ts';
 import { currentFormats } from '../current/package.ts';
+import { partitionName } from '../current/parts.ts';
 import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import {
   type CurrentContext,
@@ -29,7 +31,7 @@ import { ResponseClaims } from '../extract/index.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
-import { RunStats } from '../load/run-stats.ts';
+import { RunStats, type StudyStats } from '../load/run-stats.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
@@ -270,7 +272,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
               )
           : undefined,
       );
-      let exported: { result: RunResult; outcomes: StudyOutcome[] };
+      let exported: ExportedRun;
       let prepared: PreparedBucket[] | null;
       let stateEntries: Record<string, StudyState> | null = null;
       try {
@@ -332,20 +334,26 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       killPoint('run-committed');
       // Committed: from here nothing is removed, and a failure is "committed, but".
       const unfinished: string[] = [];
+      // The guide to current/ is no part of its data: a failure only warns. Its figures come
+      // from each partition's newest part, which settling keeps, so they are counted while the
+      // replaced parts go; its files are written once current/ is settled.
+      const counting = prepared ? countCurrent(storage, ownFigures(exported, prepared)) : null;
+      // Reported below, once the guide is written.
+      counting?.catch(() => {});
       if (prepared) {
         await settleCurrent(currentContext, prepared).catch((error: unknown) => {
           unfinished.push(unfinishedMessage(run.id, 'updating current/', storage.describe('current'), error));
         });
       }
-      if (prepared) {
-        // The guide to current/ is no part of its data: a failure only warns.
-        await writeCurrentGuide(storage, config, run.id).catch((error: unknown) => {
+      const guide = counting
+        ?.then((stats) => writeCurrentGuide(storage, config, run.id, stats))
+        .catch((error: unknown) => {
           options.reporter.warn({
             code: 'current_guide_failed',
             message: `current/README.md and report.html were not rewritten: ${messageOf(error)}`,
           });
         });
-      }
+      // The state and the publication record are outside current/: they go beside the guide.
       if (stateEntries) {
         await writeStateEntries(stateStore, stateEntries, options.shard ? undefined : state).catch(
           (error: unknown) => {
@@ -359,6 +367,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           unfinished.push(unfinishedMessage(run.id, 'removing its publication record', where, error));
         });
       }
+      await guide;
       return unfinished.length > 0 ? { ...exported.result, unfinished } : exported.result;
     } finally {
       await scratch.remove();
@@ -433,6 +442,27 @@ function changedEntries(before: State, after: State): Record<string, StudyState>
     if (JSON.stringify(before.studies[id]) !== JSON.stringify(entry)) entries[id] = entry;
   }
   return entries;
+}
+
+/**
+ * The run's figures of the buckets whose parts hold only the run's rows (buckets new to
+ * current/): their response tables' parts are copies of the run's rows of their studies
+ * (CurrentPreparation.begin), and their studies part, with none before it, holds the run's
+ * rows of those studies. By the buckets' folder names, for countCurrent.
+ */
+function ownFigures(exported: ExportedRun, prepared: readonly PreparedBucket[]): Map<string, StudyStats[]> {
+  const figures = new Map<string, StudyStats[]>();
+  for (const bucket of prepared) {
+    const copied = [...exported.copied].filter((id) => bucketOf(id) === bucket.bucket);
+    const own =
+      bucket.studyIds.length > 0 &&
+      copied.length === bucket.studyIds.length &&
+      bucket.studyIds.every((id) => exported.copied.has(id)) &&
+      bucket.partitions.get('studies')?.previous === null;
+    const stats = bucket.studyIds.flatMap((id) => exported.stats.studies.get(id) ?? []);
+    if (own && stats.length === bucket.studyIds.length) figures.set(partitionName(bucket.bucket), stats);
+  }
+  return figures;
 }
 
 /** The service (or the embedded sandbox), or the answers an earlier run recorded. */
@@ -563,7 +593,17 @@ interface ExportRunInput {
   claims: ResponseClaims;
 }
 
-async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; outcomes: StudyOutcome[] }> {
+/** What exportRun did: its result, and what the steps after it take from the export. */
+interface ExportedRun {
+  result: RunResult;
+  outcomes: StudyOutcome[];
+  /** What report.html draws, per study, counted from the rows the run wrote. */
+  stats: RunStats;
+  /** Studies whose rows the run's writers also gave to their buckets' copies (CurrentPreparation.begin). */
+  copied: ReadonlySet<string>;
+}
+
+async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
   const { run, client, listing, config, state, options, startedAt, log } = input;
   const { scratchDir, staging, current, previousRun, claims } = input;
   const { reporter } = options;
@@ -612,6 +652,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     warn: (warning) => log.warn(warning),
   };
   const timings: Record<string, number> = {};
+  const copied = new Set<string>();
   try {
     // The study list was read before the run existed; record it now.
     for (const record of listing.raw) sinks.raw.write(record);
@@ -642,7 +683,10 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
           // until that study's turn.
           await stage.write('studies', [studyRow(study)]);
           const copy = current ? await current.begin(study.id, fileNames.get(study.id) as string) : null;
-          if (copy) writers.copyStudy(study.id, copy.tables, copy.group);
+          if (copy) {
+            writers.copyStudy(study.id, copy.tables, copy.group);
+            copied.add(study.id);
+          }
           const outcome = await exportStudy({
             study,
             fileName: fileNames.get(study.id) as string,
@@ -704,7 +748,7 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
         studies: studies.length,
         requests: requestCount(client.counters.snapshot().requests),
       };
-      return { outcomes, result: unchangedResult(unchanged, startedAt) };
+      return { outcomes, stats, copied, result: unchangedResult(unchanged, startedAt) };
     }
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
     const status = partial ? 'partial' : 'complete';
@@ -741,6 +785,8 @@ async function exportRun(input: ExportRunInput): Promise<{ result: RunResult; ou
     await writeManifest(files, manifest);
     return {
       outcomes,
+      stats,
+      copied,
       result: {
         status: manifest.status,
         runDir: run.location,
