@@ -4,7 +4,7 @@
  * synchronous work, so removal there is rmSync. Only SIGKILL skips this; whoever starts next
  * clears those leftovers by their owner's pid (see isProcessAlive).
  */
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 
 const removeAtExit = new Set<string>();
 
@@ -21,18 +21,28 @@ export function removeIfExitingFirst(path: string): () => void {
 /**
  * Newest first: a run folder goes before the lock that guarded it. The thread pool may still
  * be creating a file in a folder while it is removed (a listing spill, a part being prepared),
- * which fails the removal with ENOTEMPTY: it is tried again, and one path that still cannot
- * be removed does not keep the others.
+ * which fails the removal with ENOTEMPTY, or makes the folder again just after: it is tried
+ * again, and one path that still cannot be removed does not keep the others.
  */
 function removeLeftovers(): void {
-  for (const path of [...removeAtExit].reverse()) {
-    try {
-      rmSync(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
-    } catch {
-      // The next run removes it by its owner's pid.
+  const paths = [...removeAtExit].reverse();
+  for (let attempt = 0; attempt < REMOVALS; attempt++) {
+    for (const path of paths) {
+      try {
+        rmSync(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+      } catch {
+        // The next run removes it by its owner's pid.
+      }
     }
+    // What the thread pool had begun is done within milliseconds; then nothing makes them again.
+    Atomics.wait(pause, 0, 0, PAUSE_MS);
+    if (!paths.some((path) => existsSync(path))) return;
   }
 }
+
+const REMOVALS = 3;
+const PAUSE_MS = 20;
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Whether a process with this id exists (EPERM: it does, owned by someone else). */
 export function isProcessAlive(pid: number): boolean {
