@@ -185,20 +185,13 @@ async function moveSheets(store: CurrentStore, folder: StudyFolder, scratch: str
   if (older === studyFolderName(folder.studyId)) return;
   const linkId = await linkIdOf(store, folder);
   if (linkId === null) return;
-  await moveFolder(
-    store,
-    `${CURRENT_DIR}/wide/${older}`,
-    wideFolder(folder.studyId),
-    scratch,
-    `${nameOf(linkId)}.csv`,
-  );
-  await moveFolder(
-    store,
-    `${CURRENT_DIR}/xlsx/${older}`,
-    workbookFolder(folder.studyId),
-    scratch,
-    `${nameOf(linkId)}.xlsx`,
-  );
+  const sheets = [
+    ['wide', wideFolder(folder.studyId), 'csv'],
+    ['xlsx', workbookFolder(folder.studyId), 'xlsx'],
+  ] as const;
+  for (const [kind, target, ext] of sheets) {
+    await moveFolder(store, `${CURRENT_DIR}/${kind}/${older}`, target, scratch, `${nameOf(linkId)}.${ext}`);
+  }
 }
 
 async function linkIdOf(store: CurrentStore, folder: StudyFolder): Promise<string | null> {
