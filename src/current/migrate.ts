@@ -59,6 +59,8 @@ export function legacyName(id: string): string {
 interface StudyFolder {
   name: string;
   studyId: string;
+  /** From its newest `studies` part; null when it has none. */
+  linkId: string | null;
   newest: Map<TableName, { path: string; bytes: number; runId: string }>;
 }
 
@@ -97,41 +99,53 @@ export async function migrateToBuckets(
   }
 }
 
-/** The study folders of the earlier layout, by their `studies` folders (every study has one). */
+/**
+ * The study folders of the earlier layout, by their `studies` folders (every study has one; it
+ * goes last), each table listed once.
+ */
 async function studyFolders(store: CurrentStore): Promise<StudyFolder[]> {
-  const names = new Set<string>();
-  for await (const file of store.list(`${CURRENT_DIR}/studies`)) {
-    const [folder] = file.path.split('/');
-    if (folder?.startsWith(STUDY_FOLDER_PREFIX)) names.add(folder);
-  }
-  if (names.size === 0) return [];
-  const found: StudyFolder[] = [];
-  for (const name of names) {
-    const newest = new Map<TableName, { path: string; bytes: number; runId: string }>();
-    for (const table of tableNames) {
-      const folder = `${CURRENT_DIR}/${table}/${name}`;
-      const files: { path: string; bytes: number }[] = [];
-      for await (const file of store.list(folder)) if (!file.path.includes('/')) files.push(file);
-      const part = newestPart(files.map((file) => file.path));
-      const bytes = files.find((file) => file.path === part)?.bytes ?? 0;
-      const runId = part === null ? null : (parsePartName(part)?.runId ?? null);
-      if (part !== null && runId !== null) newest.set(table, { path: `${folder}/${part}`, bytes, runId });
+  const newestOf = new Map<string, StudyFolder['newest']>();
+  for (const table of ['studies' as const, ...tableNames.filter((t) => t !== 'studies')]) {
+    const filesOf = new Map<string, { name: string; bytes: number }[]>();
+    for await (const file of store.list(`${CURRENT_DIR}/${table}`)) {
+      const [folder, name, ...rest] = file.path.split('/');
+      if (!folder?.startsWith(STUDY_FOLDER_PREFIX) || name === undefined || rest.length > 0) continue;
+      if (table !== 'studies' && !newestOf.has(folder)) continue;
+      filesOf.set(folder, [...(filesOf.get(folder) ?? []), { name, bytes: file.bytes }]);
     }
-    found.push({ name, studyId: await studyIdOf(store, name, newest), newest });
+    for (const [folder, files] of filesOf) {
+      const part = newestPart(files.map((file) => file.name));
+      const runId = part === null ? undefined : parsePartName(part)?.runId;
+      const newest = newestOf.get(folder) ?? new Map();
+      newestOf.set(folder, newest);
+      if (part === null || runId === undefined) continue;
+      const bytes = files.find((file) => file.name === part)?.bytes ?? 0;
+      newest.set(table, { path: `${CURRENT_DIR}/${table}/${folder}/${part}`, bytes, runId });
+    }
   }
+  const found: StudyFolder[] = [];
+  for (const [name, newest] of newestOf)
+    found.push({ name, newest, ...(await studyOf(store, name, newest)) });
   return found;
 }
 
-/** The study a folder holds: its `studies` rows say (parts under the older rule hold study_id), else its name. */
-async function studyIdOf(store: CurrentStore, name: string, newest: StudyFolder['newest']): Promise<string> {
+/**
+ * The study a folder holds and its last link_id: its `studies` rows say (parts under the older
+ * rule hold study_id), else its name (and no link_id).
+ */
+async function studyOf(
+  store: CurrentStore,
+  name: string,
+  newest: StudyFolder['newest'],
+): Promise<{ studyId: string; linkId: string | null }> {
   const studies = newest.get('studies');
   if (studies) {
     for await (const rows of readPart(store, studies.path, studies.bytes, 'studies')) {
       const [row] = rows;
-      if (row) return row.study_id;
+      if (row) return { studyId: row.study_id, linkId: row.link_id };
     }
   }
-  return idOf(name.slice(STUDY_FOLDER_PREFIX.length), '%');
+  return { studyId: idOf(name.slice(STUDY_FOLDER_PREFIX.length), '%'), linkId: null };
 }
 
 async function moveIntoBucket(
@@ -183,7 +197,7 @@ async function moveIntoBucket(
 async function moveSheets(store: CurrentStore, folder: StudyFolder, scratch: string): Promise<void> {
   const older = `${STUDY_FOLDER_PREFIX}${legacyName(folder.studyId)}`;
   if (older === studyFolderName(folder.studyId)) return;
-  const linkId = await linkIdOf(store, folder);
+  const { linkId } = folder;
   if (linkId === null) return;
   const sheets = [
     ['wide', wideFolder(folder.studyId), 'csv'],
@@ -192,16 +206,6 @@ async function moveSheets(store: CurrentStore, folder: StudyFolder, scratch: str
   for (const [kind, target, ext] of sheets) {
     await moveFolder(store, `${CURRENT_DIR}/${kind}/${older}`, target, scratch, `${nameOf(linkId)}.${ext}`);
   }
-}
-
-async function linkIdOf(store: CurrentStore, folder: StudyFolder): Promise<string | null> {
-  const studies = folder.newest.get('studies');
-  if (!studies) return null;
-  for await (const rows of readPart(store, studies.path, studies.bytes, 'studies')) {
-    const [row] = rows;
-    if (row) return row.link_id;
-  }
-  return null;
 }
 
 /** The one sheet of a folder, copied under its new name before the old folder goes. */
