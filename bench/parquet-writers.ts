@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { createParquetWriter } from '../src/load/parquet.ts';
-import { type Row, tables } from '../src/load/tables.ts';
+import { type Row, tables } from '../src/tables/index.ts';
 import { localFile } from '../test/storage/helpers.ts';
 
 export interface ParquetWritersInput {

@@ -1,6 +1,6 @@
 /** Transform and load alone: `study-export replay` of a run's raw/ to every table in CSV and Parquet. */
 import { silentReporter } from '../src/pipeline/progress.ts';
-import { replayRun } from '../src/pipeline/replay.ts';
+import { replayRun } from '../src/replay/index.ts';
 
 export interface ReplayInput {
   runDir: string;

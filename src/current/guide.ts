@@ -11,8 +11,8 @@ import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
 import { publicConfig } from '../load/manifest.ts';
 import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
 import { RunStats, type StudyStats } from '../load/run-stats.ts';
-import type { Row, TableName } from '../load/tables.ts';
 import type { Storage } from '../storage/types.ts';
+import type { Row, TableName } from '../tables/index.ts';
 import { currentFormats } from './package.ts';
 import { CURRENT_DIR, newestPart, parsePartName, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
 

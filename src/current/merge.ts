@@ -20,7 +20,7 @@
  * - replace (a full, lossless export of the study): the run's rows are the whole study; only
  *   incomplete responses keep their previous copy. Responses deleted on the service go away.
  */
-import type { Row, TableName } from '../load/tables.ts';
+import type { Row, TableName } from '../tables/index.ts';
 
 /** Tables whose rows belong to one response, and go and come with it. */
 export const responseTables = ['responses', 'answers', 'transcript', 'attributes', 'media'] as const;

@@ -22,9 +22,9 @@ import { pipeline } from 'node:stream/promises';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
-import { type Row, type TableName, tableNames } from '../load/tables.ts';
 import { idOf, nameOf } from '../names.ts';
 import { compareRunIds } from '../run-id.ts';
+import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import {
   CURRENT_DIR,
   createPartWriter,

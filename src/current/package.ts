@@ -16,9 +16,9 @@ import type { Format, TableFormat } from '../config/schema.ts';
 import { CODEBOOK_FILE } from '../load/codebook.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
 import { REPORT_FILE } from '../load/report-html.ts';
-import { type TableName, tableNames } from '../load/tables.ts';
 import { redact } from '../redact.ts';
 import { compareRunIds } from '../run-id.ts';
+import { type TableName, tableNames } from '../tables/index.ts';
 import { CURRENT_DIR, parsePartName, storeBuffer } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 

@@ -10,10 +10,10 @@ import { BUCKETS } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
-import { columnNames, type Row, type TableName, tables } from '../load/tables.ts';
 import { idOf } from '../names.ts';
 import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
+import { columnNames, type Row, type TableName, tables } from '../tables/index.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
 

@@ -12,9 +12,9 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { TableWriters } from '../load/table-writers.ts';
-import type { Row, TableName } from '../load/tables.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
+import type { Row, TableName } from '../tables/index.ts';
 
 export interface StudyStage {
   write<T extends TableName>(table: T, rows: readonly Row<T>[]): Promise<void>;

@@ -22,10 +22,10 @@ import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import type { StudyCopy } from '../load/table-writers.ts';
-import { type Row, type TableName, tableNames } from '../load/tables.ts';
 import { nameOf, partitionValueOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
+import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
 import {
   isResponseTable,

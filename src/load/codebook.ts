@@ -6,8 +6,8 @@
  * what was written.
  */
 import type { Format } from '../config/schema.ts';
-import { tableNames, tables } from './tables.ts';
-import { tableSection } from './tables-doc.ts';
+import { tableNames, tables } from '../tables/index.ts';
+import { tableSection } from '../tables/markdown.ts';
 
 export const CODEBOOK_FILE = 'README.md';
 

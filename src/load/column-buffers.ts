@@ -5,7 +5,7 @@
  * see the same values in the same order, whichever format they end up in.
  */
 import { RunError } from '../errors.ts';
-import { type Column, type TableName, tables } from './tables.ts';
+import { type Column, type TableName, tables } from '../tables/index.ts';
 
 export class ColumnBuffers {
   readonly values: unknown[][];

@@ -14,8 +14,8 @@
  */
 import Papa from 'papaparse';
 import type { Storage } from '../storage/types.ts';
+import { columnNames, type Row, type TableName } from '../tables/index.ts';
 import type { ColumnBuffers } from './column-buffers.ts';
-import { columnNames, type Row, type TableName } from './tables.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
 export const formulaPattern = /^[=+\-@\t\r\0]/;

@@ -23,7 +23,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { TableFormat } from '../config/schema.ts';
-import { type Column, type TableDeclaration, type TableName, tables, wideSheet } from './tables.ts';
+import { type Column, type TableDeclaration, type TableName, tables, wideSheet } from '../tables/index.ts';
 
 export interface PackageResourceFile {
   table: TableName;

@@ -20,9 +20,9 @@ import type { RowGroup, SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../storage/types.ts';
+import { type Column, type Row, type TableName, tableNames, tables } from '../tables/index.ts';
 import { epochMicros } from '../util/timestamp.ts';
 import { ColumnBuffers } from './column-buffers.ts';
-import { type Column, type Row, type TableName, tableNames, tables } from './tables.ts';
 
 export const defaultRowGroupSize = 50_000;
 /**

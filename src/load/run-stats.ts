@@ -5,8 +5,8 @@
  * study and question, so a run of any size keeps it in memory.
  */
 import type { Reject, RejectSink } from '../records.ts';
+import type { Row, TableName } from '../tables/index.ts';
 import type { TableWriters } from './table-writers.ts';
-import type { Row, TableName } from './tables.ts';
 
 /** Upper bounds (inclusive, in characters) of the answer length buckets; the last is open. */
 export const lengthBuckets = [10, 50, 100, 250, 500, 1000] as const;

@@ -12,6 +12,7 @@
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
+import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import { allSettled, nextTurn } from '../util/concurrency.ts';
 import { ColumnBuffers } from './column-buffers.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
@@ -21,7 +22,6 @@ import {
   defaultRowGroupSize,
   type EncodedRowGroup,
 } from './parquet.ts';
-import { type Row, type TableName, tableNames } from './tables.ts';
 
 export interface TableWritersOptions {
   formats: readonly Format[];

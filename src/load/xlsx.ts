@@ -16,7 +16,7 @@ import type { WideColumn, WideRow } from '../records.ts';
 import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables, wideSheet } from './tables.ts';
+import { type Row, type TableName, tables, wideSheet } from '../tables/index.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 

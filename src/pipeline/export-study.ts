@@ -18,12 +18,12 @@ import {
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
-import { wideHeader } from '../load/tables.ts';
 import { createWideWriter, type WideWriter } from '../load/wide.ts';
 import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
 import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
+import { wideHeader } from '../tables/index.ts';
 import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
 import { diskFullError } from '../util/system-errors.ts';

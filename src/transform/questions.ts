@@ -3,7 +3,7 @@
  * reveal them one at a time, so a small per-study registry numbers them in order of
  * first appearance.
  */
-import type { Row } from '../load/tables.ts';
+import type { Row } from '../tables/index.ts';
 
 export interface QuestionCandidate {
   study_id: string;

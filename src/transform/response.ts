@@ -11,9 +11,9 @@ import {
   type Study,
   type TranscriptRow,
 } from '../api/resources.ts';
-import type { Row } from '../load/tables.ts';
 import type { MediaOutcome, WideRow } from '../records.ts';
 import { redact } from '../redact.ts';
+import type { Row } from '../tables/index.ts';
 import { type QuestionCandidate, questionKey } from './questions.ts';
 import { extraJson, toIsoUtc } from './values.ts';
 

@@ -1,6 +1,6 @@
 /** studies rows. */
 import { declaredKeys, extraFields, responseCountInDesc, type Study } from '../api/resources.ts';
-import type { Row } from '../load/tables.ts';
+import type { Row } from '../tables/index.ts';
 import { extraJson, toIsoUtc } from './values.ts';
 
 export function studyRow(study: Study): Row<'studies'> {

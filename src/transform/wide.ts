@@ -3,8 +3,9 @@
  * keys come from questionKey(); headers are the question texts, made distinct when two
  * slots share a text, so a spreadsheet never shows two columns under one name.
  */
-import { type Row, wideSheet } from '../load/tables.ts';
+
 import { type WideColumn, wideFixedColumns } from '../records.ts';
+import { type Row, wideSheet } from '../tables/index.ts';
 import { questionKey } from './questions.ts';
 
 /** One column per question slot, by position, with distinct headers. */

@@ -12,10 +12,10 @@ import Papa from 'papaparse';
 import { newestPart, parsePartName, readPart } from '../current/parts.ts';
 import { RunError } from '../errors.ts';
 import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
-import { type Row, type TableName, tables } from '../load/tables.ts';
 import { compareRunIds } from '../run-id.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
+import { type Row, type TableName, tables } from '../tables/index.ts';
 import { type ZipEntry, ZipIndex } from './zip-index.ts';
 
 export type Located = { zip: ZipIndex; entry: ZipEntry } | { reason: string };

@@ -7,7 +7,7 @@
  */
 
 import { escapeHtml as e, shorten } from '../load/svg-charts.ts';
-import type { Row } from '../load/tables.ts';
+import type { Row } from '../tables/index.ts';
 import type { ViewData } from './dataset.ts';
 
 export const paths = {

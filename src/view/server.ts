@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { ConfigError } from '../errors.ts';
-import type { Row } from '../load/tables.ts';
+import type { Row } from '../tables/index.ts';
 import { viewerCss, viewerJs } from './assets.ts';
 import type { ViewData } from './dataset.ts';
 import { conversationPage, type ResponseFilter, responsesPage, studiesPage } from './pages.ts';

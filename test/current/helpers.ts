@@ -1,8 +1,8 @@
 /** Reading the current dataset back the way an analyst does: DuckDB over the hive partitions. */
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type TableName, tableNames, tables } from '../../src/load/tables.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { type TableName, tableNames, tables } from '../../src/tables/index.ts';
 import { duckdb } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 

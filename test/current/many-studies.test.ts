@@ -7,8 +7,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUCKETS } from '../../src/buckets.ts';
-import { type TableName, tableNames } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { type TableName, tableNames } from '../../src/tables/index.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 import { currentTables, freshExport, partitions } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 /** The current dataset's merge rules, on rows in memory. */
 import { describe, expect, it } from 'vitest';
 import { mergeQuestions, mergeStudy, type StudyRows } from '../../src/current/merge.ts';
-import type { Row } from '../../src/load/tables.ts';
+import type { Row } from '../../src/tables/index.ts';
 
 const study = 'st-1';
 

@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
-import { tableNames } from '../../src/load/tables.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { partitionValueOf } from '../../src/names.ts';
 import { inShard } from '../../src/pipeline/shard.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { tableNames } from '../../src/tables/index.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 import { currentTables, freshExport, partitions, toStudyFolders } from './helpers.ts';
 

@@ -6,9 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { partitionPath, readPart } from '../../src/current/parts.ts';
 import { prepareCurrentWide } from '../../src/current/wide.ts';
-import type { Row } from '../../src/load/tables.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
+import type { Row } from '../../src/tables/index.ts';
 import { readCsv } from '../load/readers.ts';
 import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 

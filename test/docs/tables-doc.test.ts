@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { expect, it } from 'vitest';
-import { tablesMarkdown } from '../../src/load/tables-doc.ts';
+import { tablesMarkdown } from '../../src/tables/markdown.ts';
 
 it('docs/tables.md is current with the table declarations (npm run docs)', async () => {
   const committed = await readFile(new URL('../../docs/tables.md', import.meta.url), 'utf8');

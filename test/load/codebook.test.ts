@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codebookMarkdown, markdownText } from '../../src/load/codebook.ts';
 import { reportHtml } from '../../src/load/report-html.ts';
 import { RunStats } from '../../src/load/run-stats.ts';
-import { tableNames, tables } from '../../src/load/tables.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { tableNames, tables } from '../../src/tables/index.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 
 let sandbox: Sandbox;

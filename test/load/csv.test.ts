@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CsvOptions, createTableCsvWriter, formulaPattern } from '../../src/load/csv.ts';
-import { columnNames, type Row } from '../../src/load/tables.ts';
+import { columnNames, type Row } from '../../src/tables/index.ts';
 import { localFile } from '../storage/helpers.ts';
 import { readCsv, withTempDir } from './readers.ts';
 import { awkwardAnswers } from './samples.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dataPackage } from '../../src/load/datapackage.ts';
-import { columnNames, type TableName, tableNames } from '../../src/load/tables.ts';
+import { columnNames, type TableName, tableNames } from '../../src/tables/index.ts';
 
 const files = (format: 'csv' | 'parquet') =>
   tableNames.map((table: TableName) => ({

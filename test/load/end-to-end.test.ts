@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createTableWriters } from '../../src/load/table-writers.ts';
-import { columnNames, type Row, type TableName } from '../../src/load/tables.ts';
+import { columnNames, type Row, type TableName } from '../../src/tables/index.ts';
 import { QuestionRegistry, responseRows, studyRow } from '../../src/transform/index.ts';
 import { localFolder } from '../storage/helpers.ts';
 import { detail, listed, outcome, signed, study, turn } from '../transform/fixtures.ts';

@@ -11,7 +11,7 @@ import {
   ParquetFile,
   parquetSchema,
 } from '../../src/load/parquet.ts';
-import { columnNames, type Row, type TableName, tableNames } from '../../src/load/tables.ts';
+import { columnNames, type Row, type TableName, tableNames } from '../../src/tables/index.ts';
 import { localFile, localFolder } from '../storage/helpers.ts';
 import {
   duckdb,

@@ -11,7 +11,7 @@ import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'h
 import Papa from 'papaparse';
 import { readParquet } from 'parquet-wasm/node';
 import { formulaPattern } from '../../src/load/csv.ts';
-import { type ColumnType, columnNames, type TableName, tables } from '../../src/load/tables.ts';
+import { type ColumnType, columnNames, type TableName, tables } from '../../src/tables/index.ts';
 
 export { withTempDir } from '../shared.ts';
 
@@ -125,7 +125,7 @@ export async function readParquetWasm(path: string): Promise<ParquetRead> {
 }
 
 /**
- * A Parquet value in the row convention of src/load/tables.ts: integers as numbers,
+ * A Parquet value in the row convention of src/tables/index.ts: integers as numbers,
  * timestamps as ISO strings (readers give a Date, or apache-arrow epoch milliseconds), null
  * for a missing value.
  */

@@ -1,5 +1,5 @@
 /** Awkward values every writer must carry through unchanged (or escaped, for CSV formulas). */
-import type { Row } from '../../src/load/tables.ts';
+import type { Row } from '../../src/tables/index.ts';
 
 export const awkwardTexts = [
   'plain',

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { formulaPattern } from '../../src/load/csv.ts';
 import { ParquetFile } from '../../src/load/parquet.ts';
 import { createTableWriters } from '../../src/load/table-writers.ts';
-import { columnNames, type Row, tableNames } from '../../src/load/tables.ts';
+import { columnNames, type Row, tableNames } from '../../src/tables/index.ts';
 import { localFolder } from '../storage/helpers.ts';
 import {
   duckdb,

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import XLSX from 'xlsx';
 import { formulaPattern } from '../../src/load/csv.ts';
-import { columnNames, type TableName, tables, wideSheet } from '../../src/load/tables.ts';
 import { spreadsheetTime } from '../../src/load/wide.ts';
 import { cutText, excelCellLimit, lineFeeds } from '../../src/load/xlsx-workbook.ts';
 import { nameOf } from '../../src/names.ts';
+import { columnNames, type TableName, tables, wideSheet } from '../../src/tables/index.ts';
 import { readZip } from '../media/zip.ts';
 import { readCsv, readHyparquet, tableRow } from './readers.ts';
 

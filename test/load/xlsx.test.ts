@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
-import { columnNames } from '../../src/load/tables.ts';
 import { createXlsxWriter } from '../../src/load/xlsx.ts';
 import {
   type CutCell,
@@ -17,6 +16,7 @@ import {
   writeWorkbook,
 } from '../../src/load/xlsx-workbook.ts';
 import { nameOf } from '../../src/names.ts';
+import { columnNames } from '../../src/tables/index.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
 import { localFolder } from '../storage/helpers.ts';
 import { withTempDir } from './readers.ts';

@@ -5,7 +5,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { verifyRun } from '../../src/pipeline/verify.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readHyparquet } from '../load/readers.ts';
 import { detailRequests, runAgainst, sandboxConfig, spawnRun, waitFor, withTempDir } from './helpers.ts';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ListedResponse, SingleResponse } from '../../src/api/resources.ts';
 import { AuthError } from '../../src/errors.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';

@@ -6,8 +6,8 @@
  */
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { duckdb } from '../load/readers.ts';
 import { cliPipeline, readManifest, withTempDir } from './helpers.ts';

@@ -12,8 +12,8 @@ import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { cleanEnv, repoRoot } from '../cli/helpers.ts';
 import { currentKeys } from '../current/helpers.ts';

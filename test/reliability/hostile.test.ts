@@ -7,8 +7,8 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { verifyRun } from '../../src/load/verify.ts';
 import { PENDING_FOLDER } from '../../src/pipeline/publication.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readCsv, readHyparquet } from '../load/readers.ts';
 import { readZip } from '../media/zip.ts';

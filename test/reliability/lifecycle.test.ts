@@ -7,8 +7,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import {
   expectEveryResponseOnce,

@@ -6,8 +6,8 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readZip } from '../media/zip.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';

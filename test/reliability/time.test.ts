@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { verifyRun } from '../../src/pipeline/verify.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { validateDataPackage } from '../load/frictionless.ts';
 import { duckdb, readCsv } from '../load/readers.ts';

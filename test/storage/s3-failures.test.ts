@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, RunError } from '../../src/errors.ts';
-import { verifyRun } from '../../src/pipeline/verify.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../cli/helpers.ts';

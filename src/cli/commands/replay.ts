@@ -45,7 +45,7 @@ export function replayCommand(context: CliContext): CommandModule<object, Replay
             'The new run becomes latest; the state (the watermarks in state/) and the current/ dataset are left as they are.',
         ) as never,
     handler: async (args) => {
-      const { replayRun } = await import('../../pipeline/replay.ts');
+      const { replayRun } = await import('../../replay/index.ts');
       const start = `replay ${args.run_dir}: reading the answers recorded in its raw/`;
       await reportRun(context, args['log-format'] ?? 'text', start, (reporter, onPreviousRun) =>
         replayRun({

@@ -27,7 +27,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
         })
         .demandOption('run_dir') as never,
     handler: async (args) => {
-      const { verifyRun } = await import('../../pipeline/verify.ts');
+      const { verifyRun } = await import('../../load/verify.ts');
       const result = await verifyRun(args.run_dir, args.endpoint ? { endpoint: args.endpoint } : {});
       const { files, tables, rows, zipEntries } = result.checked;
       const checked = `${files} files, ${tables} tables, ${rows} rows, ${zipEntries} zip entries`;

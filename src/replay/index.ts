@@ -10,10 +10,10 @@
 import { join, resolve } from 'node:path';
 import type { Format } from '../config/schema.ts';
 import { readManifest } from '../load/manifest.ts';
-import type { ProgressReporter } from './progress.ts';
+import type { ProgressReporter } from '../pipeline/progress.ts';
+import { runPipeline } from '../pipeline/run.ts';
+import type { PreviousRun, RunResult } from '../pipeline/types.ts';
 import { openRecordedSource } from './recorded-source.ts';
-import { runPipeline } from './run.ts';
-import type { PreviousRun, RunResult } from './types.ts';
 
 export interface ReplayOptions {
   /** The run to rebuild: out/<pipeline>/runs/<run id>. */

@@ -19,12 +19,12 @@ import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hypa
 import Papa from 'papaparse';
 import yauzl from 'yauzl';
 import { RunError } from '../errors.ts';
-import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
-import { type TableName, tableNames, tables } from '../load/tables.ts';
-import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
+import { type TableName, tableNames, tables } from '../tables/index.ts';
+import { MANIFEST_FILE, type Manifest } from './manifest.ts';
+import { XLSX_DIR } from './xlsx.ts';
 
 export interface VerifyResult {
   ok: boolean;

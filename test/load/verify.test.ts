@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyRun } from '../../src/pipeline/verify.ts';
+import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { hashFile } from '../../src/util/fs.ts';
-import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
 
 let sandbox: Sandbox;
 let out: string;
