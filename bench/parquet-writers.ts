@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Papa from 'papaparse';
 import { createParquetWriter } from '../src/load/parquet.ts';
 import { type Row, tables } from '../src/tables/index.ts';
-import { localFile } from '../test/storage/helpers.ts';
+import { localFile } from '../test/helpers/storage.ts';
 
 export interface ParquetWritersInput {
   answersCsv: string;

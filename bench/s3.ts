@@ -3,7 +3,7 @@
  * s3://bench/<size>. It runs in the bench's own process, so the export's peak RSS (measured
  * in its child process) never includes it. The same server the storage tests start.
  */
-import { S3_CREDENTIALS, type S3Server, startS3 } from '../test/storage/s3rver.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../test/helpers/s3.ts';
 
 export const benchBucket = 'bench';
 

@@ -26,7 +26,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3_CREDENTIALS, startS3 } from '../test/storage/s3rver.ts';
+import { S3_CREDENTIALS, startS3 } from '../test/helpers/s3.ts';
 import type { ExportInput, ExportResult } from './export.ts';
 import type { FloorInput, FloorResult } from './floor.ts';
 import { runStep, startSandboxProcess } from './processes.ts';

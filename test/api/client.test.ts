@@ -7,7 +7,7 @@ import { createApiClient, type RetryInfo } from '../../src/api/client.ts';
 import type { SingleResponse } from '../../src/api/resources.ts';
 import { AuthError, HttpError, NetworkError, PayloadError } from '../../src/errors.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { sandboxClient } from '../extract/helpers.ts';
+import { sandboxClient } from '../helpers/extract.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

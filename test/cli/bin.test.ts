@@ -10,8 +10,8 @@ import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { productNodeFlags } from '../../bench/processes.ts';
-import { withTempDir } from '../shared.ts';
-import { cleanEnv, exitOf, repoRoot } from './helpers.ts';
+import { cleanEnv, exitOf, repoRoot } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 const execFileAsync = promisify(execFile);
 

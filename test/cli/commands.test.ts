@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { exitOf, runCli, spawnCli, workdir } from './helpers.ts';
+import { exitOf, runCli, spawnCli, workdir } from '../helpers/cli.ts';
 
 describe('help and usage', () => {
   it('prints --help for the tool and each command, exit 0', async () => {

@@ -11,8 +11,9 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { withTempDir } from '../shared.ts';
-import { repoRoot, runCli } from './helpers.ts';
+import { repoRoot, runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { githubExpand, type WorkflowStep } from '../helpers/examples.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -22,27 +23,10 @@ afterAll(async () => {
   await sandbox.close();
 });
 
-interface Step {
-  name?: string;
-  id?: string;
-  uses?: string;
-  run?: string;
-  env?: Record<string, string>;
-  with?: Record<string, string>;
-}
-
-function expand(text: string, values: Record<string, string>): string {
-  return text.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, expression: string) => {
-    const value = values[expression];
-    if (value === undefined) throw new Error(`no test value for \${{ ${expression} }}`);
-    return value;
-  });
-}
-
 it('exports, verifies and keeps the whole output folder from night to night', async () => {
   const workflow = parse(await readFile(path.join(repoRoot, 'examples', 'github-actions.yml'), 'utf8')) as {
     env: { PIPELINE: string };
-    jobs: { export: { steps: Step[] } };
+    jobs: { export: { steps: WorkflowStep[] } };
   };
   const steps = workflow.jobs.export.steps;
   const pipeline = workflow.env.PIPELINE;
@@ -71,7 +55,8 @@ it('exports, verifies and keeps the whole output folder from night to night', as
         if (step.run === undefined || step.name === 'Install study-export') continue;
         values['steps.run.outputs.id'] = outputs.id ?? '';
         const env: Record<string, string> = { PIPELINE: pipeline };
-        for (const [name, value] of Object.entries(step.env ?? {})) env[name] = expand(String(value), values);
+        for (const [name, value] of Object.entries(step.env ?? {}))
+          env[name] = githubExpand(String(value), values);
         // The installed command is the repository's bin here (the install test covers the package).
         const outputFile = path.join(cwd, 'github-output');
         const script = `study_export() { "${process.execPath}" "${path.join(repoRoot, 'bin', 'study-export.js')}" "$@"; }\n${step.run.replaceAll('study-export ', 'study_export ')}`;

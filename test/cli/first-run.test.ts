@@ -9,7 +9,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, repoRoot, workdir } from './helpers.ts';
+import { cleanEnv, repoRoot, workdir } from '../helpers/cli.ts';
 
 const run = promisify(execFile);
 const bin = path.join(repoRoot, 'bin', 'study-export.js');

@@ -17,7 +17,7 @@ import { verifyCommand } from '../../src/cli/commands/verify.ts';
 import { viewCommand } from '../../src/cli/commands/view.ts';
 import type { CliContext } from '../../src/cli/context.ts';
 import { formats } from '../../src/config/schema.ts';
-import { repoRoot, runCli } from './helpers.ts';
+import { repoRoot, runCli } from '../helpers/cli.ts';
 
 interface YargsOptions {
   key: Record<string, unknown>;

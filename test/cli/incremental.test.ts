@@ -9,8 +9,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { waitFor } from '../pipeline/helpers.ts';
-import { exitOf, runCli, sandboxPipeline, spawnCli, workdir } from './helpers.ts';
+import { exitOf, runCli, sandboxPipeline, spawnCli, workdir } from '../helpers/cli.ts';
+import { waitFor } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 let work: { dir: string; cleanup: () => Promise<void> };

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPipeline } from '../../src/config/load.ts';
 import { PipelineConfig } from '../../src/config/schema.ts';
-import { withTempDir } from '../shared.ts';
-import { cleanEnv, exitOf, repoRoot, runCli } from './helpers.ts';
+import { cleanEnv, exitOf, repoRoot, runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 describe('study-export init', () => {
   it('writes pipelines/NAME.yaml with the defaults, which run then exports', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli, sandboxPipeline, workdir } from './helpers.ts';
+import { runCli, sandboxPipeline, workdir } from '../helpers/cli.ts';
 
 /** Every stderr line parsed as JSON: a line that is not one object fails the test. */
 function events(stderr: string): Record<string, unknown>[] {

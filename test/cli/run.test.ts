@@ -3,9 +3,9 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { validateDataPackage } from '../load/frictionless.ts';
-import { waitFor } from '../pipeline/helpers.ts';
-import { exitOf, runCli, sandboxPipeline, spawnCli, workdir } from './helpers.ts';
+import { exitOf, runCli, sandboxPipeline, spawnCli, workdir } from '../helpers/cli.ts';
+import { validateDataPackage } from '../helpers/frictionless.ts';
+import { waitFor } from '../helpers/run.ts';
 
 /** run against a running sandbox: exit codes 0 (complete), 3 (partial), 1 (failed); dry run; verify. */
 describe('run', () => {

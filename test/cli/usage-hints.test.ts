@@ -4,7 +4,7 @@ import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { closestOption } from '../../src/cli/usage.ts';
-import { cleanEnv, repoRoot, runCli, workdir } from './helpers.ts';
+import { cleanEnv, repoRoot, runCli, workdir } from '../helpers/cli.ts';
 
 describe('did you mean', () => {
   it('names the option a misspelt one meant, and nothing for one far from all', async () => {

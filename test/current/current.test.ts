@@ -12,10 +12,11 @@ import { partitionName } from '../../src/current/parts.ts';
 import { resourceName } from '../../src/load/datapackage.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { columnNames, tableNames, tables } from '../../src/tables/index.ts';
-import { validateDataPackage } from '../load/frictionless.ts';
-import { duckdb, readCsv } from '../load/readers.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { currentTables, freshExport, partitions } from './helpers.ts';
+import { currentTables, freshExport, partitions } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { validateDataPackage } from '../helpers/frictionless.ts';
+import { duckdb, readCsv } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {

@@ -13,7 +13,8 @@ import { partitionName } from '../../src/current/parts.ts';
 import { RunStats } from '../../src/load/run-stats.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openStorage } from '../../src/storage/index.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {

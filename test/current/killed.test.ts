@@ -11,9 +11,10 @@ import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { runAgainst, sandboxConfig, spawnRun, withTempDir } from '../pipeline/helpers.ts';
-import { currentTables, partitions } from './helpers.ts';
+import { currentTables, partitions } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig, spawnRun } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {

@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUCKETS } from '../../src/buckets.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { type TableName, tableNames } from '../../src/tables/index.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { currentTables, freshExport, partitions } from './helpers.ts';
+import { currentTables, freshExport, partitions } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

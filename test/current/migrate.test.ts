@@ -13,8 +13,9 @@ import { partitionValueOf } from '../../src/names.ts';
 import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { currentTables, freshExport, partitions, toStudyFolders } from './helpers.ts';
+import { currentTables, freshExport, partitions, toStudyFolders } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

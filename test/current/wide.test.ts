@@ -9,8 +9,9 @@ import { prepareCurrentWide } from '../../src/current/wide.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import type { Row } from '../../src/tables/index.ts';
-import { readCsv } from '../load/readers.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readCsv } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {

@@ -11,7 +11,7 @@ import {
   selectStudies,
 } from '../../src/extract/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { collect, type MemorySinks, memorySinks, sandboxClient, sortedJson } from './helpers.ts';
+import { collect, type MemorySinks, memorySinks, sandboxClient, sortedJson } from '../helpers/extract.ts';
 
 const opened: { sandbox: Sandbox; clients: ApiClient[] }[] = [];
 afterEach(async () => {

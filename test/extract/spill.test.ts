@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listResponses } from '../../src/extract/index.ts';
 import { Spill } from '../../src/extract/spill.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
-import { memorySinks, sandboxClient } from './helpers.ts';
+import { memorySinks, sandboxClient } from '../helpers/extract.ts';
 
 let dir: string;
 beforeEach(async () => {

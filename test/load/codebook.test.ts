@@ -11,7 +11,8 @@ import { RunStats } from '../../src/load/run-stats.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames, tables } from '../../src/tables/index.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CsvOptions, createTableCsvWriter, formulaPattern } from '../../src/load/csv.ts';
 import { columnNames, type Row } from '../../src/tables/index.ts';
-import { localFile } from '../storage/helpers.ts';
-import { readCsv, withTempDir } from './readers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readCsv } from '../helpers/readers.ts';
+import { localFile } from '../helpers/storage.ts';
 import { awkwardAnswers } from './samples.ts';
 
 const escaped = { bom: false, escape_formulae: true } satisfies CsvOptions;

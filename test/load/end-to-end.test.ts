@@ -5,9 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { createTableWriters } from '../../src/load/table-writers.ts';
 import { columnNames, type Row, type TableName } from '../../src/tables/index.ts';
 import { QuestionRegistry, responseRows, studyRow } from '../../src/transform/index.ts';
-import { localFolder } from '../storage/helpers.ts';
-import { detail, listed, outcome, signed, study, turn } from '../transform/fixtures.ts';
-import { duckdb, readCsv, readHyparquet, withTempDir } from './readers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { detail, listed, outcome, signed, study, turn } from '../helpers/fixtures.ts';
+import { duckdb, readCsv, readHyparquet } from '../helpers/readers.ts';
+import { localFolder } from '../helpers/storage.ts';
 
 const normalise = (row: Record<string, unknown>) =>
   Object.fromEntries(

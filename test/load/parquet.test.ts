@@ -12,7 +12,7 @@ import {
   parquetSchema,
 } from '../../src/load/parquet.ts';
 import { columnNames, type Row, type TableName, tableNames } from '../../src/tables/index.ts';
-import { localFile, localFolder } from '../storage/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
 import {
   duckdb,
   duckdbTypes,
@@ -25,8 +25,8 @@ import {
   readThreeWays,
   rowGroupCount,
   tableRow,
-  withTempDir,
-} from './readers.ts';
+} from '../helpers/readers.ts';
+import { localFile, localFolder } from '../helpers/storage.ts';
 import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from './samples.ts';
 
 const responses = [

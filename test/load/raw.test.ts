@@ -7,7 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRawArchive } from '../../src/load/raw.ts';
 import type { RawRecord } from '../../src/records.ts';
-import { localFile } from '../storage/helpers.ts';
+import { localFile } from '../helpers/storage.ts';
 
 let dir: string;
 beforeEach(async () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRejectsFile } from '../../src/load/rejects.ts';
 import type { Reject } from '../../src/records.ts';
-import { localFile } from '../storage/helpers.ts';
+import { localFile } from '../helpers/storage.ts';
 
 let dir: string;
 beforeEach(async () => {

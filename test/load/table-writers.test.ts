@@ -6,7 +6,7 @@ import { formulaPattern } from '../../src/load/csv.ts';
 import { ParquetFile } from '../../src/load/parquet.ts';
 import { createTableWriters } from '../../src/load/table-writers.ts';
 import { columnNames, type Row, tableNames } from '../../src/tables/index.ts';
-import { localFolder } from '../storage/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
 import {
   duckdb,
   normaliseRow,
@@ -14,8 +14,8 @@ import {
   readHyparquet,
   readThreeWays,
   rowGroupCount,
-  withTempDir,
-} from './readers.ts';
+} from '../helpers/readers.ts';
+import { localFolder } from '../helpers/storage.ts';
 import { answerRow, awkwardTexts, responseRow } from './samples.ts';
 
 const csv = { bom: false, escape_formulae: true };

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { hashFile } from '../../src/util/fs.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 let out: string;

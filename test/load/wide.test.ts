@@ -5,8 +5,9 @@ import { createWideWriter } from '../../src/load/wide.ts';
 import { nameOf } from '../../src/names.ts';
 import type { WideRow } from '../../src/records.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
-import { localFolder } from '../storage/helpers.ts';
-import { readCsv, spreadsheetSplit, spreadsheetSplitProblems, withTempDir } from './readers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readCsv, spreadsheetSplit, spreadsheetSplitProblems } from '../helpers/readers.ts';
+import { localFolder } from '../helpers/storage.ts';
 
 const csv = { bom: false, escape_formulae: true };
 

@@ -18,13 +18,13 @@ import {
 import { nameOf } from '../../src/names.ts';
 import { columnNames } from '../../src/tables/index.ts';
 import { questionKey, wideColumns } from '../../src/transform/index.ts';
-import { localFolder } from '../storage/helpers.ts';
-import { withTempDir } from './readers.ts';
-import { workbookXmlProblems } from './workbook.ts';
+import { localFolder } from '../helpers/storage.ts';
+import { workbookXmlProblems } from '../helpers/workbook.ts';
 
 const tablesColumns = (table: 'transcript') =>
   Object.fromEntries(columnNames(table).map((name) => [name, true]));
 
+import { withTempDir } from '../helpers/environment.ts';
 import { awkwardTexts } from './samples.ts';
 
 async function* rowsOf<T>(rows: T[]): AsyncIterable<T> {

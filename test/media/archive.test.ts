@@ -8,8 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import yauzl from 'yauzl';
 import { openMediaArchive } from '../../src/media/archive.ts';
 import type { MediaBody } from '../../src/media/types.ts';
-import { localFile } from '../storage/helpers.ts';
-import { readZip, unzipTest as unzipReport, zipFactsByPython, zipFactsByYauzl } from './zip.ts';
+import { localFile } from '../helpers/storage.ts';
+import { readZip, unzipTest as unzipReport, zipFactsByPython, zipFactsByYauzl } from '../helpers/zip.ts';
 
 let dir: string;
 beforeEach(async () => {

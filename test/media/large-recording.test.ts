@@ -25,11 +25,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { openMediaArchive, ZipWriter } from '../../src/media/archive.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import type { Detail } from '../sandbox/helpers.ts';
-import { localFile } from '../storage/helpers.ts';
-import { unzipTest, zipFactsByPython, zipFactsByYauzl } from './zip.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import type { Detail } from '../helpers/sandbox.ts';
+import { localFile } from '../helpers/storage.ts';
+import { unzipTest, zipFactsByPython, zipFactsByYauzl } from '../helpers/zip.ts';
 
 const MiB = 1024 * 1024;
 const BIG = 2 ** 32 + 5 * MiB + 123;

@@ -21,9 +21,9 @@ import type { MediaOutcome } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { recordWrites } from '../../src/storage/recorded.ts';
-import { expectMediaRequestsKeyless } from '../shared.ts';
-import { localFile } from '../storage/helpers.ts';
-import { readZip, type ZipEntryInfo } from './zip.ts';
+import { expectMediaRequestsKeyless } from '../helpers/environment.ts';
+import { localFile } from '../helpers/storage.ts';
+import { readZip, type ZipEntryInfo } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 let dir: string;

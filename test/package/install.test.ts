@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import packageJson from '../../package.json' with { type: 'json' };
-import { exitOf, repoRoot } from '../cli/helpers.ts';
+import { exitOf, repoRoot } from '../helpers/cli.ts';
 
 const exec = promisify(execFile);
 const USER = 'study-export-test';

@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { detailRequests, runAgainst, sandboxConfig, spawnRun, waitFor, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { detailRequests, runAgainst, sandboxConfig, spawnRun, waitFor } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 

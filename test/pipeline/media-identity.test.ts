@@ -7,10 +7,11 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readZip } from '../media/zip.ts';
-import type { Detail } from '../sandbox/helpers.ts';
-import { tagOf } from '../sandbox/media-formats.ts';
-import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { tagOf } from '../helpers/media-formats.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { detailOf } from '../helpers/sandbox.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 
@@ -20,11 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sandbox.close();
 });
-
-async function detailOf(linkId: string, responseId: string): Promise<Detail> {
-  const url = `${sandbox.base_url}/api/public/responses/${encodeURIComponent(linkId)}/${encodeURIComponent(responseId)}`;
-  return (await (await fetch(url, { headers: { 'x-api-key': sandbox.api_key } })).json()) as Detail;
-}
 
 describe('media identity', () => {
   it("stores each response's own recording under its name: audio, MP4 and every HLS segment", async () => {
@@ -40,7 +36,7 @@ describe('media identity', () => {
       const expected: [string, string][] = [];
       for (const study of sandbox.studies()) {
         for (const listed of sandbox.responses(study.link_id)) {
-          const detail = await detailOf(study.link_id, listed.id);
+          const detail = await detailOf(sandbox, study.link_id, listed.id);
           detail.transcript.forEach((row, i) => {
             const base = `${study.link_id}/${listed.id}/${i + 1}`;
             if (row.audio) expected.push([`${base}-audio.mp3`, tagOf(row.audio)]);

@@ -14,8 +14,9 @@ import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {

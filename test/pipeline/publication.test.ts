@@ -13,8 +13,9 @@ import { partitionName } from '../../src/current/parts.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { currentKeys } from '../current/helpers.ts';
-import { runAgainst, sandboxConfig, spawnRun, withTempDir } from './helpers.ts';
+import { currentKeys } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig, spawnRun } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {
@@ -37,7 +38,8 @@ async function expectLatestWhole(pipelineDir: string): Promise<string> {
   return runId;
 }
 
-async function expectEveryResponseOnce(pipelineDir: string, also: string[] = []): Promise<void> {
+/** current/ holds every response of the service (and `also`) once, in no partition twice. */
+async function expectCurrentHoldsEachOnce(pipelineDir: string, also: string[] = []): Promise<void> {
   const { responseIds, repeated } = await currentKeys(join(pipelineDir, 'current'));
   expect(responseIds).toEqual([...allIds(), ...also].sort());
   expect(
@@ -95,7 +97,7 @@ describe('a run killed in its publication', () => {
         // the killed run is finished (committed) or undone (not committed: its parts go, and the
         // deleted response stays, as after any incremental run).
         expect(next.status).toBe('unchanged');
-        await expectEveryResponseOnce(pipelineDir, committed ? [] : [gone]);
+        await expectCurrentHoldsEachOnce(pipelineDir, committed ? [] : [gone]);
         expect(await readdir(join(pipelineDir, '.pending'))).toEqual([]);
         const latest = await expectLatestWhole(pipelineDir);
         expect(latest).toBe(killedRun);
@@ -143,7 +145,7 @@ describe('a shard killed in its publication', () => {
       // Shard 1's next run, with nothing new, completes it.
       expect((await runAgainst(sandbox, config, { shard: one })).status).toBe('unchanged');
       expect(await readdir(join(pipelineDir, '.pending'))).toEqual([]);
-      await expectEveryResponseOnce(pipelineDir);
+      await expectCurrentHoldsEachOnce(pipelineDir);
       expect((await verifyRun(join(pipelineDir, 'runs', killed))).problems).toEqual([]);
     });
   });
@@ -175,7 +177,7 @@ describe('a partition left with two parts by a version that could leave them', (
       const next = await runAgainst(sandbox, config);
       expect(next.status).toBe('complete');
       const nextRun = await latestOf(pipelineDir);
-      await expectEveryResponseOnce(pipelineDir);
+      await expectCurrentHoldsEachOnce(pipelineDir);
       for (const partition of await readdir(responses)) {
         const kept = partition === partitionName(bucketOf(study!.id)) ? nextRun : runId;
         expect(await readdir(join(responses, partition))).toEqual([`part-${kept}.parquet`]);

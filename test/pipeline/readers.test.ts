@@ -13,10 +13,11 @@ import type { PipelineConfig } from '../../src/config/schema.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { columnNames, tableNames } from '../../src/tables/index.ts';
-import { validateDataPackage } from '../load/frictionless.ts';
-import { parquetDisagreements, spreadsheetSplitProblems } from '../load/readers.ts';
-import { workbookProblems } from '../load/workbook.ts';
-import { KEY_ENV, readManifest, runAgainst, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { validateDataPackage } from '../helpers/frictionless.ts';
+import { parquetDisagreements, spreadsheetSplitProblems } from '../helpers/readers.ts';
+import { KEY_ENV, readManifest, runAgainst } from '../helpers/run.ts';
+import { workbookProblems } from '../helpers/workbook.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 let sandbox: Sandbox;

@@ -6,13 +6,15 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ListedResponse, SingleResponse } from '../../src/api/resources.ts';
+import type { ListedResponse } from '../../src/api/resources.ts';
 import { AuthError } from '../../src/errors.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
-import { readZip } from '../media/zip.ts';
-import { KEY_ENV, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { duckdb, readCsv, readHyparquet } from '../helpers/readers.ts';
+import { KEY_ENV, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { detailOf } from '../helpers/sandbox.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 
@@ -22,12 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sandbox.close();
 });
-
-async function detailOf(linkId: string, responseId: string): Promise<SingleResponse> {
-  const url = `${sandbox.base_url}/api/public/responses/${encodeURIComponent(linkId)}/${encodeURIComponent(responseId)}`;
-  const response = await fetch(url, { headers: { 'x-api-key': sandbox.api_key } });
-  return (await response.json()) as SingleResponse;
-}
 
 function allListed(): { studyId: string; linkId: string; listed: ListedResponse }[] {
   return sandbox
@@ -96,7 +92,7 @@ describe('a full run', () => {
       // transcript.parquet against the single-response payloads.
       const transcript = await readHyparquet(join(runDir, 'transcript.parquet'));
       for (const { linkId, listed } of expected.slice(0, 6)) {
-        const detail = await detailOf(linkId, listed.id);
+        const detail = await detailOf(sandbox, linkId, listed.id);
         const rows = transcript
           .filter((r) => r.response_id === listed.id)
           .sort((a, b) => Number(a.turn) - Number(b.turn));

@@ -8,9 +8,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceOf } from '../../src/pipeline/source-record.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
-import { withTempDir } from '../shared.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
+import { runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPipelineState, readState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 

@@ -7,9 +7,10 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { duckdb, readHyparquet, tableRow } from '../load/readers.ts';
-import { readZip } from '../media/zip.ts';
-import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { duckdb, readHyparquet, tableRow } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 /** `<response_id>/<turn>` -> what the service's detail had on that turn. */

@@ -12,9 +12,10 @@ import { wideFolder } from '../../src/current/wide.ts';
 import { compareWideOrder } from '../../src/load/wide.ts';
 import { nameOf } from '../../src/names.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readCsv, readHyparquet } from '../load/readers.ts';
-import { workbookProblems } from '../load/workbook.ts';
-import { runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readCsv, readHyparquet } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { workbookProblems } from '../helpers/workbook.ts';
 
 let sandbox: Sandbox;
 const RESPONSES = 40;

@@ -12,9 +12,10 @@ import { workbookFolder } from '../../src/current/wide.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { hashFile } from '../../src/util/fs.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { workbookProblems, workbookXmlProblems } from '../load/workbook.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { workbookProblems, workbookXmlProblems } from '../helpers/workbook.ts';
 
 let sandbox: Sandbox;
 

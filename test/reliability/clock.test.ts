@@ -9,8 +9,10 @@ import { expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
-import { duckdb } from '../load/readers.ts';
-import { cliPipeline, readManifest, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { duckdb } from '../helpers/readers.ts';
+import { readManifest } from '../helpers/run.ts';
+import { cliPipeline } from '../helpers/run-files.ts';
 
 const HOUR = 60 * 60 * 1000;
 

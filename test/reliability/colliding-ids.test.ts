@@ -22,10 +22,11 @@ import { nameOf } from '../../src/names.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
-import { toStudyFolders } from '../current/helpers.ts';
-import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
-import { readZip } from '../media/zip.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { toStudyFolders } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { duckdb, readCsv, readHyparquet } from '../helpers/readers.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { readZip } from '../helpers/zip.ts';
 import { type RenamingService, startRenamingService } from './renaming-service.ts';
 
 interface Spec {

@@ -11,15 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_NESTING } from '../../src/extract/nesting.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import {
-  readManifest,
-  readRejects,
-  responseIdsOf,
-  runAgainst,
-  sandboxConfig,
-  sandboxResponseIds,
-  withTempDir,
-} from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { readRejects, responseIdsOf, sandboxResponseIds } from '../helpers/run-files.ts';
 import { isDetailPath, startInterceptingProxy } from './intercepting-proxy.ts';
 
 const LEVELS = 100_000;

@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { cleanEnv, repoRoot } from '../cli/helpers.ts';
-import { currentKeys } from '../current/helpers.ts';
-import { KEY_ENV } from '../pipeline/helpers.ts';
+import { cleanEnv, repoRoot } from '../helpers/cli.ts';
+import { currentKeys } from '../helpers/current.ts';
+import { KEY_ENV } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 let dir: string;

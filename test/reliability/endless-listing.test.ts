@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listingBound } from '../../src/extract/responses.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
-import { runCli } from '../cli/helpers.ts';
+import { runCli } from '../helpers/cli.ts';
+import { KEY_ENV, readManifest } from '../helpers/run.ts';
+import { responseIdsOf } from '../helpers/run-files.ts';
 import { type EndlessService, startEndlessService } from './endless-service.ts';
-import { KEY_ENV, readManifest, responseIdsOf } from './helpers.ts';
 
 let dir: string;
 const services: EndlessService[] = [];

@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { type CliResult, runCli } from '../cli/helpers.ts';
-import { expectNoSecretInText, KEY_ENV } from './helpers.ts';
+import { type CliResult, runCli } from '../helpers/cli.ts';
+import { KEY_ENV } from '../helpers/run.ts';
+import { expectNoSecretInText } from '../helpers/run-files.ts';
 
 let sandbox: Sandbox;
 let dir: string;

@@ -10,17 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CountersSnapshot } from '../../src/api/counters.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import {
   expectEveryResponseOnce,
   expectNoSecretIn,
-  readManifest,
   readRejects,
-  runAgainst,
-  sandboxConfig,
   sandboxResponseIds,
   sortedCsvRows,
-  withTempDir,
-} from './helpers.ts';
+} from '../helpers/run-files.ts';
 import { startSlowProxy } from './slow-proxy.ts';
 
 const compared = ['responses', 'answers', 'transcript', 'attributes', 'questions'] as const;

@@ -10,18 +10,16 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { PENDING_FOLDER } from '../../src/pipeline/publication.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readCsv, readHyparquet } from '../load/readers.ts';
-import { readZip } from '../media/zip.ts';
+import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';
+import { readCsv, readHyparquet } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import {
   expectEveryResponseOnce,
-  expectMediaRequestsKeyless,
   expectNoSecretIn,
   readRejects,
-  runAgainst,
-  sandboxConfig,
   sandboxResponseIds,
-  withTempDir,
-} from './helpers.ts';
+} from '../helpers/run-files.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 

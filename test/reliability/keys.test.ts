@@ -16,9 +16,11 @@ import { partitionName } from '../../src/current/parts.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
-import { duckdb } from '../load/readers.ts';
-import { KEY_ENV, readManifest, readRejects, withTempDir } from './helpers.ts';
+import { runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { duckdb } from '../helpers/readers.ts';
+import { KEY_ENV, readManifest } from '../helpers/run.ts';
+import { readRejects } from '../helpers/run-files.ts';
 
 const NAME = 'keys';
 

@@ -10,19 +10,14 @@ import type { Manifest } from '../../src/load/manifest.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig, spawnRun, waitFor } from '../helpers/run.ts';
 import {
   expectEveryResponseOnce,
-  expectMediaRequestsKeyless,
   expectNoSecretIn,
-  readManifest,
   responseIdsOf,
-  runAgainst,
-  sandboxConfig,
   sandboxResponseIds,
-  spawnRun,
-  waitFor,
-  withTempDir,
-} from './helpers.ts';
+} from '../helpers/run-files.ts';
 
 let sandbox: Sandbox;
 

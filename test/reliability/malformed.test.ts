@@ -12,18 +12,16 @@ import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import type { Reject } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import {
   cliPipeline,
   expectEveryResponseOnce,
   expectNoSecretIn,
   expectNoSecretInText,
-  readManifest,
   readRejects,
   responseIdsOf,
-  runAgainst,
-  sandboxConfig,
-  withTempDir,
-} from './helpers.ts';
+} from '../helpers/run-files.ts';
 
 let sandbox: Sandbox;
 

@@ -8,21 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import type { MediaCounters } from '../../src/media/stage.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { readZip } from '../media/zip.ts';
+import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { detailRequests, readManifest, runAgainst, sandboxConfig, waitFor } from '../helpers/run.ts';
 import {
-  detailRequests,
   expectEveryResponseOnce,
-  expectMediaRequestsKeyless,
   expectNoSecretIn,
-  readManifest,
   readRejects,
-  runAgainst,
-  sandboxConfig,
   sandboxResponseIds,
-  waitFor,
-  withTempDir,
-} from './helpers.ts';
+} from '../helpers/run-files.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 

@@ -10,11 +10,11 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/load/manifest.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { cleanEnv, repoRoot } from '../cli/helpers.ts';
-import { KEY_ENV, readRejects, responseIdsOf, sandboxResponseIds } from './helpers.ts';
+import { cleanEnv, repoRoot } from '../helpers/cli.ts';
+import { KEY_ENV, readManifest } from '../helpers/run.ts';
+import { readRejects, responseIdsOf, sandboxResponseIds } from '../helpers/run-files.ts';
 import { type Misbehaviour, startMisbehavingServer } from './misbehaving-server.ts';
 
 let sandbox: Sandbox;
@@ -90,10 +90,6 @@ async function runDirOf(run: MeasuredRun): Promise<string> {
   return join(runs, id!);
 }
 
-async function manifestOf(runDir: string): Promise<Manifest> {
-  return JSON.parse(await readFile(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
-}
-
 async function expectTempDirEmpty(run: MeasuredRun): Promise<void> {
   // tsx keeps its compile cache there (tsx-<uid>): not the product's.
   const left = (await readdir(run.tmp)).filter((name) => !name.startsWith('tsx-'));
@@ -120,7 +116,7 @@ async function expectOneRecordLost(run: MeasuredRun, reason: RegExp): Promise<vo
   expect(rejects.map((r) => r.response_id)).toEqual([response.id]);
   expect(rejects[0]!.reason).toMatch(reason);
   expect(rejects[0]!.reason).toContain(`/api/public/responses/${study.link_id}/${response.id}`);
-  const manifest = await manifestOf(runDir);
+  const manifest = await readManifest(runDir);
   expect(manifest.status).toBe('partial');
   const visible = manifest.studies.map((s) => s.link_id);
   expect(visible.length).toBeGreaterThan(1);
@@ -163,7 +159,7 @@ describe.concurrent('a misbehaving service', () => {
       expect(run.code, run.stderr).toBe(3);
       expect(run.stderr).toContain(`list_responses for study "${study.link_id}": the service is unreachable`);
       const runDir = await runDirOf(run);
-      const manifest = await manifestOf(runDir);
+      const manifest = await readManifest(runDir);
       const failed = manifest.studies.find((s) => s.study_id === study.id)!;
       expect(failed.lossless).toBe(false);
       expect(failed.error).toMatch(/the service is unreachable: ECONNRESET/);
@@ -231,7 +227,7 @@ describe.concurrent('a misbehaving service', () => {
       const run = await runMeasured('gone', `base_url: "${server.url}", retries: 2, concurrency: 1`);
       expect(run.code, run.stderr).toBe(3);
       const runDir = await runDirOf(run);
-      const manifest = await manifestOf(runDir);
+      const manifest = await readManifest(runDir);
       expect(manifest.status).toBe('partial');
       // What was lost is named, and named as an outage: rejects, or a study whose listing failed.
       const rejects = await readRejects(runDir);

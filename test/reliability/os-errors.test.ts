@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { type CliResult, cleanEnv, repoRoot, runCli } from '../cli/helpers.ts';
-import { KEY_ENV } from './helpers.ts';
+import { type CliResult, cleanEnv, repoRoot, runCli } from '../helpers/cli.ts';
+import { KEY_ENV } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 let dir: string;

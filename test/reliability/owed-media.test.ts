@@ -9,8 +9,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readZip } from '../media/zip.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

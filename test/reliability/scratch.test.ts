@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { cleanEnv, exitOf, repoRoot } from '../cli/helpers.ts';
-import { KEY_ENV } from './helpers.ts';
+import { cleanEnv, exitOf, repoRoot } from '../helpers/cli.ts';
+import { KEY_ENV } from '../helpers/run.ts';
 import { isDetailPath, startInterceptingProxy } from './intercepting-proxy.ts';
 
 let sandbox: Sandbox;

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { validateDataPackage } from '../load/frictionless.ts';
-import { duckdb, readCsv, readHyparquet } from '../load/readers.ts';
-import { cliPipeline, withTempDir } from './helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { validateDataPackage } from '../helpers/frictionless.ts';
+import { duckdb, readCsv, readHyparquet } from '../helpers/readers.ts';
+import { cliPipeline } from '../helpers/run-files.ts';
 
 let sandbox: Sandbox;
 

@@ -10,8 +10,8 @@ import { RunError } from '../../src/errors.ts';
 import { createRawArchive } from '../../src/load/raw.ts';
 import type { RawRecord } from '../../src/records.ts';
 import { openRecordedSource } from '../../src/replay/recorded-source.ts';
-import { withTempDir } from '../pipeline/helpers.ts';
-import { localFolder } from '../storage/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { localFolder } from '../helpers/storage.ts';
 
 const base = 'http://127.0.0.1:1';
 

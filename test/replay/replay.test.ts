@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { type TableName, tableNames, tables } from '../../src/tables/index.ts';
-import { runCli } from '../cli/helpers.ts';
-import { readCsv, readHyparquet } from '../load/readers.ts';
-import { readManifest, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readCsv, readHyparquet } from '../helpers/readers.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 /** A table's rows in primary-key order, so two runs compare whatever order they wrote in. */
 async function parquetRows(runDir: string, table: TableName): Promise<Record<string, unknown>[]> {

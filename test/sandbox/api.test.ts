@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { allPages, api, getJson, type Item, studyOf } from './helpers.ts';
+import { allPages, api, getJson, type Item, studyOf } from '../helpers/sandbox.ts';
 
 let sandbox: Sandbox;
 let capped: Sandbox;

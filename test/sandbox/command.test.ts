@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { exitOf, spawnCli } from '../cli/helpers.ts';
+import { exitOf, spawnCli } from '../helpers/cli.ts';
 
 const entry = new URL('../../src/sandbox/index.ts', import.meta.url).href;
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Answer, ListedResponse, SingleResponse, Study } from '../../src/api/resources.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { allPages, api, type Detail, type Item } from './helpers.ts';
+import { allPages, api, type Detail, type Item } from '../helpers/sandbox.ts';
 
 let sandbox: Sandbox;
 

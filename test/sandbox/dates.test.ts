@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ListedResponse, Study } from '../../src/api/resources.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { api } from './helpers.ts';
+import { api } from '../helpers/sandbox.ts';
 
 /** Every study over HTTP, and every response's created_at/updated_at as the list serves them. */
 async function everyDate(sandbox: Sandbox): Promise<{ studies: Study[]; times: number[] }> {

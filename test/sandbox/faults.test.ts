@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
 import { parseFaults, type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { api, type Detail, studyOf } from './helpers.ts';
+import { api, type Detail, studyOf } from '../helpers/sandbox.ts';
 
 type Outcome = 'ok' | '500' | '503' | '429' | 'reset' | 'truncate';
 

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { api, type Detail, type Item, studyOf } from './helpers.ts';
-import { mp3Problems, mp4Problems, tagOf, tsProblems } from './media-formats.ts';
+import { mp3Problems, mp4Problems, tagOf, tsProblems } from '../helpers/media-formats.ts';
+import { api, type Detail, detailOf, type Item, studyOf } from '../helpers/sandbox.ts';
 
 const fixture = (name: string) =>
   readFileSync(new URL(`../../src/sandbox/fixtures/${name}`, import.meta.url));
@@ -16,12 +16,14 @@ afterAll(async () => {
   await sandbox.close();
 });
 
-async function detailOf(target: Sandbox, modality: 'text' | 'audio' | 'video', index = 0): Promise<Detail> {
+/** The detail of the study of `modality`'s response number `index`. */
+async function detailOfKind(
+  target: Sandbox,
+  modality: 'text' | 'audio' | 'video',
+  index = 0,
+): Promise<Detail> {
   const linkId = studyOf(target, modality);
-  const id = target.responses(linkId)[index]!.id;
-  const reply = await api<Detail>(target, `responses/${linkId}/${id}`);
-  expect(reply.status).toBe(200);
-  return reply.body;
+  return detailOf(target, linkId, target.responses(linkId)[index]!.id);
 }
 
 async function fetchBytes(url: string, init?: RequestInit) {
@@ -42,16 +44,16 @@ function tamper(url: string, change: (u: URL) => void): string {
 
 describe('transcripts and media links', () => {
   it('gives text studies no media, audio studies audio URLs and video studies video objects', async () => {
-    const text = await detailOf(sandbox, 'text');
+    const text = await detailOfKind(sandbox, 'text');
     expect(text.transcript.every((row) => row.audio === null && row.video === null)).toBe(true);
 
-    const audio = await detailOf(sandbox, 'audio');
+    const audio = await detailOfKind(sandbox, 'audio');
     expect(audio.transcript.every((row) => row.video === null)).toBe(true);
     const audioUrls = audio.transcript.map((row) => row.audio).filter((url): url is string => url !== null);
     expect(audioUrls.length).toBeGreaterThan(0);
     for (const url of audioUrls) expect(url.startsWith(`${sandbox.storage_url}/`)).toBe(true);
 
-    const video = await detailOf(sandbox, 'video');
+    const video = await detailOfKind(sandbox, 'video');
     expect(video.transcript.every((row) => row.audio === null)).toBe(true);
     const videos = video.transcript.flatMap((row) => (row.video ? [row.video] : []));
     expect(videos.length).toBeGreaterThan(0);
@@ -62,7 +64,7 @@ describe('transcripts and media links', () => {
   });
 
   it('serves signed audio with its content type, without any api key', async () => {
-    const url = (await detailOf(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
+    const url = (await detailOfKind(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
     expect(url).toMatch(/\?expires=\d+&sig=[0-9a-f]{64}$/);
     const got = await fetchBytes(url);
     expect(got.status).toBe(200);
@@ -74,7 +76,7 @@ describe('transcripts and media links', () => {
   });
 
   it('serves the MP4, the HLS playlist and its signed segments', async () => {
-    const video = (await detailOf(sandbox, 'video')).transcript.find((row) => row.video)!.video!;
+    const video = (await detailOfKind(sandbox, 'video')).transcript.find((row) => row.video)!.video!;
     const mp4 = await fetchBytes(video.mp4_url);
     expect(mp4.status).toBe(200);
     expect(mp4.type).toBe('video/mp4');
@@ -104,7 +106,7 @@ describe('transcripts and media links', () => {
   });
 
   it('answers HEAD with the headers only', async () => {
-    const url = (await detailOf(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
+    const url = (await detailOfKind(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
     const head = await fetchBytes(url, { method: 'HEAD' });
     expect(head.status).toBe(200);
     const got = await fetchBytes(url);
@@ -115,8 +117,8 @@ describe('transcripts and media links', () => {
 
 describe('signatures', () => {
   it('refuses tampered signatures, expiries and paths with 403', async () => {
-    const audio = (await detailOf(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
-    const video = (await detailOf(sandbox, 'video')).transcript.find((row) => row.video)!.video!;
+    const audio = (await detailOfKind(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
+    const video = (await detailOfKind(sandbox, 'video')).transcript.find((row) => row.video)!.video!;
     const flip = (hex: string) => (hex[0] === 'a' ? 'b' : 'a') + hex.slice(1);
     const variants = [
       tamper(audio, (u) => u.searchParams.set('sig', flip(u.searchParams.get('sig')!))),
@@ -143,7 +145,7 @@ describe('signatures', () => {
   it('refuses a URL once the clock has moved past its hour, and accepts a fresh one', async () => {
     const own = await startSandbox({ seed: 7, startTime: Date.parse('2030-01-01T00:00:00Z') });
     try {
-      const audio = (await detailOf(own, 'audio')).transcript.find((row) => row.audio)!.audio!;
+      const audio = (await detailOfKind(own, 'audio')).transcript.find((row) => row.audio)!.audio!;
       const expires = Number(new URL(audio).searchParams.get('expires'));
       expect(expires * 1000 - own.clock.now()).toBeGreaterThan(59 * 60_000);
       expect(expires * 1000 - own.clock.now()).toBeLessThanOrEqual(60 * 60_000);
@@ -152,7 +154,7 @@ describe('signatures', () => {
       own.clock.advance(2 * 60_000);
       expect((await fetchBytes(audio)).status).toBe(403);
 
-      const fresh = (await detailOf(own, 'audio')).transcript.find((row) => row.audio)!.audio!;
+      const fresh = (await detailOfKind(own, 'audio')).transcript.find((row) => row.audio)!.audio!;
       expect((await fetchBytes(fresh)).status).toBe(200);
       own.clock.set(Date.parse('2030-01-01T00:00:00Z'));
       expect((await fetchBytes(audio)).status).toBe(200);
@@ -164,7 +166,7 @@ describe('signatures', () => {
   it('expires video links and playlist segments too', async () => {
     const own = await startSandbox({ seed: 7 });
     try {
-      const video = (await detailOf(own, 'video')).transcript.find((row) => row.video)!.video!;
+      const video = (await detailOfKind(own, 'video')).transcript.find((row) => row.video)!.video!;
       const playlist = await (await fetch(video.stream_url)).text();
       const segment = new URL(
         playlist.split('\n').find((line) => line.startsWith('seg'))!,
@@ -181,7 +183,7 @@ describe('signatures', () => {
   it('signs with a secret of its own: another sandbox refuses the URL', async () => {
     const other = await startSandbox({ seed: 7 });
     try {
-      const audio = (await detailOf(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
+      const audio = (await detailOfKind(sandbox, 'audio')).transcript.find((row) => row.audio)!.audio!;
       const moved = audio.replace(sandbox.storage_url, other.storage_url);
       expect((await fetchBytes(moved)).status).toBe(403);
     } finally {
@@ -194,7 +196,7 @@ describe('mediaScale', () => {
   it('serves larger bodies with a correct Content-Length that start like the fixture', async () => {
     const big = await startSandbox({ seed: 7, mediaScale: 10 });
     try {
-      const audio = (await detailOf(big, 'audio')).transcript.find((row) => row.audio)!.audio!;
+      const audio = (await detailOfKind(big, 'audio')).transcript.find((row) => row.audio)!.audio!;
       const mp3 = await fetchBytes(audio);
       const tone = fixture('tone.mp3');
       expect(
@@ -202,7 +204,7 @@ describe('mediaScale', () => {
       ).toEqual([]);
       expect(mp3.response.headers.get('content-length')).toBe(String(mp3.bytes.length));
 
-      const video = (await detailOf(big, 'video')).transcript.find((row) => row.video)!.video!;
+      const video = (await detailOfKind(big, 'video')).transcript.find((row) => row.video)!.video!;
       const mp4 = await fetchBytes(video.mp4_url);
       const clip = fixture('clip.mp4');
       expect(mp4.bytes.length).toBeGreaterThanOrEqual(clip.length * 9);

@@ -11,9 +11,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { repoRoot, runCli } from '../cli/helpers.ts';
-import { withTempDir } from '../shared.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
+import { repoRoot, runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { githubExpand, shellWords, type WorkflowStep } from '../helpers/examples.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
@@ -26,15 +27,10 @@ afterAll(async () => {
   await s3.close();
 });
 
-interface Step {
-  name?: string;
-  run?: string;
-  env?: Record<string, string>;
-}
 interface Workflow {
   jobs: {
-    export: { strategy: { matrix: { shard: number[] } }; steps: Step[] };
-    summary: { needs: string; if: string; steps: Step[] };
+    export: { strategy: { matrix: { shard: number[] } }; steps: WorkflowStep[] };
+    summary: { needs: string; if: string; steps: WorkflowStep[] };
   };
 }
 interface Container {
@@ -71,25 +67,6 @@ interface ConfigMap {
 
 const example = async <T>(name: string) =>
   parse(await readFile(path.join(repoRoot, 'examples', name), 'utf8')) as T;
-
-/** Words of a one-line shell command: "..." quoting and $VAR expansion, nothing more. */
-function shellWords(command: string, env: Record<string, string>): string[] {
-  const words: string[] = [];
-  for (const match of command.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)) {
-    const word = (match[1] ?? match[2])!;
-    words.push(word.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, name: string) => env[name] ?? ''));
-  }
-  return words;
-}
-
-/** Fills in GitHub expressions (${{ matrix.shard }} and the like) from a table. */
-function githubExpand(text: string, values: Record<string, string>): string {
-  return text.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, expression: string) => {
-    const value = values[expression];
-    if (value === undefined) throw new Error(`no test value for \${{ ${expression} }}`);
-    return value;
-  });
-}
 
 /** The study ids in a dry run's table. */
 function plannedStudies(stdout: string): string[] {

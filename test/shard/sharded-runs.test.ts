@@ -4,14 +4,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { readHyparquet } from '../load/readers.ts';
-import {
-  apiRequestsSince,
-  readManifest,
-  runAgainst,
-  sandboxConfig,
-  withTempDir,
-} from '../pipeline/helpers.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {

@@ -4,17 +4,17 @@
  * partitions, equals one unsharded local run's, row for row; each rerun with no changes makes
  * 1 + its studies requests.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
-import { repoRoot } from '../cli/helpers.ts';
-import { currentTables } from '../current/helpers.ts';
-import { KEY_ENV, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from '../storage/s3rver.ts';
+import { runCli } from '../helpers/cli.ts';
+import { currentTables } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { KEY_ENV, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
@@ -27,30 +27,11 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-function runShard(config: string, shard: string): Promise<{ code: number | null; stderr: string }> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['bin/study-export.js', 'run', '--config', config, '--shard', shard],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, ...S3_CREDENTIALS, [KEY_ENV]: sandbox.api_key, CI: 'true' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
+/** `study-export run --shard`, as a scheduler starts it. */
+function runShard(config: string, shard: string) {
+  return runCli(['run', '--config', config, '--shard', shard], {
+    env: { ...S3_CREDENTIALS, [KEY_ENV]: sandbox.api_key },
   });
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
-}
-
-/** The bucket's current/ downloaded into `dir`. */
-async function downloadCurrent(prefix: string, dir: string): Promise<void> {
-  for (const key of await s3.keys('exports', prefix)) {
-    const path = join(dir, key.slice(prefix.length));
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, await s3.get('exports', key));
-  }
 }
 
 describe('three shards at once into one bucket', () => {
@@ -77,7 +58,7 @@ describe('three shards at once into one bucket', () => {
       );
       const single = await currentTables(join(local, 'sharded', 'current'));
       const downloaded = join(dir, 'downloaded');
-      await downloadCurrent('team/sharded/current/', downloaded);
+      await downloadObjects(s3, 'exports', 'team/sharded/current/', downloaded);
       const union = await currentTables(downloaded);
       expect(union).toEqual(single);
       for (const table of tableNames) expect(new Set(union[table]).size, table).toBe(union[table].length);

@@ -6,7 +6,6 @@
  * with no changes makes one list call plus one page call per study of its own.
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,9 +14,10 @@ import { partitionName } from '../../src/current/parts.ts';
 import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
-import { repoRoot } from '../cli/helpers.ts';
-import { currentTables } from '../current/helpers.ts';
-import { KEY_ENV, withTempDir } from '../pipeline/helpers.ts';
+import { runCli } from '../helpers/cli.ts';
+import { currentTables } from '../helpers/current.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { KEY_ENV } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -41,23 +41,9 @@ async function pipelineFile(dir: string, out: string): Promise<string> {
   return file;
 }
 
-function runCli(args: string[]): {
-  child: ChildProcess;
-  done: Promise<{ code: number | null; stderr: string }>;
-} {
-  const child = spawn(process.execPath, ['bin/study-export.js', 'run', ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, [KEY_ENV]: sandbox.api_key, CI: 'true' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const done = new Promise<{ code: number | null; stderr: string }>((resolve) =>
-    child.on('exit', (code) => resolve({ code, stderr })),
-  );
-  return { child, done };
+/** `study-export run` with `args`, as a scheduler starts it. */
+function runShard(args: string[]) {
+  return runCli(['run', ...args], { env: { [KEY_ENV]: sandbox.api_key } });
 }
 
 describe('three shards at once into one output', () => {
@@ -70,16 +56,16 @@ describe('three shards at once into one output', () => {
       const starts: number[] = [];
       const runs = [1, 2, 3].map((index) => {
         starts.push(Date.now());
-        return runCli(['--config', shardedConfig, '--shard', `${index}/3`]);
+        return runShard(['--config', shardedConfig, '--shard', `${index}/3`]);
       });
-      const results = await Promise.all(runs.map((run) => run.done));
+      const results = await Promise.all(runs);
       for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
       // They ran side by side: each started before any other finished.
       expect(Math.max(...starts) - Math.min(...starts)).toBeLessThan(1000);
 
       const single = await withTempDir(async (singleDir) => {
         const config = await pipelineFile(singleDir, singleOut);
-        const result = await runCli(['--config', config]).done;
+        const result = await runShard(['--config', config]);
         expect(result, result.stderr).toMatchObject({ code: 0 });
         return currentTables(join(singleOut, 'sharded', 'current'));
       });
@@ -107,7 +93,7 @@ describe('three shards at once into one output', () => {
 
       for (const index of [1, 2, 3]) {
         const before = sandbox.requests.length;
-        const rerun = await runCli(['--config', shardedConfig, '--shard', `${index}/3`]).done;
+        const rerun = await runShard(['--config', shardedConfig, '--shard', `${index}/3`]);
         expect(rerun, rerun.stderr).toMatchObject({ code: 0 });
         const own = sandbox.studies().filter((s) => inShard(s.id, { index, count: 3 })).length;
         expect(own).toBeGreaterThan(0);

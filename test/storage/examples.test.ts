@@ -8,8 +8,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { repoRoot, runCli } from '../cli/helpers.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+import { repoRoot, runCli } from '../helpers/cli.ts';
+import { githubExpand, shellWords, type WorkflowStep } from '../helpers/examples.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
@@ -22,38 +23,12 @@ afterAll(async () => {
   await s3.close();
 });
 
-interface Step {
-  name?: string;
-  uses?: string;
-  run?: string;
-  env?: Record<string, string>;
-  with?: Record<string, string>;
-}
-
-/** Words of a one-line shell command: "..." quoting and $VAR expansion, nothing more. */
-function shellWords(command: string, env: Record<string, string>): string[] {
-  return [...command.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)].map((match) =>
-    (match[1] ?? match[2])!.replace(
-      /\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g,
-      (_, name: string) => env[name] ?? '',
-    ),
-  );
-}
-
-function expand(text: string, values: Record<string, string>): string {
-  return text.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, expression: string) => {
-    const value = values[expression];
-    if (value === undefined) throw new Error(`no test value for \${{ ${expression} }}`);
-    return value;
-  });
-}
-
 it('exports to the bucket and verifies the run there, with no cache step', async () => {
   const workflow = parse(
     await readFile(path.join(repoRoot, 'examples', 'github-actions-s3.yml'), 'utf8'),
   ) as {
     env: Record<string, string>;
-    jobs: { export: { steps: Step[] } };
+    jobs: { export: { steps: WorkflowStep[] } };
   };
   const steps = workflow.jobs.export.steps;
   expect(steps.filter((step) => /actions\/(cache|upload-artifact)/.test(step.uses ?? ''))).toEqual([]);
@@ -68,10 +43,10 @@ it('exports to the bucket and verifies the run there, with no cache step', async
     'vars.STUDY_API_BASE_URL': sandbox.base_url,
     'secrets.STUDY_API_KEY': sandbox.api_key,
   };
-  const envOf = (step: Step): Record<string, string> => ({
+  const envOf = (step: WorkflowStep): Record<string, string> => ({
     ...workflow.env,
     ...Object.fromEntries(
-      Object.entries(step.env ?? {}).map(([name, value]) => [name, expand(String(value), values)]),
+      Object.entries(step.env ?? {}).map(([name, value]) => [name, githubExpand(String(value), values)]),
     ),
     AWS_ENDPOINT_URL: s3.endpoint,
     ...S3_CREDENTIALS,

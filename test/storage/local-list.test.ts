@@ -6,7 +6,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.ts';
-import { withTempDir } from '../shared.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 describe('LocalStorage.list', () => {
   it('leaves out a file renamed away between reading the folder and reading the file', async () => {

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.ts';
-import { withTempDir } from '../shared.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 const content = 'response_id,answer\nr1,"yes"\n'.repeat(1000);
 

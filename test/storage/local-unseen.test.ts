@@ -9,7 +9,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/local.ts';
-import { withTempDir } from '../shared.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 describe('LocalStorage: hidden names while writing', () => {
   it('writes an output file under a hidden name until it is closed', async () => {

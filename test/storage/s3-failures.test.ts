@@ -4,21 +4,21 @@
  * a failure while the run commits, and a run killed in the middle of a multipart upload.
  * Each gives a clear error with its exit code and leaves nothing that looks like a run.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, RunError } from '../../src/errors.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
-import { currentKeys } from '../current/helpers.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { KEY_ENV, runAgainst, sandboxConfig, spawnRun, withTempDir } from '../pipeline/helpers.ts';
-import { EnvironmentPatch } from '../shared.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+import { runCli } from '../helpers/cli.ts';
+import { currentKeys } from '../helpers/current.ts';
+import { EnvironmentPatch, withTempDir } from '../helpers/environment.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { KEY_ENV, runAgainst, sandboxConfig, spawnRun } from '../helpers/run.ts';
+import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
@@ -259,11 +259,7 @@ async function failingAfterCommit(
 
 /** current/ of a bucket copied into `dir`, for DuckDB. */
 async function downloadCurrent(prefix: string, dir: string): Promise<string> {
-  for (const key of await s3.keys('exports', `${prefix}/test/current/`)) {
-    const path = join(dir, ...key.slice(`${prefix}/test/`.length).split('/'));
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, await s3.get('exports', key));
-  }
+  await downloadObjects(s3, 'exports', `${prefix}/test/current/`, join(dir, 'current'));
   return join(dir, 'current');
 }
 

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import { runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
-import { KEY_ENV, sandboxConfig } from '../pipeline/helpers.ts';
-import { type S3Server, startSandboxAndS3 } from './s3rver.ts';
+import { KEY_ENV, sandboxConfig } from '../helpers/run.ts';
+import { type S3Server, startSandboxAndS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { openS3Storage } from '../../src/storage/s3.ts';
 import { MAX_PARTS, PART_BYTES, partBytes } from '../../src/storage/s3-output.ts';
 import type { OutputFile, Storage } from '../../src/storage/types.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from './s3rver.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let s3: S3Server;
 let storage: Storage;

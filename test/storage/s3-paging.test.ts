@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openS3Storage } from '../../src/storage/s3.ts';
 import type { Storage } from '../../src/storage/types.ts';
-import { EnvironmentPatch } from '../shared.ts';
+import { EnvironmentPatch } from '../helpers/environment.ts';
 
 const BUCKET = 'paged';
 

@@ -12,10 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
-import { duckdb, readHyparquet } from '../load/readers.ts';
-import { readZip } from '../media/zip.ts';
-import { apiRequestsSince, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { type S3Server, startSandboxAndS3 } from './s3rver.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { duckdb, readHyparquet } from '../helpers/readers.ts';
+import { apiRequestsSince, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { type S3Server, startSandboxAndS3 } from '../helpers/s3.ts';
+import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;

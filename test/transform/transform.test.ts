@@ -6,7 +6,7 @@ import {
   studyRow,
   wideColumns,
 } from '../../src/transform/index.ts';
-import { detail, listed, outcome, signed, study, turn } from './fixtures.ts';
+import { detail, listed, outcome, signed, study, turn } from '../helpers/fixtures.ts';
 
 describe('studyRow', () => {
   it('normalises created_at to UTC and parses the listed response count', () => {

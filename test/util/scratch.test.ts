@@ -8,7 +8,7 @@ import { mkdir, readdir, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OLD_SPILL_AGE_MS, openScratch } from '../../src/util/scratch.ts';
-import { withTempDir } from '../shared.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 /** A folder with one file, both last modified `ageMs` ago (the file `fileAgeMs` ago if given). */
 async function folderAged(path: string, ageMs: number, fileAgeMs = ageMs): Promise<void> {

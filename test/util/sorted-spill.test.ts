@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { createSortedSpill } from '../../src/util/sorted-spill.ts';
-import { withTempDir } from '../shared.ts';
+import { withTempDir } from '../helpers/environment.ts';
 
 interface Item {
   n: number | null;

@@ -8,7 +8,7 @@ import {
   parseTimestamp,
   toIsoUtc,
 } from '../../src/util/timestamp.ts';
-import { repoRoot } from '../cli/helpers.ts';
+import { repoRoot } from '../helpers/cli.ts';
 
 describe('toIsoUtc', () => {
   it('reads a zone-less timestamp and a date alone as UTC', () => {

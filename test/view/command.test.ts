@@ -8,8 +8,9 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { exitOf, runCli, spawnCli } from '../cli/helpers.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { exitOf, runCli, spawnCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

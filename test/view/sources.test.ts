@@ -11,8 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer } from '../../src/view/server.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { type S3Server, startSandboxAndS3 } from '../storage/s3rver.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { type S3Server, startSandboxAndS3 } from '../helpers/s3.ts';
 import { extractEntry } from './browser.ts';
 
 let sandbox: Sandbox;

@@ -15,8 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer, type ViewRequest, type ViewServer } from '../../src/view/server.ts';
-import { readHyparquet } from '../load/readers.ts';
-import { runAgainst, sandboxConfig } from '../pipeline/helpers.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import {
   type Browser,
   extractEntry,

@@ -12,7 +12,7 @@ import { openMediaArchive } from '../../src/media/archive.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { parseRange } from '../../src/view/server.ts';
 import { ZipIndex } from '../../src/view/zip-index.ts';
-import { localFile } from '../storage/helpers.ts';
+import { localFile } from '../helpers/storage.ts';
 import { extractEntry } from './browser.ts';
 
 let dir: string;

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { Sandbox } from '../src/sandbox/index.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
 
 /** A temporary folder for `use`, removed afterwards whatever happens. */
 export async function withTempDir<T>(use: (dir: string) => Promise<T>): Promise<T> {

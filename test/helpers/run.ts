@@ -9,13 +9,11 @@ import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { isObjectStorage, openStorage } from '../../src/storage/index.ts';
-import { repoRoot } from '../cli/helpers.ts';
+import { repoRoot } from './cli.ts';
 
-import { withTempDir } from '../shared.ts';
+import { withTempDir } from './environment.ts';
 
-export { withTempDir };
-
-import { validateDataPackage } from '../load/frictionless.ts';
+import { validateDataPackage } from './frictionless.ts';
 
 export const KEY_ENV = 'TEST_STUDY_API_KEY';
 
@@ -35,7 +33,7 @@ export function sandboxConfig(
 
 /**
  * Runs the pipeline; every run it commits is then validated strictly by the Frictionless
- * reference library (test/load/frictionless.ts), so no test produces a package it rejects.
+ * reference library (test/helpers/frictionless.ts), so no test produces a package it rejects.
  */
 export async function runAgainst(
   sandbox: Sandbox,

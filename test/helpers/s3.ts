@@ -2,14 +2,14 @@
  * An S3-protocol server on loopback (s3rver, port 0, a temporary folder), and a plain SDK
  * client to read back what the tool wrote: nothing here is the tool's own storage code.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
-import { EnvironmentPatch } from '../shared.ts';
+import { EnvironmentPatch } from './environment.ts';
 
 /** s3rver's fixed credentials; it checks every request's signature against them. */
 export const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
@@ -78,6 +78,20 @@ export async function startS3(buckets: string[]): Promise<S3Server> {
       await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** The objects under `prefix` of `bucket` copied into `dir`, each at its key less `prefix`. */
+export async function downloadObjects(
+  s3: S3Server,
+  bucket: string,
+  prefix: string,
+  dir: string,
+): Promise<void> {
+  for (const key of await s3.keys(bucket, prefix)) {
+    const path = join(dir, ...key.slice(prefix.length).split('/'));
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, await s3.get(bucket, key));
+  }
 }
 
 /**

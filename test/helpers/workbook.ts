@@ -13,8 +13,8 @@ import { spreadsheetTime } from '../../src/load/wide.ts';
 import { cutText, excelCellLimit, lineFeeds } from '../../src/load/xlsx-workbook.ts';
 import { nameOf } from '../../src/names.ts';
 import { columnNames, type TableName, tables, wideSheet } from '../../src/tables/index.ts';
-import { readZip } from '../media/zip.ts';
 import { readCsv, readHyparquet, tableRow } from './readers.ts';
+import { readZip } from './zip.ts';
 
 type Cell = XLSX.CellObject | undefined;
 

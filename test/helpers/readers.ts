@@ -13,8 +13,6 @@ import { readParquet } from 'parquet-wasm/node';
 import { formulaPattern } from '../../src/load/csv.ts';
 import { type ColumnType, columnNames, type TableName, tables } from '../../src/tables/index.ts';
 
-export { withTempDir } from '../shared.ts';
-
 /** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */
 export function normalise(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);

@@ -1,4 +1,6 @@
 /** Small HTTP helpers for the sandbox tests: real fetch over loopback, nothing mocked. */
+import { expect } from 'vitest';
+import type { SingleResponse } from '../../src/api/resources.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 
 export interface JsonReply<T = unknown> {
@@ -20,6 +22,20 @@ export function api<T = unknown>(
   apiKey: string = sandbox.api_key,
 ): Promise<JsonReply<T>> {
   return getJson<T>(`${sandbox.base_url}/api/public/${path}`, apiKey);
+}
+
+/** A response's detail as the service answers the single-response call (status 200). */
+export async function detailOf(
+  sandbox: Sandbox,
+  linkId: string,
+  responseId: string,
+): Promise<SingleResponse> {
+  const reply = await api<SingleResponse>(
+    sandbox,
+    `responses/${encodeURIComponent(linkId)}/${encodeURIComponent(responseId)}`,
+  );
+  expect(reply.status).toBe(200);
+  return reply.body;
 }
 
 export type Item = Record<string, unknown> & { id: string };

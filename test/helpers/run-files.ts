@@ -8,20 +8,9 @@ import { gunzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import type { Reject } from '../../src/records.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../cli/helpers.ts';
-import { readCsv, readHyparquet } from '../load/readers.ts';
-import { KEY_ENV } from '../pipeline/helpers.ts';
-
-export {
-  detailRequests,
-  KEY_ENV,
-  readManifest,
-  runAgainst,
-  sandboxConfig,
-  spawnRun,
-  waitFor,
-  withTempDir,
-} from '../pipeline/helpers.ts';
+import { runCli } from './cli.ts';
+import { readCsv, readHyparquet } from './readers.ts';
+import { KEY_ENV } from './run.ts';
 
 /** Every response id the sandbox serves to the primary key, over all visible studies. */
 export function sandboxResponseIds(sandbox: Sandbox, linkIds?: string[]): string[] {
@@ -95,8 +84,6 @@ export async function sortedCsvRows(runDir: string, table: string): Promise<stri
   const [header, ...rows] = records;
   return [JSON.stringify(header), ...rows.map((r) => JSON.stringify(r)).sort()];
 }
-
-export { expectMediaRequestsKeyless } from '../shared.ts';
 
 /**
  * A pipeline file in `dir` for `service` (CSV and Parquet unless `formats` says, no media, any

@@ -3,8 +3,9 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { type TableName, tableNames, tables } from '../../src/tables/index.ts';
-import { duckdb } from '../load/readers.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
+import { withTempDir } from './environment.ts';
+import { duckdb } from './readers.ts';
+import { runAgainst, sandboxConfig } from './run.ts';
 
 /** Every row of every table of current/ (or of a run's files), sorted by primary key, as JSON text. */
 export async function currentTables(
