@@ -1,6 +1,6 @@
 /**
  * How the current dataset merges a study's previous rows with a run's new rows. Pure: the
- * decisions are made here, the reading and writing elsewhere (update.ts), row group by row
+ * decisions are made here, the reading and writing elsewhere (bucket.ts), row group by row
  * group, so a big study never has to fit in memory.
  *
  * The rules, per study:
@@ -118,7 +118,7 @@ export function mergeQuestions(
 export type StudyRows = { [T in TableName]: Row<T>[] };
 
 /**
- * The whole merge of one study in memory: what update.ts does row group by row group.
+ * The whole merge of one study in memory: what bucket.ts does row group by row group.
  * For tests and small studies.
  */
 export function mergeStudy(previous: StudyRows, incoming: StudyRows, options: MergeOptions): StudyRows {

@@ -10,18 +10,12 @@
  * replace go, the wide sheets come in, the state is written and the record is removed, and a
  * failure of any of that is "run <id> committed, but …" (exit 3), the record staying. Each run,
  * once it holds the lease, finishes the records its shard left: a run that `latest` does not
- * name is undone, one it names is completed (repairBucket, the state entries), and then the
+ * name is undone, one it names is completed (repairCurrent, the state entries), and then the
  * record goes. So a shard completes only its own studies, and it does so whatever it then
  * finds on the service.
  */
 import { z } from 'zod';
-import { bucketOf } from '../buckets.ts';
-import {
-  type CurrentContext,
-  removeRunParts,
-  repairBucket,
-  writePackageIfChanged,
-} from '../current/update.ts';
+import { type CurrentOutput, repairCurrent, undoCurrent } from '../current/index.ts';
 import { RunError, type StudyExportError } from '../errors.ts';
 import { MANIFEST_FILE } from '../load/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -52,9 +46,7 @@ export async function writePending(storage: Storage, record: PendingRecord): Pro
 }
 
 /** The current dataset's side of a completion. */
-export type CurrentSide = Pick<CurrentContext, 'store' | 'csv' | 'scratchDir' | 'formats' | 'baseUrl'> & {
-  name: string;
-};
+export type CurrentSide = CurrentOutput;
 
 /**
  * Writes the state entries a committed run advanced. Shards read the state again: others may
@@ -90,13 +82,7 @@ export async function completePending(input: {
       continue;
     }
     try {
-      for (const [bucket, studies] of byBucket(record.studies)) {
-        await repairBucket(input.current, bucket, {
-          studies: studies.map((study) => study.study_id),
-          wide: studies.filter((study) => study.wide).map((study) => study.study_id),
-        });
-      }
-      if (record.studies.length > 0) await writePackageIfChanged(input.current);
+      await repairCurrent(input.current, record.studies);
     } catch (error) {
       throw unfinishedError(runId, 'updating current/', storage.describe('current'), error);
     }
@@ -111,15 +97,6 @@ export async function completePending(input: {
     done.completed.push(runId);
   }
   return done;
-}
-
-function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<number, T[]> {
-  const buckets = new Map<number, T[]>();
-  for (const study of studies) {
-    const bucket = bucketOf(study.study_id);
-    buckets.set(bucket, [...(buckets.get(bucket) ?? []), study]);
-  }
-  return buckets;
 }
 
 /** The runs of the shard (or of the unsharded pipeline) that left a record, oldest first. */
@@ -140,11 +117,11 @@ export async function pendingRuns(storage: Storage, shard: Shard | undefined): P
  */
 export async function undoRun(
   storage: Storage,
-  current: Pick<CurrentContext, 'store'>,
+  current: Pick<CurrentOutput, 'store'>,
   runId: string,
   studyIds: readonly string[],
 ): Promise<void> {
-  await removeRunParts(current.store, runId, studyIds);
+  await undoCurrent(current.store, runId, studyIds);
   await storage.deleteAll(`runs/${runId}`);
   await storage.delete(pendingPath(runId));
 }

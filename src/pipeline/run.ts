@@ -10,22 +10,25 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import { bucketOf } from '../buckets.ts';
 import type { PipelineConfig } from '../config/schema.ts';
-import { countCurrent, writeCurrentGuide } from '../current/guide.ts';
-import { responseTables } from '../current/merge.ts';
-import { migrateToBuckets } from '../current/migrate.ts';
-import { currentOwners, sharedWarning } from '../current/owners.ts';
-import { currentFormats } from '../current/package.ts';
-import { partitionName } from '../current/parts.ts';
-import { CurrentStaging, stagingWriters } from '../current/staging.ts';
 import {
   type CurrentContext,
   CurrentListing,
   CurrentPreparation,
+  CurrentStaging,
+  countCurrent,
+  currentFormats,
+  currentOwners,
+  migrateToBuckets,
   type PreparedBucket,
-  publishParts,
-  repairBucket,
+  partitionName,
+  publishCurrent,
+  repairPrepared,
+  responseTables,
   settleCurrent,
-} from '../current/update.ts';
+  sharedWarning,
+  stagingWriters,
+  writeCurrentGuide,
+} from '../current/index.ts';
 import { ConfigError, RunError } from '../errors.ts';
 import { ResponseClaims } from '../extract/index.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
@@ -297,13 +300,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           // Nothing new: no run folder, latest and the state stay as they are; a partition
           // left with two parts (by a version that could leave them) is made whole.
           await run.discard();
-          for (const bucket of prepared ?? []) {
-            await repairBucket(currentSide, bucket.bucket, {
-              studies: bucket.studyIds,
-              wide: [],
-              partitions: bucket.partitions,
-            });
-          }
+          await repairPrepared(currentSide, prepared ?? []);
           return exported.result;
         }
         // State moves only for lossless studies, and only once the run is committed.
@@ -404,7 +401,7 @@ async function commitRun(input: {
   if (recorded)
     await writePending(storage, { version: 1, run_id: run.id, studies, state: input.stateEntries });
   try {
-    if (prepared) await publishParts(input.current, prepared);
+    if (prepared) await publishCurrent(input.current, prepared);
     await run.commit();
   } catch (error) {
     const named = await input.pipelineDir.latest().then(

@@ -9,7 +9,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import Papa from 'papaparse';
-import { newestPart, parsePartName, readPart } from '../current/parts.ts';
+import { newestPart, parsePartName, readPart } from '../current/index.ts';
 import { RunError } from '../errors.ts';
 import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
 import { compareRunIds } from '../run-id.ts';

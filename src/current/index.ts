@@ -1,0 +1,25 @@
+/**
+ * The current dataset's one door: code outside src/current/ imports from here alone. A run
+ * stages its studies' rows (CurrentStaging) and prepares each bucket's new parts as its
+ * studies end (CurrentPreparation); publishing drives the lifecycle (publishCurrent, then
+ * settleCurrent once the run is committed; undoCurrent or repairCurrent for a run that
+ * stopped part way); the viewer reads parts back.
+ */
+
+export type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
+export { countCurrent, writeCurrentGuide } from './guide.ts';
+export {
+  publishCurrent,
+  repairCurrent,
+  repairPrepared,
+  settleCurrent,
+  undoCurrent,
+} from './lifecycle.ts';
+export { responseTables } from './merge.ts';
+export { migrateToBuckets } from './migrate.ts';
+export { currentOwners, sharedWarning } from './owners.ts';
+export { currentFormats } from './package.ts';
+export { CurrentListing } from './partitions.ts';
+export { newestPart, parsePartName, partitionName, readPart } from './parts.ts';
+export { CurrentPreparation } from './schedule.ts';
+export { CurrentStaging, stagingWriters } from './staging.ts';
