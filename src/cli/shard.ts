@@ -9,7 +9,7 @@
  * The first one given wins, in that order. A count without an index, or an Indexed Job
  * index without a count, is a usage error: a run must never guess which studies it owns.
  */
-import { checkShard, parseShard, type Shard } from '../pipeline/shard.ts';
+import { checkShard, parseShard, type Shard } from '../shard.ts';
 import { UsageError } from './usage.ts';
 
 export const SHARD_ENV = 'STUDY_EXPORT_SHARD';

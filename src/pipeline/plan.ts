@@ -9,11 +9,17 @@ import { responseCountInDesc, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, StudyExportError } from '../errors.ts';
 import { listResponses, listStudies, selectStudies } from '../extract/index.ts';
+import { pendingRuns } from '../publish/record.ts';
+import type { PreviousRun } from '../publish/run-dir.ts';
+import type { State } from '../publish/state.ts';
 import type { ExtractSinks, RawRecord, Reject, Warning } from '../records.ts';
+import { inShard } from '../shard.ts';
+import type { Storage } from '../storage/types.ts';
 import { openScratch } from '../util/scratch.ts';
-import { inShard } from './shard.ts';
-import { effectiveSince, type State } from './state.ts';
-import type { DryRunPlan, RunOptions } from './types.ts';
+import { describeSystemError } from '../util/system-errors.ts';
+import { lookAhead, requestCount } from './nothing-new.ts';
+import type { DryRunPlan, NothingNew, RunOptions, RunResult, WarningLog } from './types.ts';
+import { clockSkewWarning, effectiveSince } from './watermark.ts';
 
 /** The selected studies, and what listing them produced, to be recorded once a run exists. */
 export interface StudyListing {
@@ -155,4 +161,107 @@ export function expectedResponses(
     total += responseCountInDesc(study.desc) ?? 0;
   }
   return total;
+}
+
+/** What planning a run works with. */
+export interface PlanInput {
+  client: ApiClient;
+  config: PipelineConfig;
+  options: RunOptions;
+  state: State;
+  /** What `latest` names as the run starts. */
+  latest: PreviousRun;
+  storage: Storage;
+  /** The pipeline's output, for messages. */
+  root: string;
+  log: WarningLog;
+  startedAt: number;
+}
+
+/**
+ * The run's studies, and the client to export them with. A dry run's plan, or an incremental
+ * run that can only find nothing new (nothing-new.ts), is the run's result instead: found out
+ * before it writes anything (no lease, no run staged), as it has nothing to keep from another
+ * run, nor anything to publish.
+ */
+export async function planRun(
+  input: PlanInput,
+): Promise<{ result: RunResult } | { listing: StudyListing; client: ApiClient }> {
+  const { client, config, options, state, latest, log, startedAt } = input;
+  const listing = await listSelectedStudies(client, config, state, options);
+  if (options.dryRun) return { result: await plannedResult(input, listing) };
+  if (options.recorded || options.full) return { listing, client };
+  const ahead = await lookAhead({
+    client,
+    studies: listing.studies,
+    since: (study) => sinceFor(study, state, options, config),
+    state,
+    latest: latest.runId,
+    rejects: listing.rejects.length,
+    warnings: () => listing.warnings.length + log.warnings.length,
+    pending: () =>
+      pendingRuns(input.storage, options.shard).then(
+        (runs) => runs.length > 0,
+        (error: unknown) => {
+          throw describeSystemError(error, { what: 'output folder', path: input.root, configured: true });
+        },
+      ),
+    perPage: config.source.per_page,
+    includeInProgress: config.source.include_in_progress,
+    concurrency: config.source.concurrency,
+  });
+  if (ahead.sinceRun === null) return { listing, client: ahead.client };
+  const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
+  if (skew) log.warn(skew);
+  const unchanged = {
+    sinceRun: ahead.sinceRun,
+    pointer: latest.pointer,
+    latest: latest.runId,
+    studies: listing.studies.length,
+    requests: requestCount(client.counters.snapshot().requests),
+  };
+  return { result: unchangedResult(unchanged, startedAt) };
+}
+
+/** A dry run's result: its plan; nothing is written, listing pages are only counted. */
+async function plannedResult(input: PlanInput, listing: StudyListing): Promise<RunResult> {
+  const { client, state, options, config, startedAt, log } = input;
+  let rejects = listing.rejects.length;
+  const sinks: ExtractSinks = {
+    raw: { write() {} },
+    rejects: {
+      write() {
+        rejects += 1;
+      },
+    },
+    warn: (warning) => log.warn(warning),
+  };
+  for (const warning of listing.warnings) log.warn(warning);
+  const plan = await dryRunPlan(client, listing.studies, state, options, config, sinks);
+  return {
+    status: 'planned',
+    runDir: null,
+    tables: [],
+    files: [],
+    warnings: log.warnings.length,
+    rejects,
+    mediaFailed: 0,
+    durationMs: Date.now() - startedAt,
+    plan,
+  };
+}
+
+/** The result of a run that found nothing new: no run written, `latest` as it was. */
+export function unchangedResult(unchanged: NothingNew, startedAt: number): RunResult {
+  return {
+    status: 'unchanged',
+    runDir: null,
+    tables: [],
+    files: [],
+    warnings: 0,
+    rejects: 0,
+    mediaFailed: 0,
+    durationMs: Date.now() - startedAt,
+    unchanged,
+  };
 }

@@ -1,8 +1,13 @@
 /** What a run is asked to do and what it reports back (the command line's view of a run). */
 import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
+import type { PreviousRun } from '../publish/run-dir.ts';
+import type { Warning } from '../records.ts';
 import type { ProgressReporter } from './progress.ts';
-import type { Shard } from './shard.ts';
+
+export type { PreviousRun };
+
+import type { Shard } from '../shard.ts';
 
 /**
  * The command line's overrides, each winning over the pipeline file. Declared here once:
@@ -80,15 +85,6 @@ export interface DryRunPlan {
   shard: Shard | null;
 }
 
-/** What the pipeline's pointer (`latest`, or `latest-shard-K-of-N`) names before a run. */
-export interface PreviousRun {
-  pointer: string;
-  /** null: no complete run yet. */
-  runId: string | null;
-  /** This run, just committed: an interrupt from here on leaves it named by the pointer. */
-  committedNow?: boolean;
-}
-
 /** An incremental run that found nothing new: no run was written (see nothing-new.ts). */
 export interface NothingNew {
   /** The newest run the checked studies' state records: nothing is new since that run. */
@@ -123,4 +119,10 @@ export interface RunResult {
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.
    */
   unfinished?: string[];
+}
+
+/** Warnings go to the manifest and, as they happen, to the person watching. */
+export interface WarningLog {
+  warnings: Warning[];
+  warn(warning: Warning): void;
 }

@@ -3,13 +3,10 @@
  * every temporary file the run makes outside its output (listing spills, media bodies on
  * their way into media.zip). It is local whatever the output is, removed when the run ends
  * by any path but SIGKILL, and the folders of killed runs are removed by the next run: the
- * owner's pid is in the name, as it is in the pipeline's lock.
- *
- * Versions before the scratch folder left listing spills as study-export-spill-<random>, with
- * no owner in the name. Those are removed once nothing in them changed for a day: an old run
- * still alive writes its spill while it lists, and no run lists one study for a day.
+ * owner's pid is in the name, as it is in the pipeline's lock. (What versions before the
+ * scratch folder left in the temporary directory is src/upgrade/'s.)
  */
-import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { SystemError } from '../errors.ts';
@@ -19,9 +16,6 @@ import { diskFullError } from './system-errors.ts';
 const PREFIX = 'study-export-';
 /** study-export-<pid>-<random>; other study-export-* folders are not ours to judge. */
 const OWNED = /^study-export-(\d+)-[A-Za-z0-9]{6}$/;
-/** An older version's listing spill: study-export-spill-<random>, no owner in the name. */
-const OLD_SPILL = /^study-export-spill-[A-Za-z0-9]{6}$/;
-export const OLD_SPILL_AGE_MS = 24 * 3_600_000;
 
 export interface Scratch {
   readonly dir: string;
@@ -74,31 +68,10 @@ export async function removeOrphans(parent = tmpdir()): Promise<string[]> {
   const removed: string[] = [];
   const names = await readdir(parent).catch(() => [] as string[]);
   for (const name of names) {
-    if (OLD_SPILL.test(name)) {
-      if (await untouchedSince(join(parent, name), Date.now() - OLD_SPILL_AGE_MS)) {
-        await rm(join(parent, name), { recursive: true, force: true });
-        removed.push(name);
-      }
-      continue;
-    }
     const owner = Number(OWNED.exec(name)?.[1]);
     if (!Number.isInteger(owner) || owner === process.pid || isProcessAlive(owner)) continue;
     await rm(join(parent, name), { recursive: true, force: true });
     removed.push(name);
   }
   return removed;
-}
-
-/** A folder (not a link) whose own and whose entries' modification times are all before `cutoff`. */
-async function untouchedSince(dir: string, cutoff: number): Promise<boolean> {
-  try {
-    const own = await lstat(dir);
-    if (!own.isDirectory() || own.mtimeMs >= cutoff) return false;
-    for (const entry of await readdir(dir)) {
-      if ((await lstat(join(dir, entry))).mtimeMs >= cutoff) return false;
-    }
-    return true;
-  } catch {
-    return false; // gone meanwhile, or not ours to read: leave it
-  }
 }

@@ -5,7 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readPipelineState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
+import { WATERMARK_LAG_MS } from '../../src/pipeline/watermark.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';

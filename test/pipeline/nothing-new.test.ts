@@ -12,7 +12,7 @@ import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
-import { readPipelineState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';

@@ -6,7 +6,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPipelineState, readState } from '../../src/pipeline/state.ts';
+import { readPipelineState, readState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';

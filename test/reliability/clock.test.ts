@@ -7,7 +7,8 @@
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
-import { readPipelineState, WATERMARK_LAG_MS } from '../../src/pipeline/state.ts';
+import { WATERMARK_LAG_MS } from '../../src/pipeline/watermark.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { duckdb } from '../helpers/readers.ts';

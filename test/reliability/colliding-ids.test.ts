@@ -19,7 +19,7 @@ import { partitionName } from '../../src/current/parts.ts';
 import { studyFolderName } from '../../src/current/wide.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { nameOf } from '../../src/names.ts';
-import { readPipelineState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
 import { toStudyFolders } from '../helpers/current.ts';

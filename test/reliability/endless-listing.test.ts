@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listingBound } from '../../src/extract/responses.ts';
-import { readPipelineState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { runCli } from '../helpers/cli.ts';
 import { KEY_ENV, readManifest } from '../helpers/run.ts';
 import { responseIdsOf } from '../helpers/run-files.ts';

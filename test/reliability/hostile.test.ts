@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
-import { PENDING_FOLDER } from '../../src/pipeline/publication.ts';
+import { PENDING_FOLDER } from '../../src/publish/record.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';
 import { readCsv, readHyparquet } from '../helpers/readers.ts';

@@ -14,7 +14,7 @@ import { expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
 import { verifyRun } from '../../src/load/verify.ts';
-import { readPipelineState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { withTempDir } from '../helpers/environment.ts';

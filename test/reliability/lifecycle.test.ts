@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/load/manifest.ts';
 import { verifyRun } from '../../src/load/verify.ts';
-import { readPipelineState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';
 import { readManifest, runAgainst, sandboxConfig, spawnRun, waitFor } from '../helpers/run.ts';

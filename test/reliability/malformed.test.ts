@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
-import { readPipelineState } from '../../src/pipeline/state.ts';
+import { readPipelineState } from '../../src/publish/state.ts';
 import type { Reject } from '../../src/records.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/cli/shard.ts';
-import { inShard, parseShard, shardLabel, shardOfStudy } from '../../src/pipeline/shard.ts';
+import { inShard, parseShard, shardLabel, shardOfStudy } from '../../src/shard.ts';
 
 /** The same rule computed another way: the digest's first 16 hex digits as one BigInt, its bucket, modulo N. */
 function expectedShard(id: string, count: number): number {

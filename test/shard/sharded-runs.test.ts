@@ -2,8 +2,8 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { inShard } from '../../src/shard.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';
 import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';

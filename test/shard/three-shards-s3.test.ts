@@ -7,8 +7,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { inShard } from '../../src/shard.ts';
 import { tableNames } from '../../src/tables/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { currentTables } from '../helpers/current.ts';

@@ -16,10 +16,18 @@
  */
 import { MANIFEST_FILE } from '../load/manifest.ts';
 import { runIdAt } from '../run-id.ts';
+import { type Shard, shardLabel } from '../shard.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage } from '../storage/types.ts';
-import { type Shard, shardLabel } from './shard.ts';
-import type { PreviousRun } from './types.ts';
+
+/** What the pipeline's pointer (`latest`, or `latest-shard-K-of-N`) names before a run. */
+export interface PreviousRun {
+  pointer: string;
+  /** null: no complete run yet. */
+  runId: string | null;
+  /** This run, just committed: an interrupt from here on leaves it named by the pointer. */
+  committedNow?: boolean;
+}
 
 /** What a killed run left on object storage is removed once it is this old (docs/object-storage.md). */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;

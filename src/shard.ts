@@ -6,7 +6,7 @@
  * studies' state and whole buckets of current/: N shards can run at once without a lock
  * between them.
  */
-import { BUCKETS, bucketOf } from '../buckets.ts';
+import { BUCKETS, bucketOf } from './buckets.ts';
 
 export interface Shard {
   /** 1-based: shard 1 of 3 is the first. */

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  advanceState,
-  clockSkewWarning,
-  effectiveSince,
-  emptyState,
-  type StudyState,
-} from '../../src/pipeline/state.ts';
+import { advanceState, clockSkewWarning, effectiveSince } from '../../src/pipeline/watermark.ts';
+import { emptyState, type StudyState } from '../../src/publish/state.ts';
 
 const study = (watermark: string | null, media?: string | null): StudyState => ({
   link_id: 's',
