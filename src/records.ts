@@ -4,7 +4,7 @@
  * warnings (manifest), what the media stage reports per transcript row (transform's input)
  * and a wide sheet's row (transform's output, load's input).
  */
-import type { Operation } from './api/resources.ts';
+import type { Operation, ReceivedJson } from './api/resources.ts';
 
 /** Which request a record came from; what is unknown is left out. */
 export interface RecordOrigin {
@@ -34,12 +34,6 @@ export interface ReceivedPayload {
   payload: unknown;
   /** The body as received and the value parsed from it, when the client has them. */
   json?: ReceivedJson;
-}
-
-export interface ReceivedJson {
-  bytes: Uint8Array;
-  /** The payload these bytes parsed as. */
-  of: unknown;
 }
 
 /**

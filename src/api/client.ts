@@ -20,7 +20,6 @@ import { apiDeadlineMs, type PipelineConfig } from '../config/schema.ts';
 import { HttpError } from '../errors.ts';
 import { type Agents, type GetResponse, httpGet } from '../http/get.ts';
 import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
-import type { ReceivedJson } from '../records.ts';
 import { redact, registerSecret } from '../redact.ts';
 import { nextTurn } from '../util/concurrency.ts';
 import { AdaptiveConcurrency, type AdaptiveOptions } from './adaptive.ts';
@@ -36,7 +35,7 @@ import {
   type RequestSpec,
   readAnswer,
 } from './outcome.ts';
-import type { Operation } from './resources.ts';
+import type { Operation, ReceivedJson } from './resources.ts';
 
 export interface RetryInfo {
   operation: Operation;

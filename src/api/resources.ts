@@ -122,6 +122,13 @@ export type SingleResponse = z.infer<typeof SingleResponse>;
 /** The three operations, named as counters, raw files and errors name them. */
 export type Operation = 'list_surveys' | 'list_responses' | 'get_response';
 
+/** An answer's body as received, and the payload it parsed as. */
+export interface ReceivedJson {
+  bytes: Uint8Array;
+  /** The payload these bytes parsed as. */
+  of: unknown;
+}
+
 /** The keys each schema declares; anything else on a payload is an extra field. */
 export const declaredKeys = {
   study: Object.keys(Study.shape),

@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto';
 import type { WideColumn, WideRow } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { wideHeader, wideSheet } from '../tables/index.ts';
-import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
+import { createSortedSpill, type SortedSpill } from './sorted-spill.ts';
 
 const batchSize = 1000;
 

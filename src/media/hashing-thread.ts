@@ -16,7 +16,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { MediaError } from '../errors.ts';
-import type { RunningSha256 } from '../storage/output-file.ts';
+import type { RunningSha256 } from '../storage/types.ts';
 
 const workerSource = `
 const { parentPort } = require('node:worker_threads');

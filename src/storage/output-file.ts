@@ -8,7 +8,7 @@ import { RunError } from '../errors.ts';
 import { allSettled } from '../util/concurrency.ts';
 import { describeSystemError, isSystemError } from '../util/system-errors.ts';
 import { ByteBatch } from './byte-batch.ts';
-import type { OutputFile, StoredFile } from './types.ts';
+import type { OutputFile, RunningSha256, StoredFile } from './types.ts';
 
 /** Where the bytes go: a file stream or a multipart upload. */
 export interface ByteSink {
@@ -20,16 +20,6 @@ export interface ByteSink {
   end(): Promise<void>;
   /** Stops and removes what was written. */
   destroy(): Promise<void>;
-}
-
-/**
- * The SHA-256 of a file's bytes as they pass: on this thread by default, on a hashing
- * thread for media.zip (src/media/hashing-thread.ts).
- */
-export interface RunningSha256 {
-  /** Takes `bytes` in order; once it resolves the caller may reuse them. */
-  update(bytes: Uint8Array): void | Promise<void>;
-  digest(): string | Promise<string>;
 }
 
 function sha256OnThisThread(): RunningSha256 {

@@ -5,7 +5,6 @@
  * rooted elsewhere is `at(prefix)`.
  */
 import type { Readable } from 'node:stream';
-import type { RunningSha256 } from './output-file.ts';
 
 /** A file as written: its size and sha256 are counted while the bytes pass, not read back. */
 export interface StoredFile {
@@ -20,6 +19,16 @@ export interface ListedFile {
   bytes: number;
   /** Milliseconds since the epoch. */
   modifiedAt: number;
+}
+
+/**
+ * The SHA-256 of a file's bytes as they pass: on this thread by default, on a hashing
+ * thread for media.zip (src/media/hashing-thread.ts).
+ */
+export interface RunningSha256 {
+  /** Takes `bytes` in order; once it resolves the caller may reuse them. */
+  update(bytes: Uint8Array): void | Promise<void>;
+  digest(): string | Promise<string>;
 }
 
 /** How a file is written. */
