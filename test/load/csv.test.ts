@@ -5,8 +5,8 @@ import { type CsvOptions, createTableCsvWriter, formulaPattern } from '../../src
 import { columnNames, type Row } from '../../src/tables/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readCsv } from '../helpers/readers.ts';
+import { awkwardAnswers } from '../helpers/samples.ts';
 import { localFile } from '../helpers/storage.ts';
-import { awkwardAnswers } from './samples.ts';
 
 const escaped = { bom: false, escape_formulae: true } satisfies CsvOptions;
 const verbatim = { bom: false, escape_formulae: false } satisfies CsvOptions;

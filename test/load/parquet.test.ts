@@ -26,8 +26,8 @@ import {
   rowGroupCount,
   tableRow,
 } from '../helpers/readers.ts';
+import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from '../helpers/samples.ts';
 import { localFile, localFolder } from '../helpers/storage.ts';
-import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from './samples.ts';
 
 const responses = [
   responseRow('r1'),

@@ -15,8 +15,8 @@ import {
   readThreeWays,
   rowGroupCount,
 } from '../helpers/readers.ts';
+import { answerRow, awkwardTexts, responseRow } from '../helpers/samples.ts';
 import { localFolder } from '../helpers/storage.ts';
-import { answerRow, awkwardTexts, responseRow } from './samples.ts';
 
 const csv = { bom: false, escape_formulae: true };
 

@@ -25,7 +25,7 @@ const tablesColumns = (table: 'transcript') =>
   Object.fromEntries(columnNames(table).map((name) => [name, true]));
 
 import { withTempDir } from '../helpers/environment.ts';
-import { awkwardTexts } from './samples.ts';
+import { awkwardTexts } from '../helpers/samples.ts';
 
 async function* rowsOf<T>(rows: T[]): AsyncIterable<T> {
   yield* rows;
