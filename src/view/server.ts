@@ -9,12 +9,16 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ConfigError } from '../errors.ts';
 import type { Row } from '../load/tables.ts';
 import { viewerCss, viewerJs } from './assets.ts';
+import { conversationPage } from './conversation.ts';
 import type { ViewData } from './dataset.ts';
-import { conversationPage, type ResponseFilter, responsesPage, studiesPage } from './pages.ts';
+import { responsesPage, searchPage, studiesPage } from './pages.ts';
+import { csvFileName, responsesCsv } from './responses-csv.ts';
+import { filterOf, selectResponses } from './search.ts';
 import type { ZipEntry, ZipIndex } from './zip-index.ts';
 
 export interface ViewRequest {
@@ -164,17 +168,28 @@ async function handle(
   if (at(2) && first === 'study') {
     const study = data.studies.find((s) => s.study_id === second);
     if (!study) throw new HttpProblem(404, 'no such study in this run');
-    const filter: ResponseFilter = {
-      q: query.get('q')?.trim() ?? '',
-      attr: query.get('attr')?.trim() ?? '',
-      rec: query.get('rec') ?? '',
-    };
-    return sendPage(request, response, responsesPage(data, study, filter));
+    return sendPage(
+      request,
+      response,
+      responsesPage(data, study, { ...filterOf(query), study: study.study_id }),
+    );
+  }
+  if (at(1) && (first === 'search' || first === 'responses.csv')) {
+    const filter = filterOf(query);
+    if (filter.study && !data.studies.some((s) => s.study_id === filter.study))
+      throw new HttpProblem(404, 'no such study in this run');
+    if (first === 'search') return sendPage(request, response, searchPage(data, filter));
+    return sendCsv(
+      request,
+      response,
+      csvFileName(data, filter),
+      responsesCsv(data, selectResponses(data, filter), filter),
+    );
   }
   if (at(2) && first === 'response') {
     const found = data.responses.get(second ?? '');
     if (!found) throw new HttpProblem(404, 'no such response in this run');
-    return sendPage(request, response, await conversationPage(data, found, origin));
+    return sendPage(request, response, await conversationPage(data, found, origin, filterOf(query)));
   }
   if (first === 'media' && second !== undefined && third !== undefined && fourth !== undefined) {
     if (at(4) && fourth !== 'hls') return sendMedia(data, request, response, second, third, fourth, null);
@@ -205,6 +220,23 @@ function sendPage(request: IncomingMessage, response: ServerResponse, html: stri
 function sendAsset(request: IncomingMessage, response: ServerResponse, text: string, type: string): void {
   response.writeHead(200, { 'content-type': `${type}; charset=utf-8`, ...securityHeaders(pageCsp) });
   response.end(request.method === 'HEAD' ? undefined : text);
+}
+
+/** A download: the file name is ours (csvFileName), never text from the data. */
+async function sendCsv(
+  request: IncomingMessage,
+  response: ServerResponse,
+  name: string,
+  pieces: Iterable<string>,
+): Promise<void> {
+  response.writeHead(200, {
+    'content-type': 'text/csv; charset=utf-8',
+    'content-disposition': `attachment; filename="${name}"`,
+    'cache-control': 'no-store',
+    ...securityHeaders(mediaCsp),
+  });
+  if (request.method === 'HEAD') return void response.end();
+  await pipeline(Readable.from(pieces), response);
 }
 
 async function sendReport(data: ViewData, request: IncomingMessage, response: ServerResponse): Promise<void> {
