@@ -73,13 +73,26 @@ async function parseReport(path: string): Promise<Parsed[]> {
   return JSON.parse(stdout) as Parsed[];
 }
 
+type CsvRow = { [column: string]: string } & Record<
+  | 'study_id'
+  | 'response_id'
+  | 'answer_id'
+  | 'concept_id'
+  | 'question'
+  | 'answer'
+  | 'key'
+  | 'value'
+  | 'summary',
+  string
+>;
+
 /** A CSV's rows by column name, each cell as written before formula escaping (csv.ts). */
-async function csvRows(path: string): Promise<Record<string, string>[]> {
+async function csvRows(path: string): Promise<CsvRow[]> {
   const [header, ...records] = (await readCsv(path)).records;
   const unescaped = (cell: string) =>
     cell.startsWith("'") && formulaPattern.test(cell.slice(1)) ? cell.slice(1) : cell;
-  return records.map((record) =>
-    Object.fromEntries(header!.map((name, i) => [name, unescaped(record[i] ?? '')])),
+  return records.map(
+    (record) => Object.fromEntries(header!.map((name, i) => [name, unescaped(record[i] ?? '')])) as CsvRow,
   );
 }
 
