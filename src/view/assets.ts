@@ -30,7 +30,7 @@ mark{background:#ffe066;color:#111;padding:0 .1em;border-radius:2px}
 .pager .position{color:var(--muted)}.download{margin:.3rem 0}
 .note{color:var(--muted);font-size:.9rem}.pager{display:flex;gap:1.5rem}
 footer{border-top:1px solid var(--line);margin-top:2rem;font-size:.85rem;color:var(--muted)}
-header,main,footer{overflow-wrap:anywhere}.filter input,.filter select{max-width:100%}
+header,main,footer{overflow-wrap:break-word}.filter input,.filter select{max-width:100%}
 @media (max-width:40rem){body{padding:0 .7rem 1.5rem}.loc{display:block;margin:0}.filter label{flex:1 1 100%}
 table.list thead{position:absolute;left:-9999px}table.list,table.list tbody,table.list tr,table.list th,table.list td{display:block;width:auto}
 table.list tr{border-bottom:1px solid var(--line);padding:.4rem 0}.list th,.list td{border:0;padding:.1rem 0;text-align:left}.list .n{text-align:left}
