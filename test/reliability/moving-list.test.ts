@@ -7,6 +7,8 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Study } from '../../src/api/resources.ts';
+import { silentReporter } from '../../src/pipeline/progress.ts';
+import { replayRun } from '../../src/pipeline/replay.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { currentKeys } from '../current/helpers.ts';
@@ -115,6 +117,17 @@ describe("a run while the service's list moves under the pager", () => {
       expect(manifest.warnings[0]).toMatchObject({ link_id: study!.link_id });
       await expectCurrentWhole(out);
       expect(Object.values(await watermarks(out)).every((mark) => typeof mark === 'string')).toBe(true);
+
+      // raw/ holds both passes over the pages: a replay pages as the run did, and finds them all.
+      const replayed = await replayRun({
+        runDir: result.runDir!,
+        out: join(out, 'replayed'),
+        reporter: silentReporter,
+        env: {},
+      });
+      expect(replayed.status).toBe('complete');
+      await expectEveryResponseOnce(replayed.runDir!, sandboxResponseIds(sandbox));
+      expect((await readManifest(replayed.runDir!)).warnings.map((w) => w.code)).toEqual(['listing_moved']);
 
       // A --full run replaces each study's rows in current/: a response no page served would go.
       await editor.arm('once', study!);
