@@ -1,15 +1,15 @@
 /**
- * A list that moves while it is paged (docs/keys-and-time.md, "A list that moves").
+ * A list that moves while it is paged (docs/keys-and-time.md#a-list-that-moves-while-it-is-paged).
  *
  * Pages are numbered, so page p is whatever sits at places p·n to p·n+n-1 when it is asked
- * for. When a response already served moves after the page boundary (a service ordered by
+ * for. When a response already served moves past the page boundary (a service sorted by
  * updated_at, a response edited), every later one moves back one place and the one at the
- * boundary is served by no page; the moved response is served again. So a pass (page 0 to
- * an empty page) that serves no id twice served every response that stayed in the list while
- * it paged: by the time it asked its empty (or first short) page, it had served as many
- * distinct responses as the list held, each of them still in it. A response served twice
- * is the sign; on an unfiltered listing, finding fewer responses than the study's desc
- * declares is another (what a response deleted while paging does).
+ * boundary is served by no page; the moved one is served again. So a pass (page 0 to an
+ * empty page) that serves no id twice served every response that stayed in the list while it
+ * paged: when it asked its empty page (or its first short one) it had served as many distinct
+ * responses as the list then held and, none having left it, they are the list. An id served
+ * twice is the sign; on an unfiltered listing, fewer responses than the study's desc declares
+ * is another (what a response deleted while paging leaves).
  *
  * Then the listing pages again from page 0, adding to what earlier passes served (each id's
  * newest copy wins), until a pass shows no sign, or two passes in a row serve the same ids
