@@ -63,7 +63,12 @@ export interface ExportStudyInput {
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
-const INCOMPLETE_LISTING = new Set(['page_repeated', 'page_cap', 'listing_beyond_declared']);
+const INCOMPLETE_LISTING = new Set([
+  'page_repeated',
+  'page_cap',
+  'listing_beyond_declared',
+  'listing_unsettled',
+]);
 
 /** A study's outcome before anything of it is exported. */
 export function emptyOutcome(study: Study, since: string | null): StudyOutcome {

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listingBound } from '../../src/extract/responses.ts';
+import { listingBound } from '../../src/extract/listing-paging.ts';
 import { readPipelineState } from '../../src/pipeline/state.ts';
 import { runCli } from '../cli/helpers.ts';
 import { type EndlessService, startEndlessService } from './endless-service.ts';
