@@ -6,7 +6,7 @@
  */
 import type { Reject, RejectSink } from '../records.ts';
 import type { TableWriters } from './table-writers.ts';
-import type { Row, TableName } from './tables.ts';
+import { type Row, responseStatus, type TableName } from './tables.ts';
 
 /** Upper bounds (inclusive, in characters) of the answer length buckets; the last is open. */
 export const lengthBuckets = [10, 50, 100, 250, 500, 1000] as const;
@@ -96,7 +96,7 @@ export class RunStats {
         const study = this.study(r.study_id);
         if (!study.link_id) study.link_id = r.link_id;
         study.responses += 1;
-        if (!r.summary) study.inProgress += 1;
+        if (responseStatus(r.summary) === 'in progress') study.inProgress += 1;
         const day = r.created_at.slice(0, 10);
         study.byDay.set(day, (study.byDay.get(day) ?? 0) + 1);
         return;

@@ -12,11 +12,11 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
-import type { WideColumn, WideRow } from '../records.ts';
+import { type WideColumn, type WideRow, wideValue } from '../records.ts';
 import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables, wideSheet } from './tables.ts';
+import { type Row, type TableName, tables, wideColumnDescription, wideSheet } from './tables.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
@@ -150,7 +150,7 @@ export function workbookProperties(study: WorkbookStudy, exportedAt: Date): Work
 export function aboutSheet(
   study: WorkbookStudy,
   exportedAt: Date,
-  questions: readonly WideColumn[],
+  columns: readonly WideColumn[],
 ): SheetSource {
   const rows: SheetValue[][] = [
     ['Study', study.title],
@@ -163,7 +163,7 @@ export function aboutSheet(
     ['Sheet / column', 'What it is'],
     [wideSheet.name, wideSheet.description],
     ...wideSheet.fixed.map((column) => [`  ${column.header}`, column.description]),
-    ...questions.map((column) => [`  ${column.header}`, wideSheet.questionDescription(column.header)]),
+    ...columns.map((column) => [`  ${column.header}`, wideColumnDescription(column.header)]),
     ...workbookTables.flatMap((table) => [
       [table, tables[table].description],
       ...tables[table].columns.map((column) => [`  ${column.name}`, column.description]),
@@ -209,7 +209,7 @@ export function sheetsOf(
       ],
       rows: mapRows(wideRows, (row) => [
         ...wideSheet.fixed.map((column) => row[column.key]),
-        ...columns.map((column) => row.cells[column.key] ?? null),
+        ...columns.map((column) => wideValue(row, column)),
       ]),
       describeRow: (values) => `response ${values[0]}`,
     },
