@@ -157,7 +157,10 @@ export function aboutSheet(
     ['link_id', study.link_id],
     ['study_id', study.id],
     ['Exported (UTC)', exportedAt.toISOString()],
-    ['Times', 'Every time in this workbook is UTC (Coordinated Universal Time), not local time.'],
+    [
+      'Times',
+      'Every time in this workbook is UTC (Coordinated Universal Time), not local time, to the second (the CSV and Parquet tables keep milliseconds).',
+    ],
     ['Written by', 'study-export'],
     [null, null],
     ['Sheet / column', 'What it is'],
@@ -174,8 +177,9 @@ export function aboutSheet(
     name: 'About',
     table: false,
     columns: [
-      { header: 'Sheet / column', kind: 'text' },
-      { header: 'What it is', kind: 'text' },
+      // Both columns on a printed page's width: the first for names, the second for what they are.
+      { header: 'Sheet / column', kind: 'text', width: 36 },
+      { header: 'What it is', kind: 'text', width: 80 },
     ],
     // The export time is a date cell; every other value of the second column is text.
     rows: (async function* () {

@@ -69,8 +69,10 @@ describe('the xlsx workbook writer', () => {
         const at = sheet[`C${row}`]!;
         expect(at.t).toBe('n');
         expect(XLSX.SSF.is_date(at.z as string)).toBe(true);
+        // To the second, as the sheet shows it (hh:mm:ss) and the wide CSV writes it.
+        expect(at.z).toBe('yyyy-mm-dd hh:mm:ss');
         expect(new Date(Math.round((at.v - 25569) * 86_400_000)).toISOString()).toBe(
-          '2026-11-21T23:55:00.123Z',
+          '2026-11-21T23:55:00.000Z',
         );
       });
       expect(cuts).toEqual([]);
