@@ -190,6 +190,12 @@ export function aboutSheet(
   };
 }
 
+/**
+ * Text columns of the wide sheet that hold a word or a short value, narrower than answers, so
+ * that a page printed one page wide keeps a readable scale.
+ */
+const shortTextWidths: Record<string, number> = { status: 11, modality: 10, attribute: 20 };
+
 /** The tables that have a sheet of their own in a workbook, after the wide sheet. */
 export const workbookTables = ['answers', 'transcript'] as const satisfies readonly TableName[];
 
@@ -207,9 +213,16 @@ export function sheetsOf(
           (column): SheetColumn => ({
             header: column.header,
             kind: column.key === 'response_id' ? 'id' : column.type === 'string' ? 'text' : column.type,
+            ...(column.key in shortTextWidths ? { width: shortTextWidths[column.key] } : {}),
           }),
         ),
-        ...columns.map((column): SheetColumn => ({ header: column.header, kind: 'text' })),
+        ...columns.map(
+          (column): SheetColumn => ({
+            header: column.header,
+            kind: 'text',
+            ...(column.of === 'attribute' ? { width: shortTextWidths.attribute } : {}),
+          }),
+        ),
       ],
       rows: mapRows(wideRows, (row) => [
         ...wideSheet.fixed.map((column) => row[column.key]),
