@@ -624,6 +624,7 @@ async function prepareBucket(
       questions: questions.filter((row) => row.study_id === id),
       responses: newestOf(store, partition('responses'), preparedParquet.get('responses')),
       answers: newestOf(store, partition('answers'), preparedParquet.get('answers')),
+      ...attributesOf(store, partition('attributes'), preparedParquet.get('attributes')),
       scratchDir: dir,
     };
     const sheetName = sheets.get(id);
@@ -700,7 +701,7 @@ export async function repairBucket(
     if (stale.length === 0) continue;
     await Promise.all(stale.map((filePath) => store.delete(filePath)));
     changed = true;
-    if (table === 'responses' || table === 'answers' || table === 'questions' || table === 'transcript') {
+    if (table !== 'studies' && table !== 'media') {
       for (const id of options.studies) wide.add(id);
     }
   }
@@ -722,6 +723,7 @@ export async function repairBucket(
       questions: questions.filter((row) => row.study_id === studyId),
       responses: { store, ...responses },
       answers: { store, ...answers },
+      ...attributesOf(store, part('attributes'), undefined),
       scratchDir: dir,
     };
     const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
@@ -754,6 +756,16 @@ function newestOf(store: CurrentStore, partition: Partition, prepared: PartSourc
   if (prepared) return prepared;
   if (!partition.previous) throw new Error(`${partition.path} has no part`);
   return { store, ...partition.previous };
+}
+
+/** The attributes part a study's sheets are built with, when the bucket has one. */
+function attributesOf(
+  store: CurrentStore,
+  partition: Partition,
+  prepared: PartSource | undefined,
+): { attributes?: PartSource } {
+  if (prepared) return { attributes: prepared };
+  return partition.previous ? { attributes: { store, ...partition.previous } } : {};
 }
 
 async function rewriteChildren<T extends Exclude<ResponseTable, 'responses'>>(

@@ -9,7 +9,7 @@ import type { Reject, RejectSink } from '../records.ts';
 import { codePoints, offerAnswer, type SampledAnswer } from './answer-sample.ts';
 import { countAttribute, countModality, emptySegments, type SegmentCounts } from './segment-counts.ts';
 import type { TableWriters } from './table-writers.ts';
-import type { Row, TableName } from './tables.ts';
+import { type Row, responseStatus, type TableName } from './tables.ts';
 
 /** Upper bounds (inclusive, in characters) of the answer length buckets; the last is open. */
 export const lengthBuckets = [10, 50, 100, 250, 500, 1000] as const;
@@ -105,9 +105,10 @@ export class RunStats {
         const study = this.study(r.study_id);
         if (!study.link_id) study.link_id = r.link_id;
         study.responses += 1;
-        if (!r.summary) study.inProgress += 1;
+        const inProgress = responseStatus(r.summary) === 'in progress';
+        if (inProgress) study.inProgress += 1;
         // Absent from current/ parts written before the column existed.
-        if (r.modality !== undefined) countModality(study.segments, r.modality, !r.summary);
+        if (r.modality !== undefined) countModality(study.segments, r.modality, inProgress);
         const day = r.created_at.slice(0, 10);
         study.byDay.set(day, (study.byDay.get(day) ?? 0) + 1);
         return;

@@ -1,13 +1,13 @@
 /**
  * The wide sheet of one study: wide/<link_id>.csv, one row per response, one column per
- * question slot, in response_number order. The question columns are only known once the
- * whole study has streamed, and responses arrive in any order (the service states none, and
- * details finish out of order), so rows are spilled to the run's scratch folder in sorted
- * runs and merged into the CSV at the end; memory stays bounded however many responses the
- * study has.
+ * question slot and per attribute key, in response_number order. Those columns are only known
+ * once the whole study has streamed, and responses arrive in any order (the service states
+ * none, and details finish out of order), so rows are spilled to the run's scratch folder in
+ * sorted runs and merged into the CSV at the end; memory stays bounded however many responses
+ * the study has.
  */
 import { createHash } from 'node:crypto';
-import type { WideColumn, WideRow } from '../records.ts';
+import { type WideColumn, type WideRow, wideValue } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
 import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
@@ -47,7 +47,7 @@ export function wideRowSpill(scratchDir: string, name: string, runBytes?: number
 
 export interface WideWriter {
   add(row: WideRow): Promise<void>;
-  /** Writes wide/<name>.csv with the given question columns; returns its path in the storage. */
+  /** Writes wide/<name>.csv with the given question and attribute columns; returns its path. */
   finish(columns: readonly WideColumn[]): Promise<string>;
   abort(): Promise<void>;
 }
@@ -114,7 +114,7 @@ function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
       const value = row[column.key];
       return column.type === 'timestamp' && typeof value === 'string' ? spreadsheetTime(value) : value;
     }),
-    ...columns.map((column) => row.cells[column.key] ?? null),
+    ...columns.map((column) => wideValue(row, column)),
   ];
 }
 

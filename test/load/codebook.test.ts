@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codebookMarkdown, markdownText } from '../../src/load/codebook.ts';
 import { reportHtml } from '../../src/load/report-html.ts';
 import { RunStats } from '../../src/load/run-stats.ts';
-import { tableNames, tables } from '../../src/load/tables.ts';
+import { tableNames, tables, wideSheet } from '../../src/load/tables.ts';
 import { verifyRun } from '../../src/pipeline/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readManifest, runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
@@ -31,6 +31,10 @@ describe('README.md and report.html in a run', () => {
         expect(readme).toContain(`Key: ${tables[name].primaryKey.map((k) => `\`${k}\``).join(', ')}.`);
         for (const column of tables[name].columns) expect(readme).toContain(`| ${column.name} |`);
       }
+      // The wide sheets' columns, from their declaration: status, modality, attributes.
+      expect(readme).toContain('### wide sheets');
+      for (const column of wideSheet.fixed) expect(readme).toContain(`- \`${column.header}\` (`);
+      expect(readme).toContain(`- \`${wideSheet.attributePrefix}<key>\` (string)`);
       const report = await readFile(join(runDir!, 'report.html'), 'utf8');
       for (const study of sandbox.studies()) {
         expect(readme).toContain(`\`${study.id}\``);

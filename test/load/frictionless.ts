@@ -126,3 +126,30 @@ function describe(error: unknown): string {
   const details = errors?.length ? `: ${errors.map((e) => e.message).join('; ')}` : '';
   return `${message}${where}${details}`;
 }
+
+/**
+ * Every tabular resource of the package in `dir` (a run, or current/) read and cast by the
+ * reader with its schema, part by part, as keyed rows (no relations, so every value is the
+ * cell's own); a row the schema refused is an Error.
+ */
+export async function readTabular(dir: string): Promise<Map<string, unknown[]>> {
+  const pkg = await Package.load(join(dir, 'datapackage.json'), { basePath: dir, strict: true });
+  const rows = new Map<string, unknown[]>();
+  for (const resource of pkg.resources.filter((r) => r.tabular)) {
+    const paths = resource.descriptor.path;
+    for (const path of typeof paths === 'string' ? [paths] : (paths ?? [])) {
+      const part = await Resource.load({ ...resource.descriptor, path }, { basePath: dir, strict: true });
+      rows.set(resource.name, [
+        ...(rows.get(resource.name) ?? []),
+        ...(await part.read({ keyed: true, forceCast: true })),
+      ]);
+    }
+  }
+  return rows;
+}
+
+/** One CSV file read and cast by the reader with a resource's descriptor (its schema and dialect). */
+export async function readWithDescriptor(descriptor: object, dir: string, path: string): Promise<unknown[]> {
+  const resource = await Resource.load({ ...descriptor, path }, { basePath: dir, strict: true });
+  return resource.read({ keyed: true, forceCast: true });
+}
