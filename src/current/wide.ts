@@ -156,7 +156,7 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
       for await (const rows of wideRows(input, sliceCount, work, keys)) {
         for (const row of rows) await sheet.add(row);
       }
-      const path = await sheet.finish(wideColumns(input.questions, keys.chosen().keys));
+      const { path } = await sheet.finish(wideColumns(input.questions, keys.chosen().keys));
       const target = `${wideFolder(input.studyId)}/${posix.basename(path)}`;
       return { files: [{ local: local.describe(path), target }] };
     } catch (error) {

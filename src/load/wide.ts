@@ -10,7 +10,14 @@ import { createHash } from 'node:crypto';
 import { type WideColumn, type WideRow, wideValue } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { createSortedSpill, type SortedSpill } from '../util/sorted-spill.ts';
-import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
+import {
+  type CsvCell,
+  type CsvOptions,
+  type CsvWriter,
+  createCsvWriter,
+  csvText,
+  textAsWritten,
+} from './csv.ts';
 import { wideHeader, wideSheet } from './tables.ts';
 
 const batchSize = 1000;
@@ -45,10 +52,16 @@ export function wideRowSpill(scratchDir: string, name: string, runBytes?: number
   });
 }
 
+/** A wide sheet as written: its path, and its header as the file holds it (formulae escaped). */
+export interface WrittenWideSheet {
+  path: string;
+  header: string[];
+}
+
 export interface WideWriter {
   add(row: WideRow): Promise<void>;
-  /** Writes wide/<name>.csv with the given question and attribute columns; returns its path. */
-  finish(columns: readonly WideColumn[]): Promise<string>;
+  /** Writes wide/<name>.csv with the given question and attribute columns. */
+  finish(columns: readonly WideColumn[]): Promise<WrittenWideSheet>;
   abort(): Promise<void>;
 }
 
@@ -78,7 +91,7 @@ export function createWideWriter(
       }
       await copyRows(spill.sorted(), sheets, columns, sheetOptions);
       for (const sheet of sheets) await sheet.close();
-      return csvPath;
+      return { path: csvPath, header: header.map((text) => textAsWritten(text, options)) };
     },
     async abort() {
       await spill.remove();

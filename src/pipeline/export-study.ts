@@ -18,7 +18,6 @@ import {
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
-import { wideHeader } from '../load/tables.ts';
 import { createWideWriter, type WideWriter } from '../load/wide.ts';
 import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
@@ -137,8 +136,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
     const columns = wideColumns(questions.all(), chosenAttributes(attributeKeys, input));
     if (outcome.responses > 0) {
-      const sheet = await wide.finish(columns);
-      input.onWideSheet?.({ path: sheet, header: wideHeader(columns.map((column) => column.header)) });
+      input.onWideSheet?.(await wide.finish(columns));
       await workbook?.finish(columns);
     } else {
       // Nothing exported (an incremental run with nothing new for the study): no sheet or

@@ -53,6 +53,18 @@ async function withFolders(use: (out: string, scratch: string) => Promise<void>)
 }
 
 describe('createWideWriter', () => {
+  it('gives its header as the file holds it, a formula-like question escaped', async () => {
+    await withFolders(async (out, scratch) => {
+      const formulaQuestions = [{ ...questions[2], question: '=1+1 is two?' }];
+      const writer = createWideWriter(localFolder(out), scratch, 'formula', csv);
+      await writer.add(wideRow(2, { [questionKey('d2', null)]: 'yes' }));
+      const written = await writer.finish(wideColumns(formulaQuestions));
+      const { records } = await readCsv(join(out, written.path));
+      expect(written.header).toEqual(records[0]);
+      expect(written.header.at(-1)).toBe("'=1+1 is two?");
+    });
+  });
+
   it('writes one row per response and one column per question slot, with distinct headers', async () => {
     await withFolders(async (out, scratch) => {
       const writer = createWideWriter(localFolder(out), scratch, 'coffee-habits', csv);
@@ -62,7 +74,7 @@ describe('createWideWriter', () => {
         ),
         writer.add(wideRow(2, { [questionKey('d1', 'B')]: 'line\u2028separator 日本' })),
       ]);
-      const path = await writer.finish(wideColumns(questions));
+      const { path } = await writer.finish(wideColumns(questions));
       expect(path).toBe('wide/coffee-habits.csv');
       expect(await readdir(join(out, 'wide'))).toEqual(['coffee-habits.csv']);
       // The spill was the scratch folder's, and is gone.
@@ -175,7 +187,7 @@ describe('createWideWriter', () => {
 
   it('writes the header alone for a study without responses', async () => {
     await withFolders(async (out, scratch) => {
-      const path = await createWideWriter(localFolder(out), scratch, 'empty', csv).finish([]);
+      const { path } = await createWideWriter(localFolder(out), scratch, 'empty', csv).finish([]);
       expect((await readCsv(join(out, path))).records).toEqual([fixedHeader]);
     });
   });
@@ -193,7 +205,7 @@ describe('createWideWriter', () => {
       await writer.add(
         wideRow(2, { [questionKey('d1', 'A')]: 'two\r\nlines; and\rmore', [questionKey('d2', null)]: '' }),
       );
-      const path = await writer.finish(wideColumns(questions));
+      const { path } = await writer.finish(wideColumns(questions));
       const text = (await readCsv(join(out, path))).text;
       expect(spreadsheetSplitProblems(text)).toEqual([]);
       const records = spreadsheetSplit(text, ',;\t');
@@ -241,9 +253,12 @@ describe('createWideWriter', () => {
       expect(await readdir(out)).toEqual([]);
       expect(await readdir(scratch)).toEqual([]);
 
-      const path = await createWideWriter(localFolder(out), scratch, nameOf('../../etc/passwd'), csv).finish(
-        [],
-      );
+      const { path } = await createWideWriter(
+        localFolder(out),
+        scratch,
+        nameOf('../../etc/passwd'),
+        csv,
+      ).finish([]);
       expect(path).toMatch(/^wide\/[^/]+\.csv$/);
       expect(path.split('/').filter((part) => part === '..' || part === '.')).toEqual([]);
     });
