@@ -16,12 +16,8 @@
  */
 import { z } from 'zod';
 import { bucketOf } from '../buckets.ts';
-import {
-  type CurrentContext,
-  removeRunParts,
-  repairBucket,
-  writePackageIfChanged,
-} from '../current/update.ts';
+import { writeCurrentDescriptor } from '../current/descriptor.ts';
+import { type CurrentContext, removeRunParts, repairBucket } from '../current/update.ts';
 import { RunError, type StudyExportError } from '../errors.ts';
 import { MANIFEST_FILE } from '../load/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -52,7 +48,10 @@ export async function writePending(storage: Storage, record: PendingRecord): Pro
 }
 
 /** The current dataset's side of a completion. */
-export type CurrentSide = Pick<CurrentContext, 'store' | 'csv' | 'scratchDir' | 'formats' | 'baseUrl'> & {
+export type CurrentSide = Pick<
+  CurrentContext,
+  'store' | 'csv' | 'scratchDir' | 'formats' | 'baseUrl' | 'shard' | 'pointer'
+> & {
   name: string;
 };
 
@@ -96,7 +95,10 @@ export async function completePending(input: {
           wide: studies.filter((study) => study.wide).map((study) => study.study_id),
         });
       }
-      if (record.studies.length > 0) await writePackageIfChanged(input.current);
+      if (record.studies.length > 0) {
+        const pointer = shardNames(input.shard).latest;
+        await writeCurrentDescriptor({ ...input.current, runs: { [pointer]: runId } });
+      }
     } catch (error) {
       throw unfinishedError(runId, 'updating current/', storage.describe('current'), error);
     }
