@@ -50,6 +50,7 @@ import { exportStudy } from './export-study.ts';
 import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { growHeapSlowly } from './heap-growth.ts';
+import { clearKilledRuns, leftoversWarning } from './leftovers.ts';
 import { lookAhead, nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -188,6 +189,10 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       if (ahead.sinceRun !== null) {
         const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
         if (skew) log.warn(skew);
+        // Nothing to write, but what killed runs left is cleared all the same.
+        await clearKilledRuns(storage, options).catch((error: unknown) => {
+          log.warn(leftoversWarning(error));
+        });
         const unchanged = {
           sinceRun: ahead.sinceRun,
           pointer: latest.pointer,
