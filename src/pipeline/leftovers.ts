@@ -26,8 +26,7 @@ export async function clearKilledRuns(
   await removeOrphans();
   const lease = await storage.leaseState(shardNames(options.shard).lock);
   if (lease.held === 'live') return;
-  const left =
-    lease.held === 'dead' || (await storage.hasLeftovers(RUNS_FOLDER, leftoverOptions(options)));
+  const left = lease.held === 'dead' || (await storage.hasLeftovers(RUNS_FOLDER, leftoverOptions(options)));
   if (!left) return;
   const directory = await openPipelineDirectory(storage, options).catch((error: unknown) => {
     // A run took the lease meanwhile: what is left is its to clear.

@@ -124,14 +124,21 @@ function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<nu
   return buckets;
 }
 
-/** The runs of the shard (or of the unsharded pipeline) that left a record, oldest first. */
-export async function pendingRuns(storage: Storage, shard: Shard | undefined): Promise<string[]> {
+/**
+ * The runs of the shard (or of the unsharded pipeline; with `allShards`, of any) that left a
+ * record, oldest first.
+ */
+export async function pendingRuns(
+  storage: Storage,
+  shard: Shard | undefined,
+  options: { allShards?: boolean } = {},
+): Promise<string[]> {
   const suffix = shardNames(shard).runSuffix;
   const runIds: string[] = [];
   for await (const file of storage.list(PENDING_FOLDER)) {
     if (!file.path.endsWith('.json') || file.path.includes('/')) continue;
     const runId = file.path.slice(0, -'.json'.length);
-    if (ownRun(runId, suffix)) runIds.push(runId);
+    if (options.allShards || ownRun(runId, suffix)) runIds.push(runId);
   }
   return runIds.sort(compareRunIds);
 }
@@ -155,7 +162,11 @@ export async function undoRun(
  * Committed: `latest` names the run, or a later run (a replay commits without finishing
  * records) while the run has its manifest.
  */
-async function isCommitted(storage: Storage, shard: Shard | undefined, runId: string): Promise<boolean> {
+export async function isCommitted(
+  storage: Storage,
+  shard: Shard | undefined,
+  runId: string,
+): Promise<boolean> {
   const latest = (await readLatest(storage, shard)).runId;
   if (latest === runId) return true;
   if (latest === null || latest < runId) return false;

@@ -410,4 +410,3 @@ class S3Storage implements Storage {
     }
   }
 }
-
