@@ -16,8 +16,8 @@ import type { LeaseState } from './types.ts';
 
 /** Creates the lock for this process, taking over a stale one; fails naming a live holder. */
 export async function acquireLock(lockPath: string): Promise<void> {
+  // A live holder is named before anything is written beside its lock.
   for (let attempt = 0; attempt < 3; attempt++) {
-    if (await createLock(lockPath)) return;
     const state = await lockState(lockPath);
     if (state.held === 'live') {
       throw new ConfigError(
@@ -26,6 +26,7 @@ export async function acquireLock(lockPath: string): Promise<void> {
       );
     }
     if (state.held === 'dead') await removeStaleLock(lockPath);
+    if (await createLock(lockPath)) return;
   }
   throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
 }
