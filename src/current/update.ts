@@ -27,6 +27,7 @@ import { nameOf, partitionValueOf } from '../names.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
+import { type DescriptorShard, writeCurrentDescriptor } from './descriptor.ts';
 import {
   isResponseTable,
   keepNewRow,
@@ -37,7 +38,7 @@ import {
   type ResponseTable,
   responseTables,
 } from './merge.ts';
-import { CURRENT_PACKAGE, currentFormats, currentPackage } from './package.ts';
+import { currentFormats } from './package.ts';
 import {
   CURRENT_DIR,
   createPartCopy,
@@ -78,6 +79,10 @@ export interface CurrentContext {
   baseUrl?: string;
   /** One listing of current/ for the whole run, for a run of many studies (CurrentListing). */
   listing?: CurrentListing;
+  /** The run's shard: its descriptor is its own (descriptor.ts); absent, all of current/'s. */
+  shard?: DescriptorShard | undefined;
+  /** The pointer that names the run once committed (latest, latest-shard-K-of-N). */
+  pointer?: string;
 }
 
 /**
@@ -191,7 +196,7 @@ export async function settleCurrent(
 ): Promise<void> {
   const limit = pLimit(BUCKETS_PUBLISHED_AT_ONCE);
   await Promise.all(prepared.map((bucket) => limit(() => settleBucket(context, bucket))));
-  await writePackageIfChanged(context);
+  await writeCurrentDescriptor({ ...context, runs: { [context.pointer ?? 'latest']: context.runId } });
 }
 
 /**
@@ -833,29 +838,4 @@ async function readAll<T extends TableName>(
   for await (const group of readPart(store, partition.previous.path, partition.previous.bytes, table))
     rows.push(...group);
   return rows;
-}
-
-/**
- * current/datapackage.json lists every part, so it is rewritten after each publication, from a
- * listing of current/; when only its `created` would change (a shard that found the same
- * files), it is left as it is.
- */
-export async function writePackageIfChanged(
-  update: Pick<CurrentContext, 'store' | 'formats' | 'baseUrl'> & { name: string },
-): Promise<void> {
-  const described = await currentPackage(update.store, {
-    name: update.name,
-    formats: update.formats,
-    ...(update.baseUrl !== undefined ? { baseUrl: update.baseUrl } : {}),
-  });
-  const existing = await update.store.read(CURRENT_PACKAGE);
-  if (existing && sameBut('created', JSON.parse(existing.toString('utf8')), described)) return;
-  const output = await update.store.create(CURRENT_PACKAGE);
-  await output.write(`${JSON.stringify(described, null, 2)}\n`);
-  await output.close();
-}
-
-function sameBut(key: string, a: Record<string, unknown>, b: Record<string, unknown>): boolean {
-  const without = (o: Record<string, unknown>) => JSON.stringify({ ...o, [key]: null });
-  return without(a) === without(b);
 }

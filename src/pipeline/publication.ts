@@ -16,12 +16,8 @@
  */
 import { z } from 'zod';
 import { bucketOf } from '../buckets.ts';
-import {
-  type CurrentContext,
-  removeRunParts,
-  repairBucket,
-  writePackageIfChanged,
-} from '../current/update.ts';
+import { writeCurrentDescriptor } from '../current/descriptor.ts';
+import { type CurrentContext, removeRunParts, repairBucket } from '../current/update.ts';
 import { RunError, type StudyExportError } from '../errors.ts';
 import { MANIFEST_FILE } from '../load/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -52,7 +48,10 @@ export async function writePending(storage: Storage, record: PendingRecord): Pro
 }
 
 /** The current dataset's side of a completion. */
-export type CurrentSide = Pick<CurrentContext, 'store' | 'csv' | 'scratchDir' | 'formats' | 'baseUrl'> & {
+export type CurrentSide = Pick<
+  CurrentContext,
+  'store' | 'csv' | 'scratchDir' | 'formats' | 'baseUrl' | 'shard' | 'pointer'
+> & {
   name: string;
 };
 
@@ -96,7 +95,10 @@ export async function completePending(input: {
           wide: studies.filter((study) => study.wide).map((study) => study.study_id),
         });
       }
-      if (record.studies.length > 0) await writePackageIfChanged(input.current);
+      if (record.studies.length > 0) {
+        const pointer = shardNames(input.shard).latest;
+        await writeCurrentDescriptor({ ...input.current, runs: { [pointer]: runId } });
+      }
     } catch (error) {
       throw unfinishedError(runId, 'updating current/', storage.describe('current'), error);
     }
@@ -122,14 +124,21 @@ function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<nu
   return buckets;
 }
 
-/** The runs of the shard (or of the unsharded pipeline) that left a record, oldest first. */
-export async function pendingRuns(storage: Storage, shard: Shard | undefined): Promise<string[]> {
+/**
+ * The runs of the shard (or of the unsharded pipeline; with `allShards`, of any) that left a
+ * record, oldest first.
+ */
+export async function pendingRuns(
+  storage: Storage,
+  shard: Shard | undefined,
+  options: { allShards?: boolean } = {},
+): Promise<string[]> {
   const suffix = shardNames(shard).runSuffix;
   const runIds: string[] = [];
   for await (const file of storage.list(PENDING_FOLDER)) {
     if (!file.path.endsWith('.json') || file.path.includes('/')) continue;
     const runId = file.path.slice(0, -'.json'.length);
-    if (ownRun(runId, suffix)) runIds.push(runId);
+    if (options.allShards || ownRun(runId, suffix)) runIds.push(runId);
   }
   return runIds.sort(compareRunIds);
 }
@@ -153,7 +162,11 @@ export async function undoRun(
  * Committed: `latest` names the run, or a later run (a replay commits without finishing
  * records) while the run has its manifest.
  */
-async function isCommitted(storage: Storage, shard: Shard | undefined, runId: string): Promise<boolean> {
+export async function isCommitted(
+  storage: Storage,
+  shard: Shard | undefined,
+  runId: string,
+): Promise<boolean> {
   const latest = (await readLatest(storage, shard)).runId;
   if (latest === runId) return true;
   if (latest === null || latest < runId) return false;

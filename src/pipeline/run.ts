@@ -50,6 +50,7 @@ import { exportStudy } from './export-study.ts';
 import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { growHeapSlowly } from './heap-growth.ts';
+import { clearKilledRuns, leftoversWarning } from './leftovers.ts';
 import { lookAhead, nothingNewSince, requestCount } from './nothing-new.ts';
 import { dryRunPlan, expectedResponses, listSelectedStudies, type StudyListing, sinceFor } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -69,7 +70,7 @@ import {
   readLatest,
   shardNames,
 } from './run-dir.ts';
-import { inShard } from './shard.ts';
+import { descriptorShard, inShard } from './shard.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import {
@@ -144,6 +145,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
     : await checkSource(storage, config.source.base_url, {
         accept: options.acceptNewSource === true,
         dryRun: options.dryRun === true,
+        shard: options.shard,
       });
   const log: WarningLog = {
     warnings: [],
@@ -187,6 +189,10 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       if (ahead.sinceRun !== null) {
         const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
         if (skew) log.warn(skew);
+        // Nothing to write, but what killed runs left is cleared all the same.
+        await clearKilledRuns(storage, options).catch((error: unknown) => {
+          log.warn(leftoversWarning(error));
+        });
         const unchanged = {
           sinceRun: ahead.sinceRun,
           pointer: latest.pointer,
@@ -216,6 +222,9 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         csv: config.output.csv,
         scratchDir: scratch.dir,
         baseUrl: config.source.base_url,
+        // A shard describes only its own buckets, and leaves current/'s guide to `describe`.
+        shard: descriptorShard(options.shard),
+        pointer: shardNames(options.shard).latest,
       };
       // What the shard's previous runs left unfinished is finished first, before anything
       // reads current/ or the state: whatever this run then finds, even nothing new.
@@ -317,7 +326,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           stateEntries = changedEntries(state, advanced);
         }
         // The service this output belongs to is recorded before its first run is.
-        if (source.toRecord !== null) await recordSource(storage, source.toRecord, new Date());
+        if (source.toRecord !== null) await recordSource(storage, source.toRecord, new Date(), options.shard);
         await commitRun({ storage, pipelineDir, run, current: currentContext, prepared, stateEntries });
       } catch (error) {
         if (!(error instanceof CommitUncertain)) await run.discard();
@@ -337,7 +346,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       // The guide to current/ is no part of its data: a failure only warns. Its figures come
       // from each partition's newest part, which settling keeps, so they are counted while the
       // replaced parts go; its files are written once current/ is settled.
-      const counting = prepared ? countCurrent(storage, ownFigures(exported, prepared)) : null;
+      const counting =
+        prepared && !options.shard ? countCurrent(storage, ownFigures(exported, prepared)) : null;
       // Reported below, once the guide is written.
       counting?.catch(() => {});
       if (prepared) {
@@ -483,10 +493,19 @@ async function openClient(
   };
 }
 
-/** --state FILE names one state file; otherwise the state lives beside the runs, one object per study. */
+/**
+ * --state FILE names one state file; otherwise the state lives beside the runs, one object per
+ * study, and a shard writes only its own studies'. One file for N shards would be written by all.
+ */
 async function openStateStore(storage: Storage, options: RunOptions): Promise<StateStore> {
+  const { shard } = options;
+  if (options.stateFile !== undefined && shard) {
+    throw new ConfigError(
+      `--state ${options.stateFile} keeps every study's state in one file, which the shards of a sharded run would all write; leave --state out with --shard (each shard then keeps its studies' state in state/)`,
+    );
+  }
   if (options.stateFile !== undefined) return stateFileStore(options.stateFile);
-  return studyStateStore(storage);
+  return studyStateStore(storage, shard ? { owns: (id) => inShard(id, shard) } : {});
 }
 
 /** The pipeline file with the command line's overrides applied. */

@@ -7,6 +7,7 @@
  * between them.
  */
 import { BUCKETS, bucketOf } from '../buckets.ts';
+import type { DescriptorShard } from '../current/descriptor.ts';
 
 export interface Shard {
   /** 1-based: shard 1 of 3 is the first. */
@@ -40,7 +41,18 @@ export function checkShard(shard: Shard, what: string, found: string): Shard {
 
 /** The shard (1-based) that a permanent study id belongs to among `count`. */
 export function shardOfStudy(studyId: string, count: number): number {
-  return (bucketOf(studyId) % count) + 1;
+  return shardOfBucket(bucketOf(studyId), count);
+}
+
+/** The shard (1-based) that owns a bucket of current/ among `count`. */
+export function shardOfBucket(bucket: number, count: number): number {
+  return (bucket % count) + 1;
+}
+
+/** The shard as current/ knows it (its own descriptor); undefined unsharded. */
+export function descriptorShard(shard: Shard | undefined): DescriptorShard | undefined {
+  if (!shard) return undefined;
+  return { label: shardLabel(shard), owns: (bucket) => shardOfBucket(bucket, shard.count) === shard.index };
 }
 
 export function inShard(studyId: string, shard: Shard | undefined): boolean {

@@ -83,8 +83,17 @@ export interface StateStore {
   write(previous: State, next: State): Promise<void>;
 }
 
-/** state/<study id>.json in the pipeline's storage, migrating a state.json found there. */
-export function studyStateStore(pipeline: Storage): StateStore {
+/**
+ * state/<study id>.json in the pipeline's storage, migrating a state.json found there. With
+ * `owns` (a shard's studies), only those studies' objects are ever written, and a state.json
+ * is read but left for an unsharded run to migrate: every shard would otherwise write it.
+ */
+export function studyStateStore(
+  pipeline: Storage,
+  options: { owns?: (studyId: string) => boolean } = {},
+): StateStore {
+  const owns = options.owns ?? (() => true);
+  const migrates = options.owns === undefined;
   let migrating: Buffer | null = null;
   /** Objects found under another name than their study's (the earlier naming rule), by study. */
   let misnamed = new Map<string, string>();
@@ -109,9 +118,10 @@ export function studyStateStore(pipeline: Storage): StateStore {
           if (!owned.has(study_id)) state.studies[study_id] = entry;
         }
       }
-      migrating = await pipeline.read(LEGACY_STATE_FILE);
-      if (migrating) {
-        const legacy = parseStateFile(pipeline.describe(LEGACY_STATE_FILE), migrating);
+      const legacyFile = await pipeline.read(LEGACY_STATE_FILE);
+      migrating = migrates ? legacyFile : null;
+      if (legacyFile) {
+        const legacy = parseStateFile(pipeline.describe(LEGACY_STATE_FILE), legacyFile);
         // An object already written wins: it is newer than the file it replaced.
         for (const [id, entry] of Object.entries(legacy.studies)) state.studies[id] ??= entry;
       }
@@ -121,7 +131,8 @@ export function studyStateStore(pipeline: Storage): StateStore {
       // One object per study, each whole: written at once, in any order.
       const changed = Object.entries(next.studies).filter(([id, entry]) => {
         const before = previous.studies[id];
-        return migrating || misnamed.has(id) || !before || JSON.stringify(before) !== JSON.stringify(entry);
+        const differs = !before || JSON.stringify(before) !== JSON.stringify(entry);
+        return owns(id) && (migrating !== null || misnamed.has(id) || differs);
       });
       await Promise.all(
         changed.map(([id, entry]) => {

@@ -42,7 +42,8 @@ export interface FrictionlessReport {
 }
 
 /**
- * `dir` holds the package: a run's folder, or current/. Every resource is read: a tabular one
+ * `dir` holds the package (`descriptor`, datapackage.json unless told): a run's folder, or
+ * current/. Every resource is read: a tabular one
  * with its schema, every cell cast and keys checked (with relations, for a single file); a
  * resource in several parts (current/) part by part, since this reader reads no multipart
  * table and each part has its header; any other resource as bytes, against its hash.
@@ -63,11 +64,14 @@ async function fileDigest(
   return { sha256, length: bytes };
 }
 
-export async function validateDataPackage(dir: string): Promise<FrictionlessReport> {
+export async function validateDataPackage(
+  dir: string,
+  descriptor = 'datapackage.json',
+): Promise<FrictionlessReport> {
   const report: FrictionlessReport = { errors: [], read: {}, skipped: [] };
   let pkg: FrictionlessPackage;
   try {
-    pkg = await Package.load(join(dir, 'datapackage.json'), { basePath: dir, strict: true });
+    pkg = await Package.load(join(dir, descriptor), { basePath: dir, strict: true });
   } catch (error) {
     report.errors.push(`descriptor: ${describe(error)}`);
     return report;
