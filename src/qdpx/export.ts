@@ -3,6 +3,7 @@
  * DIR/<name>.qdpx, <name> made from its link_id by the one encoding of ids to names
  * (src/names.ts). A recording too large to go inside stays in DIR/<name> media/.
  */
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { studyFileNames } from '../names.ts';
@@ -43,6 +44,7 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
   const unique = [...new Map(chosen.map((study) => [study.study_id, study])).values()];
   const names = studyFileNames(unique);
   const folder = resolve(options.to);
+  await mkdir(folder, { recursive: true });
   const target = await openStorage(folder);
   const done: QdpxStudyDone[] = [];
   for (const study of unique) {
