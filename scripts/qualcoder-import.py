@@ -133,6 +133,11 @@ def main():
             problems.append(f"response {r['response_id']}: {len(match)} cases")
             continue
         case_of_response[r["response_id"]] = [n for n, c in cases.items() if c == match[0]][0]
+    for r in responses:
+        respondent = case_of_response.get(r["response_id"])
+        got = codings.get((respondent, "Summary"), [])
+        if got != ([lf(r["summary"])] if r["summary"] else []):
+            problems.append(f"{respondent}: QualCoder's Summary coding is {got!r}")
     checked = 0
     for a in answers:
         respondent = case_of_response.get(a["response_id"])

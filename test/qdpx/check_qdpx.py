@@ -230,7 +230,7 @@ def main(qdpx, tables, study_id):
         "recordings": checked_media,
         "external": sorted(t["path"] for t in transcripts.values() if t["entry"] is None),
         "guids": sorted(guids),
-        "problems": problems,
+        "problems": [p if len(p) < 400 else p[:400] + "…" for p in problems],
     }, ensure_ascii=False))
 
 

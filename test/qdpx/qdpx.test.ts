@@ -93,13 +93,16 @@ describe('study-export qdpx', () => {
         expect(check.answers).toBe(await tableCount(runDir, 'answers', study.id));
         expect(check.attributes).toBe(await tableCount(runDir, 'attributes', study.id));
         expect(check.attributes).toBeGreaterThan(0);
-        expect(check.recordings).toBe(await tableCount(runDir, 'media', study.id, (l) => l.endsWith('archived')));
+        expect(check.recordings).toBe(
+          await tableCount(runDir, 'media', study.id, (l) => l.endsWith('archived')),
+        );
         expect(check.external).toEqual([]);
       }
       const kinds = await Promise.all(studies.map((s) => tableCount(runDir, 'media', s.id)));
       expect(kinds.filter((n) => n > 0)).toHaveLength(2);
       const text = await readFile(join(runDir, 'answers.csv'), 'utf8');
-      for (const hostile of ['😍🔥', 'التطبيق', 'האפליקציה', '=SUM(A1:A9)', '👩‍👩‍👧‍👦']) expect(text).toContain(hostile);
+      for (const hostile of ['😍🔥', 'التطبيق', 'האפליקציה', '=SUM(A1:A9)', '👩‍👩‍👧‍👦'])
+        expect(text).toContain(hostile);
     });
   }, 120_000);
 
@@ -113,7 +116,9 @@ describe('study-export qdpx', () => {
       const a = await checkProject(first[0]!.file, runDir, video.id);
       const b = await checkProject(again[0]!.file, runDir, video.id);
       expect(a.problems).toEqual([]);
-      expect(a.recordings).toBe(await tableCount(runDir, 'media', video.id, (l) => l.startsWith('hls archived')));
+      expect(a.recordings).toBe(
+        await tableCount(runDir, 'media', video.id, (l) => l.startsWith('hls archived')),
+      );
       expect(a.guids.length).toBeGreaterThan(a.passages * 2);
       expect(b.guids).toEqual(a.guids);
     });
