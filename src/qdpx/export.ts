@@ -6,6 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
+import { ConfigError } from '../errors.ts';
 import { studyFileNames } from '../names.ts';
 import { OutputReader } from '../reader/index.ts';
 import type { S3Settings } from '../storage/index.ts';
@@ -41,6 +42,11 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
     options.studies.length === 0
       ? await reader.studies()
       : await Promise.all(options.studies.map((study) => reader.resolveStudy(study)));
+  if (chosen.length === 0)
+    throw new ConfigError(
+      `${reader.location}: no study in its current/; give an output folder, out/<name> or s3://bucket/prefix/<name>, that a run has exported into`,
+      { context: { file: reader.location } },
+    );
   const unique = [...new Map(chosen.map((study) => [study.study_id, study])).values()];
   const names = studyFileNames(unique);
   const folder = resolve(options.to);

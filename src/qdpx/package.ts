@@ -48,7 +48,6 @@ export interface QdpxOptions {
   internalLimitBytes?: number;
   /** When the project was made (xsd:dateTime). */
   exportedAt?: string;
-  forceZip64?: boolean;
 }
 
 export interface QdpxResult {
@@ -64,7 +63,7 @@ export interface QdpxResult {
 export async function writeQdpx(input: QdpxStudy, options: QdpxOptions): Promise<QdpxResult> {
   const studyId = input.study.study_id;
   const limit = options.internalLimitBytes ?? INTERNAL_FILE_LIMIT;
-  const zip = new ZipWriter(options.where, options.output, options.forceZip64 ? { forceZip64: true } : {});
+  const zip = new ZipWriter(options.where, options.output);
   const context: PlanContext = {
     study: input.study,
     codes: codeBook(studyId, input.questions),

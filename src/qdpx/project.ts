@@ -65,34 +65,66 @@ function caseNameOf(response: Row<'responses'>): string {
   return `Respondent ${fileSafeName(response.response_id.slice(0, 8), 'unnumbered')}`;
 }
 
+/** What every element of one response's sources shares. */
+interface ResponseScope {
+  context: PlanContext;
+  item: QdpxResponse;
+  caseName: string;
+  /** creatingUser and creationDateTime, which QualCoder needs on every source. */
+  who: { creatingUser: string; creationDateTime: string };
+  respondentValue: string;
+}
+
 export function planResponse(context: PlanContext, item: QdpxResponse): PlannedResponse {
-  const { study, codes, variables } = context;
-  const { response } = item;
-  const studyId = study.study_id;
-  const responseId = response.response_id;
-  const caseName = context.caseNames.claim(caseNameOf(response));
-  const created = response.created_at;
-  const who = { creatingUser: context.userGuid, creationDateTime: created };
-  const respondentValue = variableValue(variables.own('respondent'), caseName);
-
-  const conversationGuid = guidOf('conversation', studyId, responseId);
-  const conversationName = context.sourceNames.claim(`${caseName} conversation`);
-  const conversation = conversationText(
+  const caseName = context.caseNames.claim(caseNameOf(item.response));
+  const scope: ResponseScope = {
+    context,
     item,
-    `${displayName(study.title, study.link_id)}: ${caseName}, conversation of ${created}`,
-    (answer) => `${codes.codeOf(answer).name}`,
-  );
-  const internal: SourceFile[] = [{ file: `${conversationGuid}.txt`, text: conversation.text }];
+    caseName,
+    who: { creatingUser: context.userGuid, creationDateTime: item.response.created_at },
+    respondentValue: variableValue(context.variables.own('respondent'), caseName),
+  };
+  const conversation = conversationSource(scope);
+  const internal: SourceFile[] = [conversation.file];
   const external: ExternalRecording[] = [];
+  const sources = [conversation.xml];
+  const sourceGuids = [conversation.guid];
+  for (const recording of item.recordings) {
+    const planned = recordingSource(scope, recording);
+    internal.push(...planned.internal);
+    external.push(...planned.external);
+    sources.push(planned.xml);
+    sourceGuids.push(planned.guid);
+  }
+  return {
+    caseName,
+    caseXml: caseXml(context, item, caseName, sourceGuids),
+    sourcesXml: sources.join(''),
+    internal,
+    external,
+    conversation: conversation.text,
+  };
+}
 
-  const selections = conversation.passages.map((passage) => {
+/** The conversation's text source, each answer passage a coded selection. */
+function conversationSource(scope: ResponseScope) {
+  const { context, item, caseName, who } = scope;
+  const { codes, study } = context;
+  const studyId = study.study_id;
+  const responseId = item.response.response_id;
+  const guid = guidOf('conversation', studyId, responseId);
+  const text = conversationText(
+    item,
+    `${displayName(study.title, study.link_id)}: ${caseName}, conversation of ${item.response.created_at}`,
+    (answer) => codes.codeOf(answer).name,
+  );
+  const selections = text.passages.map((passage) => {
     const ids = passage.answer ? [passage.answer.answer_id, passage.turn] : ['summary'];
     const code = passage.answer ? codes.codeOf(passage.answer) : codes.summary;
-    const name = passage.turn === null ? code.name : `${code.name} (turn ${passage.turn})`;
     return (
       tag('PlainTextSelection', {
         guid: guidOf('selection', studyId, responseId, ...ids),
-        name,
+        name: passage.turn === null ? code.name : `${code.name} (turn ${passage.turn})`,
         startPosition: passage.start,
         endPosition: passage.end,
         ...who,
@@ -102,69 +134,57 @@ export function planResponse(context: PlanContext, item: QdpxResponse): PlannedR
       '</Coding></PlainTextSelection>'
     );
   });
-  const sources: string[] = [
+  const xml =
     tag('TextSource', {
-      guid: conversationGuid,
-      name: conversationName,
-      plainTextPath: `internal://${conversationGuid}.txt`,
+      guid,
+      name: context.sourceNames.claim(`${caseName} conversation`),
+      plainTextPath: `internal://${guid}.txt`,
       ...who,
     }) +
-      element('Description', `The conversation of ${caseName} (response ${responseId}).`) +
-      selections.join('') +
-      respondentValue +
-      '</TextSource>',
-  ];
-  const sourceGuids = [conversationGuid];
+    element('Description', `The conversation of ${caseName} (response ${responseId}).`) +
+    selections.join('') +
+    scope.respondentValue +
+    '</TextSource>';
+  return { guid, xml, text, file: { file: `${guid}.txt`, text: text.text } satisfies SourceFile };
+}
 
-  for (const recording of item.recordings) {
-    const guid = guidOf('recording', studyId, responseId, recording.turn, recording.kind);
-    const transcriptGuid = guidOf('transcript', studyId, responseId, recording.turn, recording.kind);
-    const extension = fileSafeName(recording.extension.toLowerCase(), 'bin');
-    const name = context.sourceNames.claim(
-      `${caseName} turn ${recording.turn} ${recording.kind}`,
-      `.${extension}`,
-    );
-    // QualCoder stores the transcript as "<name>.txt": that name must be free too.
-    const transcriptName = context.sourceNames.claim(`${name}`, '.txt');
-    const inside = context.fitsInside(recording.bytes);
-    const file = `${guid}.${extension}`;
-    if (inside) internal.push({ file, recording });
-    else external.push({ recording, file: `${fileSafeName(name, file)}` });
-    const said = sourceText(item.transcript.find((row) => row.turn === recording.turn)?.user ?? '');
-    internal.push({ file: `${transcriptGuid}.txt`, text: said });
-    const element_ = recording.kind === 'audio' ? 'AudioSource' : 'VideoSource';
-    sources.push(
-      tag(element_, {
-        guid,
-        name,
-        path: inside ? `internal://${file}` : `relative://${fileSafeName(name, file)}`,
-        ...who,
-      }) +
-        element(
-          'Description',
-          `${caseName}'s ${recording.kind} recording of turn ${recording.turn} (response ${responseId}).`,
-        ) +
-        tag('Transcript', {
-          guid: transcriptGuid,
-          name: transcriptName,
-          plainTextPath: `internal://${transcriptGuid}.txt`,
-          ...who,
-        }) +
-        element('Description', `What ${caseName} said in turn ${recording.turn}.`) +
-        '</Transcript>' +
-        respondentValue +
-        `</${element_}>`,
-    );
-    sourceGuids.push(guid);
-  }
-
+/** A recording's audio or video source with its transcript: inside the package, or beside it. */
+function recordingSource(scope: ResponseScope, recording: QdpxRecording) {
+  const { context, item, caseName, who } = scope;
+  const { turn, kind } = recording;
+  const ids = [context.study.study_id, item.response.response_id, turn, kind] as const;
+  const guid = guidOf('recording', ...ids);
+  const transcriptGuid = guidOf('transcript', ...ids);
+  const extension = fileSafeName(recording.extension.toLowerCase(), 'bin');
+  const name = context.sourceNames.claim(`${caseName} turn ${turn} ${kind}`, `.${extension}`);
+  // QualCoder stores the transcript as "<name>.txt": that name must be free too.
+  const transcriptName = context.sourceNames.claim(name, '.txt');
+  const inside = context.fitsInside(recording.bytes);
+  const file = inside ? `${guid}.${extension}` : fileSafeName(name, `${guid}.${extension}`);
+  const said = sourceText(item.transcript.find((row) => row.turn === turn)?.user ?? '');
+  const element_ = kind === 'audio' ? 'AudioSource' : 'VideoSource';
+  const xml =
+    tag(element_, { guid, name, path: inside ? `internal://${file}` : `relative://${file}`, ...who }) +
+    element(
+      'Description',
+      `${caseName}'s ${kind} recording of turn ${turn} (response ${item.response.response_id}).`,
+    ) +
+    tag('Transcript', {
+      guid: transcriptGuid,
+      name: transcriptName,
+      plainTextPath: `internal://${transcriptGuid}.txt`,
+      ...who,
+    }) +
+    element('Description', `What ${caseName} said in turn ${turn}.`) +
+    '</Transcript>' +
+    scope.respondentValue +
+    `</${element_}>`;
+  const transcript: SourceFile = { file: `${transcriptGuid}.txt`, text: said };
   return {
-    caseName,
-    caseXml: caseXml(context, item, caseName, sourceGuids),
-    sourcesXml: sources.join(''),
-    internal,
-    external,
-    conversation,
+    guid,
+    xml,
+    internal: inside ? [{ file, recording }, transcript] : [transcript],
+    external: inside ? [] : [{ recording, file }],
   };
 }
 

@@ -108,7 +108,7 @@ export function variableValue(variable: Variable, value: string | number): strin
       : variable.type === 'DateTime'
         ? 'DateTimeValue'
         : 'TextValue';
-  return `<VariableValue>${tag('VariableRef', { guid: undefined, targetGUID: variable.guid }, true)}${element(element_, String(value))}</VariableValue>`;
+  return `<VariableValue>${tag('VariableRef', { targetGUID: variable.guid }, true)}${element(element_, String(value))}</VariableValue>`;
 }
 
 /** complete or in progress: a response is in progress while the service sends no summary. */

@@ -58,7 +58,7 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
         output = locationOf(config.output.dir, config.name);
         s3 = { ...config.output.s3, ...s3 };
       }
-      const done = await exportQdpx({
+      await exportQdpx({
         output,
         studies: args.study ?? [],
         to: args.to,
@@ -73,7 +73,6 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
           );
         },
       });
-      if (done.length === 0) context.stdout.write(`${output}: current/ holds no study; nothing written\n`);
     },
   };
 }
