@@ -6,6 +6,7 @@ import yargs from 'yargs';
 import packageJson from '../../package.json' with { type: 'json' };
 import { describeCommand } from './commands/describe.ts';
 import { initCommand } from './commands/init.ts';
+import { qdpxCommand } from './commands/qdpx.ts';
 import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
@@ -27,6 +28,7 @@ const commandNames = [
   'verify',
   'view',
   'describe',
+  'qdpx',
 ];
 
 /** Runs one command line and resolves to the process exit code. */
@@ -45,6 +47,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(verifyCommand(context))
     .command(viewCommand(context))
     .command(describeCommand(context))
+    .command(qdpxCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
       default: 'text' as const,
@@ -54,7 +57,7 @@ export async function main(context: CliContext): Promise<number> {
     })
     .demandCommand(
       1,
-      'name a command: init, run, replay, studies, sandbox, validate, verify, view or describe',
+      'name a command: init, run, replay, studies, sandbox, validate, verify, view, describe or qdpx',
     )
     .recommendCommands()
     .strict()

@@ -13,13 +13,13 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ConfigError } from '../errors.ts';
 import type { Row } from '../load/tables.ts';
+import { playlistUris, type ZipEntry, type ZipIndex } from '../reader/index.ts';
 import { viewerCss, viewerJs } from './assets.ts';
 import { conversationPage } from './conversation.ts';
 import type { ViewData } from './dataset.ts';
 import { responsesPage, searchPage, studiesPage } from './pages.ts';
 import { csvFileName, responsesCsv } from './responses-csv.ts';
 import { filterOf, selectResponses } from './search.ts';
-import type { ZipEntry, ZipIndex } from './zip-index.ts';
 
 export interface ViewRequest {
   method: string;
@@ -266,11 +266,7 @@ async function sendMedia(
   let entry = located.entry;
   if (segment !== null && segment !== 'index.m3u8') {
     // Only a segment the archived playlist lists, in the playlist's own folder.
-    const playlist = (await zip.readAll(entry)).toString('utf8');
-    const listed = playlist
-      .split(/\r?\n/)
-      .map((line) => line.trim())
-      .filter((line) => line !== '' && !line.startsWith('#'));
+    const listed = playlistUris((await zip.readAll(entry)).toString('utf8'));
     if (!listed.includes(segment)) throw new HttpProblem(404, 'the playlist lists no such segment');
     const folder = entry.name.slice(0, entry.name.lastIndexOf('/'));
     const found = zip.entries.get(`${folder}/${segment}`);

@@ -55,7 +55,15 @@ async function withFolders(use: (out: string, scratch: string) => Promise<void>)
 describe('createWideWriter', () => {
   it('gives its header as the file holds it, a formula-like question escaped', async () => {
     await withFolders(async (out, scratch) => {
-      const formulaQuestions = [{ ...questions[2], question: '=1+1 is two?' }];
+      const formulaQuestions = [
+        {
+          study_id: 's',
+          discussion_guide_question_id: 'd2',
+          concept_id: null,
+          question: '=1+1 is two?',
+          position: 1,
+        },
+      ];
       const writer = createWideWriter(localFolder(out), scratch, 'formula', csv);
       await writer.add(wideRow(2, { [questionKey('d2', null)]: 'yes' }));
       const written = await writer.finish(wideColumns(formulaQuestions));
