@@ -138,21 +138,27 @@ export interface WideRow {
   response_number: number | null;
   created_at: string;
   updated_at: string | null;
+  /** responseStatus(summary), src/load/tables.ts. */
+  status: 'complete' | 'in progress';
+  modality: string | null;
   summary: string | null;
   /** Answer text per question slot, keyed by questionKey(dgq id, concept id). */
   cells: Record<string, string>;
+  /** The response's attributes (URL parameters), by key. */
+  attributes: Record<string, string>;
 }
 
+/** A column of the wide sheet after its fixed ones: a question slot's, or an attribute key's. */
 export interface WideColumn {
+  /** questionKey() of a question slot; the attribute's key. */
   key: string;
   header: string;
+  of: 'question' | 'attribute';
 }
 
-/** The fixed columns that precede the question columns, in order. */
-export const wideFixedColumns = [
-  'response_id',
-  'response_number',
-  'created_at',
-  'updated_at',
-  'summary',
-] as const;
+/** A row's value in a question or attribute column; null when it has none. */
+export function wideValue(row: WideRow, column: WideColumn): string | null {
+  const values = column.of === 'attribute' ? row.attributes : row.cells;
+  // Own keys only: a respondent's key may be "constructor" or "__proto__".
+  return Object.hasOwn(values, column.key) ? (values[column.key] ?? null) : null;
+}

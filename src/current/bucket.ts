@@ -23,7 +23,7 @@ import {
   responseTables,
 } from './merge.ts';
 import { currentFormats } from './package.ts';
-import { hasFiles, type Partition, partitionsOf, readAll } from './partitions.ts';
+import { attributesOf, hasFiles, type Partition, partitionsOf, readAll } from './partitions.ts';
 import {
   createPartCopy,
   createPartWriter,
@@ -349,6 +349,11 @@ class BucketMerge {
         questions: questions.filter((row) => row.study_id === id),
         responses: this.#newestOf('responses'),
         answers: this.#newestOf('answers'),
+        ...attributesOf(
+          this.update.store,
+          this.#partition('attributes'),
+          this.#preparedParquet.get('attributes'),
+        ),
         scratchDir: this.start.dir,
       };
       const sheetName = sheets.get(id);

@@ -2,6 +2,7 @@
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import type { TableName } from '../tables/index.ts';
+import type { DescriptorShard } from './descriptor.ts';
 import type { CurrentListing, Partition } from './partitions.ts';
 import type { PreparedPart } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
@@ -18,6 +19,10 @@ export interface CurrentOutput {
   scratchDir: string;
   /** The service's base_url ("sandbox" for the embedded one), named in current/datapackage.json. */
   baseUrl?: string;
+  /** The run's shard: its descriptor is its own (descriptor.ts); absent, all of current/'s. */
+  shard?: DescriptorShard | undefined;
+  /** The pointer that names the run once committed (latest, latest-shard-K-of-N). */
+  pointer?: string;
 }
 
 /** What preparing and publishing one run's parts need. */

@@ -19,8 +19,18 @@ import { CURRENT_DIR, newestPart, parsePartName, STUDY_COLUMN, storeBuffer, stud
 /** The columns RunStats reads, per table. */
 const needed: Partial<Record<TableName, string[]>> = {
   studies: ['study_id', 'link_id', 'title'],
-  responses: ['study_id', 'link_id', 'created_at', 'summary'],
-  answers: ['study_id', 'discussion_guide_question_id', 'concept_id', 'question', 'answer', 'position'],
+  responses: ['study_id', 'link_id', 'created_at', 'summary', 'modality'],
+  answers: [
+    'study_id',
+    'response_id',
+    'answer_id',
+    'discussion_guide_question_id',
+    'concept_id',
+    'question',
+    'answer',
+    'position',
+  ],
+  attributes: ['study_id', 'key', 'value'],
   transcript: ['study_id', 'has_audio', 'has_video'],
   media: ['study_id', 'kind', 'status', 'error'],
 };

@@ -3,10 +3,11 @@
  * stages its studies' rows (CurrentStaging) and prepares each bucket's new parts as its
  * studies end (CurrentPreparation); publishing drives the lifecycle (publishCurrent, then
  * settleCurrent once the run is committed; undoCurrent or repairCurrent for a run that
- * stopped part way); the viewer reads parts back.
+ * stopped part way); the output's reader (src/reader/) reads parts back.
  */
 
 export type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
+export { descriptorShard, writeCurrentDescriptor } from './descriptor.ts';
 export { countCurrent, writeCurrentGuide } from './guide.ts';
 export {
   publishCurrent,
@@ -18,8 +19,9 @@ export {
 export { responseTables } from './merge.ts';
 export { migrateToBuckets } from './migrate.ts';
 export { currentOwners, sharedWarning } from './owners.ts';
-export { currentFormats } from './package.ts';
+export { CURRENT_PACKAGE, currentFormats, SHARD_PACKAGE } from './package.ts';
 export { CurrentListing } from './partitions.ts';
-export { newestPart, parsePartName, partitionName, readPart } from './parts.ts';
+export { CURRENT_DIR, newestPart, parsePartName, partitionName, readPart } from './parts.ts';
 export { CurrentPreparation } from './schedule.ts';
 export { CurrentStaging, stagingWriters } from './staging.ts';
+export { studyFolderName } from './wide.ts';

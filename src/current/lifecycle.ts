@@ -19,8 +19,8 @@ import { partitionValueOf } from '../names.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
 import type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
-import { CURRENT_PACKAGE, currentPackage } from './package.ts';
-import { newestRun, type Partition, partitionsOf, readAll, staleFiles } from './partitions.ts';
+import { writeCurrentDescriptor } from './descriptor.ts';
+import { attributesOf, newestRun, type Partition, partitionsOf, readAll, staleFiles } from './partitions.ts';
 import { CURRENT_DIR, partFileName, partitionPath, publishPart, STUDY_FOLDER_PREFIX } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { prepareCurrentWide, prepareCurrentWorkbook, removeOtherSheets } from './wide.ts';
@@ -60,7 +60,7 @@ export async function settleCurrent(
 ): Promise<void> {
   const limit = pLimit(BUCKETS_PUBLISHED_AT_ONCE);
   await Promise.all(prepared.map((bucket) => limit(() => settleBucket(context, bucket))));
-  await writePackageIfChanged(context);
+  await writeCurrentDescriptor({ ...context, runs: { [context.pointer ?? 'latest']: context.runId } });
 }
 
 /** The parts the run's replace go; the studies' wide sheets come in. */
@@ -105,10 +105,11 @@ export async function undoCurrent(
 /**
  * Completes the publication of a committed run that stopped part way (its studies, each with
  * whether its wide sheet was to come in): each of their buckets made whole (repairBucket),
- * then current/datapackage.json. Call once the parts of runs that were not committed are gone.
+ * then current/'s descriptor (descriptor.ts). Call once the parts of runs that were not committed are gone.
  */
 export async function repairCurrent(
   output: CurrentOutput,
+  runId: string,
   studies: readonly { study_id: string; wide: boolean }[],
 ): Promise<void> {
   for (const [bucket, ofBucket] of byBucket(studies)) {
@@ -117,7 +118,9 @@ export async function repairCurrent(
       wide: ofBucket.filter((study) => study.wide).map((study) => study.study_id),
     });
   }
-  if (studies.length > 0) await writePackageIfChanged(output);
+  if (studies.length > 0) {
+    await writeCurrentDescriptor({ ...output, runs: { [output.pointer ?? 'latest']: runId } });
+  }
 }
 
 /**
@@ -172,7 +175,7 @@ async function repairBucket(
     if (stale.length === 0) continue;
     await Promise.all(stale.map((filePath) => store.delete(filePath)));
     changed = true;
-    if (table === 'responses' || table === 'answers' || table === 'questions' || table === 'transcript') {
+    if (table !== 'studies' && table !== 'media') {
       for (const id of options.studies) wide.add(id);
     }
   }
@@ -194,6 +197,7 @@ async function repairBucket(
       questions: questions.filter((row) => row.study_id === studyId),
       responses: { store, ...responses },
       answers: { store, ...answers },
+      ...attributesOf(store, part('attributes'), undefined),
       scratchDir: dir,
     };
     const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
@@ -209,29 +213,4 @@ async function repairBucket(
     await removeOtherSheets(store, studyId, published);
   }
   return true;
-}
-
-/**
- * current/datapackage.json lists every part, so it is rewritten after each publication, from a
- * listing of current/; when only its `created` would change (a shard that found the same
- * files), it is left as it is.
- */
-async function writePackageIfChanged(
-  update: Pick<CurrentOutput, 'store' | 'formats' | 'baseUrl' | 'name'>,
-): Promise<void> {
-  const described = await currentPackage(update.store, {
-    name: update.name,
-    formats: update.formats,
-    ...(update.baseUrl !== undefined ? { baseUrl: update.baseUrl } : {}),
-  });
-  const existing = await update.store.read(CURRENT_PACKAGE);
-  if (existing && sameBut('created', JSON.parse(existing.toString('utf8')), described)) return;
-  const output = await update.store.create(CURRENT_PACKAGE);
-  await output.write(`${JSON.stringify(described, null, 2)}\n`);
-  await output.close();
-}
-
-function sameBut(key: string, a: Record<string, unknown>, b: Record<string, unknown>): boolean {
-  const without = (o: Record<string, unknown>) => JSON.stringify({ ...o, [key]: null });
-  return without(a) === without(b);
 }

@@ -23,6 +23,8 @@ import { CURRENT_DIR, parsePartName, storeBuffer } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 export const CURRENT_PACKAGE = `${CURRENT_DIR}/datapackage.json`;
+/** A shard's own descriptor in current/ (descriptor.ts): datapackage-shard-K-of-N.json. */
+export const SHARD_PACKAGE = /^datapackage-(shard-\d+-of-\d+)\.json$/;
 
 /** current/'s guide (guide.ts), rewritten after each descriptor. */
 const rewrittenAfter = new Set([CODEBOOK_FILE, REPORT_FILE]);
@@ -32,13 +34,26 @@ export function currentFormats(formats: readonly Format[]): TableFormat[] {
   return ['parquet', ...(formats.includes('csv') ? (['csv'] as const) : [])];
 }
 
-/** The descriptor of current/ as it is in `store` now. */
+/** What a descriptor of current/ covers: all of it, or the files `keep` accepts (one shard's). */
+export interface PackageScope {
+  /** Paths under current/ the descriptor may name; all when absent. */
+  keep?: (path: string) => boolean;
+  /** What the package's description adds about what it covers. */
+  note?: string;
+  /** The `covers` property: which buckets, as of which runs. */
+  covers: { buckets: 'all' | string[]; runs: Record<string, string | null> };
+}
+
+/** The descriptor of current/ as it is in `store` now (the part of it `scope` keeps). */
 export async function currentPackage(
   store: CurrentStore,
-  options: { name: string; formats: readonly Format[]; baseUrl?: string },
+  options: { name: string; formats: readonly Format[]; baseUrl?: string; scope?: PackageScope },
 ) {
   const files: { path: string; bytes: number }[] = [];
-  for await (const file of store.list(CURRENT_DIR)) files.push({ path: file.path, bytes: file.bytes });
+  const keep = options.scope?.keep ?? (() => true);
+  for await (const file of store.list(CURRENT_DIR)) {
+    if (keep(file.path)) files.push({ path: file.path, bytes: file.bytes });
+  }
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 
   const tables = [];
@@ -79,16 +94,18 @@ export async function currentPackage(
     options.baseUrl === undefined
       ? undefined
       : { base_url: redact(options.baseUrl), sandbox: options.baseUrl === 'sandbox' };
-  return dataPackage({
+  const note = options.scope?.note ? ` ${options.scope.note}` : '';
+  const described = dataPackage({
     name: options.name,
     title: `${options.name}: the current dataset of study-export`,
-    description: `Every response once, its newest copy, across the runs of the pipeline "${options.name}"; one part per bucket of studies and table. ${packageNotes}`,
+    description: `Every response once, its newest copy, across the runs of the pipeline "${options.name}"; one part per bucket of studies and table.${note} ${packageNotes}`,
     created: new Date().toISOString(),
     ...(source ? { source } : {}),
     tables,
     sheets,
     files: others,
   });
+  return options.scope ? { ...described, covers: options.scope.covers } : described;
 }
 
 /** A partition's newest part in `format` (by run id, as the merge reads them), for every partition. */
@@ -110,10 +127,17 @@ function newestParts(
   return [...newest.values()].map(({ path, bytes }) => ({ path, bytes }));
 }
 
-/** Files under temporary names, and every file of a table's folders that is not a newest part. */
+/**
+ * Files under temporary names, every file of a table's folders that is not a newest part, and
+ * the shards' descriptors (each rewritten by its shard, so no size of theirs stays true).
+ */
 function leftOut(path: string): boolean {
   const name = path.slice(path.lastIndexOf('/') + 1);
-  return name.startsWith('.') || (tableNames as string[]).includes(path.split('/')[0] ?? '');
+  return (
+    name.startsWith('.') ||
+    SHARD_PACKAGE.test(path) ||
+    (tableNames as string[]).includes(path.split('/')[0] ?? '')
+  );
 }
 
 /** The column names a part holds, in order: from a Parquet footer, or a CSV's header row. */

@@ -4,7 +4,7 @@
  * partition's newest part is the partition; the others are older parts, or an unfinished write.
  */
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import { CURRENT_DIR, newestPart, parsePartName, partitionPath, readPart } from './parts.ts';
+import { CURRENT_DIR, newestPart, type PartSource, parsePartName, partitionPath, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**
@@ -111,4 +111,14 @@ export async function readAll<T extends TableName>(
   for await (const group of readPart(store, partition.previous.path, partition.previous.bytes, table))
     rows.push(...group);
   return rows;
+}
+
+/** The attributes part a study's sheets are built with, when the bucket has one. */
+export function attributesOf(
+  store: CurrentStore,
+  partition: Partition,
+  prepared: PartSource | undefined,
+): { attributes?: PartSource } {
+  if (prepared) return { attributes: prepared };
+  return partition.previous ? { attributes: { store, ...partition.previous } } : {};
 }

@@ -1,9 +1,10 @@
 /**
  * The current wide sheet of a study, current/wide/study_id=<id>/<link_id>.csv: one row per
- * response of the study's current parts, one column per question slot, built from the merged
- * questions, responses and answers parts of the same update (so it always agrees with them).
+ * response of the study's current parts, one column per question slot and attribute key, built
+ * from the merged questions, responses, answers and attributes parts of the same update (so it
+ * always agrees with them).
  *
- * Answers have to be grouped by response. A study whose answers part is small is grouped in
+ * Answers and attributes have to be grouped by response. A study whose answers part is small is grouped in
  * memory in the order of its responses part; a bigger one is first split into slices by a
  * hash of response_id (local JSON-lines files), then each slice is grouped on its own, so
  * memory stays bounded by a slice whatever the size of the study. The rows then go through
@@ -23,9 +24,9 @@ import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
-import type { Row } from '../tables/index.ts';
+import { type Row, responseStatus } from '../tables/index.ts';
 import { questionKey } from '../transform/questions.ts';
-import { wideColumns } from '../transform/wide.ts';
+import { AttributeKeys, wideColumns } from '../transform/wide.ts';
 import { CURRENT_DIR, type PartSource, type PreparedPart, readPart, STUDY_FOLDER_PREFIX } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
@@ -42,6 +43,8 @@ export interface CurrentWideInput {
   questions: readonly Row<'questions'>[];
   responses: PartSource;
   answers: PartSource;
+  /** The attributes part; none in a bucket whose part predates the table. */
+  attributes?: PartSource;
   csv: CsvOptions;
   scratchDir: string;
   /** Parquet bytes per slice; for tests. */
@@ -82,7 +85,8 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
       1,
       Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
     );
-    for await (const rows of wideRows(input, sliceCount, work)) {
+    const keys = new AttributeKeys();
+    for await (const rows of wideRows(input, sliceCount, work, keys)) {
       for (const row of rows) await spill.add(row);
     }
     const name = `${nameOf(input.linkId)}.xlsx`;
@@ -90,7 +94,7 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
     const output = createWriteStream(local);
     const study = { id: input.studyId, link_id: input.linkId, title: input.title };
     const exportedAt = new Date();
-    const columns = wideColumns(input.questions);
+    const columns = wideColumns(input.questions, keys.chosen().keys);
     const parts = { answers: input.answers, transcript: input.transcript } as const;
     // exceljs is loaded only where workbooks are written.
     const { writeWorkbook } = await import('../load/xlsx-workbook.ts');
@@ -123,7 +127,7 @@ async function* studyRows<T extends 'answers' | 'transcript'>(
 }
 
 /** The same, a row group at a time. */
-function studyGroups<T extends 'answers' | 'responses'>(
+function studyGroups<T extends 'answers' | 'attributes' | 'responses'>(
   part: PartSource,
   table: T,
   studyId: string,
@@ -148,10 +152,11 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
         1,
         Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
       );
-      for await (const rows of wideRows(input, sliceCount, work)) {
+      const keys = new AttributeKeys();
+      for await (const rows of wideRows(input, sliceCount, work, keys)) {
         for (const row of rows) await sheet.add(row);
       }
-      const path = await sheet.finish(wideColumns(input.questions));
+      const { path } = await sheet.finish(wideColumns(input.questions, keys.chosen().keys));
       const target = `${wideFolder(input.studyId)}/${posix.basename(path)}`;
       return { files: [{ local: local.describe(path), target }] };
     } catch (error) {
@@ -184,7 +189,7 @@ export async function removeOtherSheets(
   }
 }
 
-type Fixed = Omit<WideRow, 'cells'>;
+type Fixed = Omit<WideRow, 'cells' | 'attributes'>;
 
 function fixedOf(row: Row<'responses'>): Fixed {
   return {
@@ -192,61 +197,86 @@ function fixedOf(row: Row<'responses'>): Fixed {
     response_number: row.response_number,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    status: responseStatus(row.summary),
+    // A part written before the column existed holds none.
+    modality: row.modality ?? null,
     summary: row.summary,
   };
 }
 
-function addCell(cells: Record<string, string>, answer: Row<'answers'>): void {
-  // Answers without a discussion guide question id came from the answers object: their slot is the key.
-  const key = questionKey(answer.discussion_guide_question_id ?? answer.answer_id, answer.concept_id);
-  cells[key] = key in cells ? `${cells[key]}\n${answer.answer}` : answer.answer;
+/** A response's question and attribute cells, gathered from the answers and attributes parts. */
+type Cells = Pick<WideRow, 'cells' | 'attributes'>;
+
+class Grouped {
+  readonly #byResponse = new Map<string, Cells>();
+
+  constructor(private readonly keys: AttributeKeys) {}
+
+  #of(responseId: string): Cells {
+    let own = this.#byResponse.get(responseId);
+    if (!own) {
+      // No prototype: a respondent's key may be "__proto__".
+      own = { cells: {}, attributes: Object.create(null) as Record<string, string> };
+      this.#byResponse.set(responseId, own);
+    }
+    return own;
+  }
+
+  answer(answer: Row<'answers'>): void {
+    const { cells } = this.#of(answer.response_id);
+    // Answers without a discussion guide question id came from the answers object: their slot is the key.
+    const key = questionKey(answer.discussion_guide_question_id ?? answer.answer_id, answer.concept_id);
+    cells[key] = key in cells ? `${cells[key]}\n${answer.answer}` : answer.answer;
+  }
+
+  attribute(attribute: Row<'attributes'>): void {
+    this.#of(attribute.response_id).attributes[attribute.key] = attribute.value;
+    this.keys.add([attribute.key]);
+  }
+
+  row(response: Row<'responses'>): WideRow {
+    const own = this.#byResponse.get(response.response_id);
+    return { ...fixedOf(response), cells: own?.cells ?? {}, attributes: own?.attributes ?? {} };
+  }
 }
 
+type WideSources = Pick<CurrentWideInput, 'answers' | 'attributes' | 'responses' | 'studyId'>;
+
+/** The study's wide rows; `keys` counts their attribute keys as they pass. */
 async function* wideRows(
-  input: Pick<CurrentWideInput, 'answers' | 'responses' | 'studyId'>,
+  input: WideSources,
   sliceCount: number,
   dir: string,
+  keys: AttributeKeys,
 ): AsyncIterable<WideRow[]> {
-  const { answers, responses, studyId } = input;
+  const { answers, attributes, responses, studyId } = input;
   if (sliceCount === 1) {
-    const cells = new Map<string, Record<string, string>>();
-    for await (const rows of studyGroups(answers, 'answers', studyId)) {
-      for (const answer of rows) {
-        let own = cells.get(answer.response_id);
-        if (!own) {
-          own = {};
-          cells.set(answer.response_id, own);
-        }
-        addCell(own, answer);
-      }
+    const grouped = new Grouped(keys);
+    for await (const rows of studyGroups(answers, 'answers', studyId))
+      for (const row of rows) grouped.answer(row);
+    if (attributes) {
+      for await (const rows of studyGroups(attributes, 'attributes', studyId))
+        for (const row of rows) grouped.attribute(row);
     }
-    for await (const rows of studyGroups(responses, 'responses', studyId)) {
-      yield rows.map((row) => ({ ...fixedOf(row), cells: cells.get(row.response_id) ?? {} }));
-    }
+    for await (const rows of studyGroups(responses, 'responses', studyId))
+      yield rows.map((row) => grouped.row(row));
     return;
   }
   const sliceOf = (id: string) => createHash('sha256').update(id).digest().readUInt32BE(0) % sliceCount;
-  const answersAt = (n: number) => join(dir, `answers-${n}.jsonl`);
-  const responsesAt = (n: number) => join(dir, `responses-${n}.jsonl`);
-  await spill(studyGroups(answers, 'answers', studyId), sliceCount, answersAt, (row) =>
-    sliceOf(row.response_id),
-  );
-  await spill(studyGroups(responses, 'responses', studyId), sliceCount, responsesAt, (row) =>
-    sliceOf(row.response_id),
-  );
+  const at = (table: string) => (n: number) => join(dir, `${table}-${n}.jsonl`);
+  const bySlice = (row: { response_id: string }) => sliceOf(row.response_id);
+  await spill(studyGroups(answers, 'answers', studyId), sliceCount, at('answers'), bySlice);
+  if (attributes)
+    await spill(studyGroups(attributes, 'attributes', studyId), sliceCount, at('attributes'), bySlice);
+  await spill(studyGroups(responses, 'responses', studyId), sliceCount, at('responses'), bySlice);
   for (let n = 0; n < sliceCount; n++) {
-    const cells = new Map<string, Record<string, string>>();
-    for await (const answer of lines<Row<'answers'>>(answersAt(n))) {
-      let own = cells.get(answer.response_id);
-      if (!own) {
-        own = {};
-        cells.set(answer.response_id, own);
-      }
-      addCell(own, answer);
-    }
+    const grouped = new Grouped(keys);
+    for await (const answer of lines<Row<'answers'>>(at('answers')(n))) grouped.answer(answer);
+    if (attributes)
+      for await (const row of lines<Row<'attributes'>>(at('attributes')(n))) grouped.attribute(row);
     let batch: WideRow[] = [];
-    for await (const row of lines<Row<'responses'>>(responsesAt(n))) {
-      batch.push({ ...fixedOf(row), cells: cells.get(row.response_id) ?? {} });
+    for await (const row of lines<Row<'responses'>>(at('responses')(n))) {
+      batch.push(grouped.row(row));
       if (batch.length >= 1000) {
         yield batch;
         batch = [];

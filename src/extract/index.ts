@@ -7,13 +7,8 @@ export {
   ResponseClaims,
   type ResponseOwner,
 } from './keys.ts';
-export {
-  type ListingStats,
-  type ListResponsesOptions,
-  listResponses,
-  type PageGate,
-  type ResponseListing,
-} from './responses.ts';
+export type { ListingStats, ListResponsesOptions, PageGate } from './listing-options.ts';
+export { listResponses, type ResponseListing } from './responses.ts';
 export {
   globToRegExp,
   listStudies,

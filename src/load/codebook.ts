@@ -7,7 +7,7 @@
  */
 import type { Format } from '../config/schema.ts';
 import { tableNames, tables } from '../tables/index.ts';
-import { tableSection } from '../tables/markdown.ts';
+import { tableSection, wideSheetSection } from '../tables/markdown.ts';
 
 export const CODEBOOK_FILE = 'README.md';
 
@@ -111,7 +111,7 @@ export function codebookMarkdown(input: CodebookInput): string {
     );
   if (hasUnder('wide'))
     lines.push(
-      `- **${input.kind === 'run' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response, one column per question; opens in Excel, LibreOffice, Numbers.`,
+      `- **${input.kind === 'run' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
     );
   if (hasUnder('xlsx'))
     lines.push(
@@ -172,7 +172,7 @@ export function codebookMarkdown(input: CodebookInput): string {
   lines.push(
     '- answers and transcript join on (`response_id`, `answer_id`): the transcript rows of one answer. Transcript rows with no `answer_id` are intro messages.',
     '- media joins transcript on (`response_id`, `turn`); questions joins answers on (`study_id`, `discussion_guide_question_id`, `concept_id`).',
-    '- wide sheets are built from answers: one column per question slot, in the order of questions.position.',
+    '- wide sheets are built from responses, answers and attributes: one column per question slot, in the order of questions.position, then one per attribute key (below).',
     '',
     '## Recordings: has_audio, audio_file',
     '',
@@ -186,5 +186,6 @@ export function codebookMarkdown(input: CodebookInput): string {
     '',
   );
   for (const name of tableNames) lines.push(...tableSection(name, 3));
+  if (hasUnder('wide') || hasUnder('xlsx')) lines.push(...wideSheetSection(3));
   return `${lines.join('\n').trimEnd()}\n`;
 }

@@ -50,6 +50,11 @@ export function csvText(records: readonly (readonly CsvCell[])[], options: CsvOp
   return text + lineEnd;
 }
 
+/** A cell's text as the file holds it: with a formula's escape when the options ask for one. */
+export function textAsWritten(text: string, options: Pick<CsvOptions, 'escape_formulae'>): string {
+  return options.escape_formulae && formulaPattern.test(text) ? `'${text}` : text;
+}
+
 /** A table row as a CSV record, in the declared column order. */
 export function csvRecord<T extends TableName>(columns: readonly string[], row: Row<T>): CsvCell[] {
   const values = row as Record<string, CsvCell>;

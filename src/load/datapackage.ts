@@ -23,7 +23,14 @@
  */
 import { createHash } from 'node:crypto';
 import type { TableFormat } from '../config/schema.ts';
-import { type Column, type TableDeclaration, type TableName, tables, wideSheet } from '../tables/index.ts';
+import {
+  type Column,
+  type TableDeclaration,
+  type TableName,
+  tables,
+  wideColumnDescription,
+  wideSheet,
+} from '../tables/index.ts';
 
 export interface PackageResourceFile {
   table: TableName;
@@ -243,8 +250,7 @@ function sheetResource(sheet: PackageSheet, name: string) {
     schema: {
       fields: sheet.header.map((header, i) => {
         const column = i < wideSheet.fixed.length ? fixed.get(header) : undefined;
-        if (!column)
-          return { name: header, type: 'string', description: wideSheet.questionDescription(header) };
+        if (!column) return { name: header, type: 'string', description: wideColumnDescription(header) };
         return {
           name: header,
           type: fieldTypes[column.type],

@@ -1,13 +1,18 @@
 /**
- * report.html: one self-contained page per run (and for current/) with what people would
- * rather see than read: per study, responses over time, those still in progress, answered
- * and empty answers per question, answer lengths, recordings archived and failed; then the
- * run's warnings and rejects in plain words. Nothing is fetched (inline CSS and SVG, no
- * script), every chart has a title, a description and a table of its numbers, and the page
- * prints. All text from the service or respondents is escaped.
+ * report.html: one self-contained page per run (and for current/) to read before opening the
+ * tables: per study, responses over time, those still in progress, who answered (responses by
+ * modality and by attribute value), what people said (a few answers per question, each
+ * concept named), answered and empty answers per question, answer lengths, recordings
+ * archived and failed; then the run's warnings and rejects in plain words. Nothing is fetched
+ * (inline CSS and SVG, no script), every chart has a title, a description and a table of its
+ * numbers, and the page prints. All text from the service or respondents is escaped.
  */
+import { conceptName, questionLabel } from '../concept-name.ts';
 import type { Warning } from '../records.ts';
 import type { GuideSubject } from './codebook.ts';
+import { answersSection, orderedQuestions } from './report-answers.ts';
+import { segmentsSection } from './report-segments.ts';
+import { numberTable } from './report-table.ts';
 import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
 import { columnBars, escapeHtml as e, shorten, stackedBars } from './svg-charts.ts';
 
@@ -35,8 +40,9 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max
 h1{font-size:1.6rem}h2{font-size:1.3rem;border-top:2px solid #333;padding-top:.8rem;margin-top:2rem}h3{font-size:1.05rem;margin-bottom:.3rem}
 table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.9rem}th,td{border:1px solid #999;padding:.15rem .5rem;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}figure{margin:.5rem 0}figcaption{font-size:.85rem;color:#333}
-svg{max-width:100%;height:auto}.note{font-size:.9rem;color:#333}dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem}dt{font-weight:600}dd{margin:0}
-@media print{body{max-width:none;padding:0;font-size:10pt}h2{break-before:auto}figure,table,section>h3{break-inside:avoid}a{color:inherit;text-decoration:none}}
+svg{max-width:100%;height:auto}h4{font-size:1rem;margin:1rem 0 .2rem}
+figure.answer{margin:.4rem 0 .6rem;border-left:3px solid #1f5fa8;padding:.1rem .7rem}figure.answer blockquote{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}.note{font-size:.9rem;color:#333}dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem}dt{font-weight:600}dd{margin:0}
+@media print{body{max-width:none;padding:0;font-size:10pt}h2{break-before:auto}figure,table,section>h3,h4{break-inside:avoid}h3,h4{break-after:avoid}a{color:inherit;text-decoration:none}}
 `;
 
 export function reportHtml(input: ReportInput): string {
@@ -88,7 +94,7 @@ export function reportHtml(input: ReportInput): string {
     '<li><a href="#problems">Warnings and rejects</a></li></ul></nav>',
   );
   studies.forEach((study, index) => {
-    parts.push(studySection(study, input.stats.studies.get(study.study_id), index + 1, input.mediaEnabled));
+    parts.push(studySection(study, input.stats.studies.get(study.study_id), index + 1, input));
   });
   parts.push(problemsSection(input), '</main></body></html>');
   return `${parts.join('\n')}\n`;
@@ -110,7 +116,12 @@ function summaryTotals(stats: RunStats) {
   return { responses, inProgress, archived, failed };
 }
 
-function studySection(study: ReportStudy, stats: StudyStats | undefined, n: number, media: boolean): string {
+function studySection(
+  study: ReportStudy,
+  stats: StudyStats | undefined,
+  n: number,
+  input: ReportInput,
+): string {
   const id = `study-${n}`;
   const heading = `${study.link_id}${study.title ? `: ${study.title}` : ''}`;
   const parts = [`<section aria-labelledby="${id}"><h2 id="${id}">${e(heading)}</h2>`];
@@ -123,28 +134,14 @@ function studySection(study: ReportStudy, stats: StudyStats | undefined, n: numb
     parts.push('<p>No responses.</p></section>');
     return parts.join('');
   }
-  parts.push(overTime(stats, id), progress(stats, id), questions(stats, id), lengths(stats, id));
-  parts.push(recordings(stats, id, media), '</section>');
+  parts.push(overTime(stats, id), progress(stats, id), segmentsSection(stats, id));
+  parts.push(answersSection(stats, id, input.kind), questions(stats, id), lengths(stats, id));
+  parts.push(recordings(stats, id, input.mediaEnabled), '</section>');
   return parts.join('');
 }
 
 function figure(svg: string, caption: string, table: string): string {
   return `<figure>${svg}<figcaption>${e(caption)}</figcaption></figure>${table}`;
-}
-
-function numberTable(
-  caption: string,
-  headers: readonly string[],
-  rows: readonly (string | number)[][],
-): string {
-  const head = headers.map((h, i) => `<th scope="col"${i > 0 ? ' class="n"' : ''}>${e(h)}</th>`).join('');
-  const body = rows
-    .map(
-      (row) =>
-        `<tr>${row.map((cell, i) => (i === 0 ? `<th scope="row">${e(String(cell))}</th>` : `<td class="n">${e(String(cell))}</td>`)).join('')}</tr>`,
-    )
-    .join('');
-  return `<table><caption class="note">${e(caption)}</caption><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
 /** Days between the first and the last response, by day; by month when that spans over 92 days. */
@@ -225,7 +222,7 @@ function progress(stats: StudyStats, id: string): string {
 }
 
 function questions(stats: StudyStats, id: string): string {
-  const list = [...stats.questions.values()].sort((a, b) => a.position - b.position);
+  const list = orderedQuestions(stats);
   if (list.length === 0) return '<h3>Answers per question</h3><p>No answers.</p>';
   const mostSkipped = list.reduce((a, b) => (b.empty > a.empty ? b : a));
   const desc =
@@ -236,15 +233,20 @@ function questions(stats: StudyStats, id: string): string {
   const svg = stackedBars(
     { id: `${id}-questions`, title: 'Answered and empty answers per question', desc },
     list.map((q, i) => ({
-      label: `${i + 1}. ${q.question || '(no question text)'}`,
-      full: q.question,
+      // The concept first: the bar's label is cut, and the concept tells the rows apart.
+      label: `${i + 1}. ${q.concept_id ? `${conceptName(q.concept_id)}: ` : ''}${q.question || '(no question text)'}`,
+      full: questionLabel(q.question, q.concept_id),
       segments: [
         { label: 'answered', value: q.answered, style: 'solid' as const },
         { label: 'empty', value: q.empty, style: 'hatched' as const },
       ],
     })),
   );
-  const rows = list.map((q, i) => [`${i + 1}. ${q.question || '(no question text)'}`, q.answered, q.empty]);
+  const rows = list.map((q, i) => [
+    `${i + 1}. ${questionLabel(q.question, q.concept_id)}`,
+    q.answered,
+    q.empty,
+  ]);
   return `<h3>Answers per question</h3>${figure(svg, desc, numberTable('Answers per question', ['question', 'answered', 'empty'], rows))}`;
 }
 

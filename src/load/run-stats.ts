@@ -1,11 +1,14 @@
 /**
  * What report.html draws, counted from the rows as they pass to the table writers: per
  * study, responses by day, those without a summary yet, answered and empty answers per
- * question, answer lengths, recordings archived and failed. Small and of fixed size per
- * study and question, so a run of any size keeps it in memory.
+ * question with a sample of the answers, answer lengths, responses per attribute value and
+ * per modality, recordings archived and failed. Small and of bounded size per study and
+ * question, so a run of any size keeps it in memory.
  */
 import type { Reject, RejectSink } from '../records.ts';
-import type { Row, TableName } from '../tables/index.ts';
+import { type Row, responseStatus, type TableName } from '../tables/index.ts';
+import { codePoints, offerAnswer, type SampledAnswer } from './answer-sample.ts';
+import { countAttribute, countModality, emptySegments, type SegmentCounts } from './segment-counts.ts';
 import type { TableWriters } from './table-writers.ts';
 
 /** Upper bounds (inclusive, in characters) of the answer length buckets; the last is open. */
@@ -15,8 +18,12 @@ export interface QuestionStats {
   /** The smallest answer position seen: questions are listed in this order. */
   position: number;
   question: string;
+  discussion_guide_question_id: string | null;
+  concept_id: string | null;
   answered: number;
   empty: number;
+  /** A few of its answers with text (answer-sample.ts), lowest rank first. */
+  sample: SampledAnswer[];
 }
 
 export interface StudyStats {
@@ -32,6 +39,8 @@ export interface StudyStats {
   questions: Map<string, QuestionStats>;
   /** Answered (non-empty) answers per length bucket: lengthBuckets, then one more. */
   lengths: number[];
+  /** Responses per attribute value and per modality. */
+  segments: SegmentCounts;
   turns: number;
   turnsWithAudio: number;
   turnsWithVideo: number;
@@ -96,7 +105,10 @@ export class RunStats {
         const study = this.study(r.study_id);
         if (!study.link_id) study.link_id = r.link_id;
         study.responses += 1;
-        if (!r.summary) study.inProgress += 1;
+        const inProgress = responseStatus(r.summary) === 'in progress';
+        if (inProgress) study.inProgress += 1;
+        // Absent from current/ parts written before the column existed.
+        if (r.modality !== undefined) countModality(study.segments, r.modality, inProgress);
         const day = r.created_at.slice(0, 10);
         study.byDay.set(day, (study.byDay.get(day) ?? 0) + 1);
         return;
@@ -107,7 +119,15 @@ export class RunStats {
         const key = `${r.discussion_guide_question_id ?? ''}\u0000${r.concept_id ?? ''}`;
         let question = study.questions.get(key);
         if (!question) {
-          question = { position: r.position, question: r.question, answered: 0, empty: 0 };
+          question = {
+            position: r.position,
+            question: r.question,
+            discussion_guide_question_id: r.discussion_guide_question_id ?? null,
+            concept_id: r.concept_id ?? null,
+            answered: 0,
+            empty: 0,
+            sample: [],
+          };
           study.questions.set(key, question);
         }
         question.position = Math.min(question.position, r.position);
@@ -119,9 +139,15 @@ export class RunStats {
         }
         question.answered += 1;
         const length = codePoints(text);
+        offerAnswer(question.sample, r.response_id, r.answer_id, r.answer);
         const bucket = lengthBuckets.findIndex((bound) => length <= bound);
         const at = bucket === -1 ? lengthBuckets.length : bucket;
         study.lengths[at] = (study.lengths[at] ?? 0) + 1;
+        return;
+      }
+      case 'attributes': {
+        const r = row as Row<'attributes'>;
+        countAttribute(this.study(r.study_id).segments, r.key, r.value);
         return;
       }
       case 'transcript': {
@@ -161,6 +187,7 @@ export class RunStats {
         byDay: new Map(),
         questions: new Map(),
         lengths: Array.from({ length: lengthBuckets.length + 1 }, () => 0),
+        segments: emptySegments(),
         turns: 0,
         turnsWithAudio: 0,
         turnsWithVideo: 0,
@@ -171,16 +198,6 @@ export class RunStats {
     }
     return study;
   }
-}
-
-/** Characters as people count them (code points), without building an array per answer. */
-function codePoints(text: string): number {
-  let count = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit >= 0xd800 && unit <= 0xdbff) count -= 1;
-  }
-  return count;
 }
 
 function countReason(reasons: Map<string, number>, reason: string): void {

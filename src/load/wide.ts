@@ -1,16 +1,23 @@
 /**
  * The wide sheet of one study: wide/<link_id>.csv, one row per response, one column per
- * question slot, in response_number order. The question columns are only known once the
- * whole study has streamed, and responses arrive in any order (the service states none, and
- * details finish out of order), so rows are spilled to the run's scratch folder in sorted
- * runs and merged into the CSV at the end; memory stays bounded however many responses the
- * study has.
+ * question slot and per attribute key, in response_number order. Those columns are only known
+ * once the whole study has streamed, and responses arrive in any order (the service states
+ * none, and details finish out of order), so rows are spilled to the run's scratch folder in
+ * sorted runs and merged into the CSV at the end; memory stays bounded however many responses
+ * the study has.
  */
 import { createHash } from 'node:crypto';
-import type { WideColumn, WideRow } from '../records.ts';
+import { type WideColumn, type WideRow, wideValue } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { wideHeader, wideSheet } from '../tables/index.ts';
-import { type CsvCell, type CsvOptions, type CsvWriter, createCsvWriter, csvText } from './csv.ts';
+import {
+  type CsvCell,
+  type CsvOptions,
+  type CsvWriter,
+  createCsvWriter,
+  csvText,
+  textAsWritten,
+} from './csv.ts';
 import { createSortedSpill, type SortedSpill } from './sorted-spill.ts';
 
 const batchSize = 1000;
@@ -45,10 +52,16 @@ export function wideRowSpill(scratchDir: string, name: string, runBytes?: number
   });
 }
 
+/** A wide sheet as written: its path, and its header as the file holds it (formulae escaped). */
+export interface WrittenWideSheet {
+  path: string;
+  header: string[];
+}
+
 export interface WideWriter {
   add(row: WideRow): Promise<void>;
-  /** Writes wide/<name>.csv with the given question columns; returns its path in the storage. */
-  finish(columns: readonly WideColumn[]): Promise<string>;
+  /** Writes wide/<name>.csv with the given question and attribute columns. */
+  finish(columns: readonly WideColumn[]): Promise<WrittenWideSheet>;
   abort(): Promise<void>;
 }
 
@@ -78,7 +91,7 @@ export function createWideWriter(
       }
       await copyRows(spill.sorted(), sheets, columns, sheetOptions);
       for (const sheet of sheets) await sheet.close();
-      return csvPath;
+      return { path: csvPath, header: header.map((text) => textAsWritten(text, options)) };
     },
     async abort() {
       await spill.remove();
@@ -114,7 +127,7 @@ function wideRecord(row: WideRow, columns: readonly WideColumn[]): CsvCell[] {
       const value = row[column.key];
       return column.type === 'timestamp' && typeof value === 'string' ? spreadsheetTime(value) : value;
     }),
-    ...columns.map((column) => row.cells[column.key] ?? null),
+    ...columns.map((column) => wideValue(row, column)),
   ];
 }
 

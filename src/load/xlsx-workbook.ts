@@ -4,12 +4,14 @@
  * committed as it is read, so memory stays flat whatever the study's size.
  *
  * Cells: text is an inline string (never a formula, whatever it starts with, so no
- * apostrophe is needed), timestamps are date cells (UTC), integers are numbers, booleans are
- * booleans; an empty value is an empty cell. A line break is a plain line feed (a carriage
- * return, alone or before a line feed, becomes one: stored as _x000D_, other readers would
- * show it literally) and a cell with one wraps, so every line shows. The header row is
- * frozen and carries a filter over the whole table, named as LibreOffice and Excel name it
- * (_xlnm._FilterDatabase); column widths follow the column's kind. Excel holds at most
+ * apostrophe is needed), timestamps are date cells (UTC, to the second), integers are numbers,
+ * booleans are booleans; an empty value is an empty cell. A line break is a plain line feed (a
+ * carriage return, alone or before a line feed, becomes one: stored as _x000D_, other readers
+ * would show it literally). Text wraps, and each row is given the height its longest text
+ * needs (estimated, bounded). A table's header row is bold on a fill, frozen with the first
+ * (id) column, repeated on every printed page, and carries a filter over the whole table,
+ * named as LibreOffice and Excel name it (_xlnm._FilterDatabase); it prints landscape, one page
+ * wide. Column widths follow the column's kind. Excel holds at most
  * 32,767 characters in a cell: a longer text is cut with a visible marker, and reported
  * through `onCut`. The document properties name study-export and the study.
  */
@@ -24,6 +26,8 @@ export type SheetColumnKind = 'id' | 'text' | 'integer' | 'timestamp' | 'boolean
 export interface SheetColumn {
   header: string;
   kind: SheetColumnKind;
+  /** Its width in characters, where the kind's does not suit. */
+  width?: number;
 }
 
 export type SheetValue = string | number | boolean | null;
@@ -33,7 +37,11 @@ export interface SheetSource {
   columns: readonly SheetColumn[];
   /** Rows as values in column order: strings, numbers, booleans, ISO timestamps, or null. */
   rows: AsyncIterable<readonly SheetValue[]>;
-  /** A table: its header row frozen and filtered (default). Else plain rows (the About sheet). */
+  /**
+   * A table (default): its header row styled, repeated on every printed page, frozen with the
+   * first (id) column, and filtered; printed landscape. Else plain rows (the About sheet),
+   * printed portrait.
+   */
   table?: boolean;
   /** Names a row in a report (e.g. "response <id>"). */
   describeRow(row: readonly SheetValue[]): string;
@@ -65,8 +73,20 @@ export const excelCellLimit = 32_767;
 const cutMarker = (length: number) =>
   ` [… cut by study-export: Excel holds 32,767 characters in a cell and this text has ${length}; the full text is in the CSV and Parquet tables]`;
 
-const timestampFormat = 'yyyy-mm-dd hh:mm:ss.000';
-const widths: Record<SheetColumnKind, number> = { id: 38, integer: 12, timestamp: 24, text: 50, boolean: 10 };
+/** To the second, as the wide CSV and the About sheet say (values are cut to the second to agree). */
+const timestampFormat = 'yyyy-mm-dd hh:mm:ss';
+const widths: Record<SheetColumnKind, number> = { id: 38, integer: 12, timestamp: 20, text: 50, boolean: 10 };
+/** A header wider than its kind's width widens its column up to this; a longer one wraps. */
+const maxHeaderWidth = 30;
+/**
+ * Row heights, in points: a line of the default font (Calibri 11) takes 15; a row is at most
+ * Excel's limit. A wrapped cell's lines are estimated from its text: a column `width` wide
+ * holds about `width` characters of running text (East Asian ones count twice). LibreOffice
+ * does not grow a row that the file gives no height, so the estimate is what shows the text.
+ */
+const lineHeight = 15;
+const maxRowHeight = 409;
+const headerFill = 'FFDDE4EE';
 /** The program that wrote the file, in its properties (exceljs would say "Microsoft Excel"). */
 const application = 'study-export';
 /** Rows between two checks that written bytes reach the file as we go. */
@@ -140,6 +160,31 @@ function withDefinedNames(xml: string, names: readonly string[]): string {
   return xml.replace('</sheets>', `</sheets><definedNames>${names.join('')}</definedNames>`);
 }
 
+/** The styles of a sheet's cells, one object each, so exceljs finds each one's id in its cache. */
+function sheetStyles(columns: readonly SheetColumn[]) {
+  const top = { vertical: 'top' } as const;
+  const byKind: Record<SheetColumnKind, Partial<ExcelJS.Style>> = {
+    text: { alignment: { ...top, wrapText: true } },
+    id: { alignment: top },
+    integer: { alignment: top },
+    boolean: { alignment: top },
+    timestamp: { numFmt: timestampFormat, alignment: top },
+  };
+  return {
+    byKind,
+    header: {
+      font: { bold: true },
+      fill: { type: 'pattern', pattern: 'solid', fgColor: { argb: headerFill } },
+      alignment: { ...top, wrapText: true },
+    } satisfies Partial<ExcelJS.Style>,
+    widths: columns.map((column) =>
+      column.width !== undefined
+        ? column.width
+        : Math.max(widths[column.kind], Math.min(maxHeaderWidth, column.header.length + 2)),
+    ),
+  };
+}
+
 /** Writes one sheet; returns its filter's range ($A$1:$H$9) for a table, else null. */
 async function writeSheet(
   workbook: ExcelJS.stream.xlsx.WorkbookWriter,
@@ -148,32 +193,42 @@ async function writeSheet(
 ): Promise<string | null> {
   const table = sheet.table !== false;
   const last = columnLetter(sheet.columns.length);
-  const worksheet = workbook.addWorksheet(
-    sheet.name,
-    table ? { views: [{ state: 'frozen', ySplit: 1 }] } : {},
-  );
-  worksheet.columns = sheet.columns.map((column) => ({
-    key: column.header,
-    width: Math.min(80, Math.max(widths[column.kind], column.header.length + 2)),
-    ...(column.kind === 'timestamp' ? { style: { numFmt: timestampFormat } } : {}),
-  }));
-  if (table) worksheet.addRow(sheet.columns.map((column) => textCell(column.header))).commit();
+  const styles = sheetStyles(sheet.columns);
+  const worksheet = workbook.addWorksheet(sheet.name, {
+    ...(table ? { views: [{ state: 'frozen', xSplit: 1, ySplit: 1, topLeftCell: 'B2' }] } : {}),
+    pageSetup: {
+      orientation: table ? 'landscape' : 'portrait',
+      fitToPage: true,
+      fitToWidth: 1,
+      fitToHeight: 0,
+      ...(table ? { printTitlesRow: '1:1' } : {}),
+    },
+  });
+  worksheet.columns = sheet.columns.map((column, i) => ({ key: column.header, width: styles.widths[i] }));
+  if (table) {
+    const header = worksheet.addRow(sheet.columns.map((column) => textCell(column.header)));
+    let lines = 1;
+    sheet.columns.forEach((column, i) => {
+      header.getCell(i + 1).style = styles.header;
+      lines = Math.max(lines, lineCount(column.header, styles.widths[i] as number));
+    });
+    if (lines > 1) header.height = rowHeight(lines);
+    header.commit();
+  }
   let rowNumber = table ? 1 : 0;
   let index = 0;
   for await (const values of sheet.rows) {
     rowNumber++;
-    const wrapped: number[] = [];
-    const dates: number[] = [];
+    const kinds: SheetColumnKind[] = [];
+    let lines = 1;
     const cells = sheet.columns.map((column, i) => {
       const value = values[i] ?? null;
-      if (value === null || value === '') return null;
       const kind = sheet.cellKind?.(index, i) ?? column.kind;
+      kinds.push(kind);
+      if (value === null || value === '') return null;
       if (kind === 'integer') return Number(value);
       if (kind === 'boolean') return typeof value === 'boolean' ? value : value === 'true';
-      if (kind === 'timestamp') {
-        if (kind !== column.kind) dates.push(i + 1);
-        return new Date(String(value));
-      }
+      if (kind === 'timestamp') return toTheSecond(String(value));
       let text = lineFeeds(String(value));
       if (text.length > excelCellLimit) {
         onCut({
@@ -185,14 +240,16 @@ async function writeSheet(
         });
         text = cutText(text);
       }
-      if (text.includes('\n')) wrapped.push(i + 1);
+      lines = Math.max(lines, lineCount(text, styles.widths[i] as number));
       return textCell(text);
     });
     index++;
     const row = worksheet.addRow(cells);
-    // Without wrap, LibreOffice shows a multi-line cell's last line only.
-    for (const column of wrapped) row.getCell(column).alignment = { wrapText: true, vertical: 'top' };
-    for (const column of dates) row.getCell(column).numFmt = timestampFormat;
+    for (let i = 0; i < cells.length; i++) {
+      if (cells[i] !== null) row.getCell(i + 1).style = styles.byKind[kinds[i] as SheetColumnKind];
+    }
+    // Without a height, LibreOffice shows a wrapped cell's first line only.
+    if (lines > 1) row.height = rowHeight(lines);
     row.commit();
     if (rowNumber % rowsPerYield === 0) await drained(worksheet);
   }
@@ -201,6 +258,39 @@ async function writeSheet(
   if (table) worksheet.autoFilter = `A1:${last}${Math.max(1, rowNumber)}`;
   worksheet.commit();
   return table ? range : null;
+}
+
+/** A UTC ISO timestamp as a date cell's value, cut to the second as the sheet shows it. */
+function toTheSecond(iso: string): Date {
+  const ms = Date.parse(iso);
+  return new Date(ms - (((ms % 1000) + 1000) % 1000));
+}
+
+/** The points of a row whose tallest cell has `lines` lines. */
+function rowHeight(lines: number): number {
+  return Math.min(maxRowHeight, lines * lineHeight);
+}
+
+const eastAsian =
+  /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/g;
+
+/** The lines a text takes wrapped in a column `width` characters wide (an estimate; see lineHeight). */
+export function lineCount(text: string, width: number): number {
+  const perLine = Math.max(1, Math.floor(width));
+  let lines = 0;
+  for (let start = 0; ; ) {
+    const end = text.indexOf('\n', start);
+    const stop = end === -1 ? text.length : end;
+    lines += Math.max(1, Math.ceil((stop - start) / perLine));
+    // Past the row's limit, more counting changes nothing.
+    if (end === -1 || lines * lineHeight >= maxRowHeight) break;
+    start = end + 1;
+  }
+  if (lines * lineHeight < maxRowHeight && text.length > perLine / 2) {
+    const wide = text.match(eastAsian)?.length ?? 0;
+    if (wide > 0) lines += Math.ceil(wide / perLine);
+  }
+  return lines;
 }
 
 /** Line breaks as line feeds: CRLF and a lone CR become LF. */

@@ -12,11 +12,11 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
-import type { WideColumn, WideRow } from '../records.ts';
+import { type WideColumn, type WideRow, wideValue } from '../records.ts';
 import { copyInto } from '../storage/copy.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables, wideSheet } from '../tables/index.ts';
+import { type Row, type TableName, tables, wideColumnDescription, wideSheet } from '../tables/index.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
@@ -150,20 +150,23 @@ export function workbookProperties(study: WorkbookStudy, exportedAt: Date): Work
 export function aboutSheet(
   study: WorkbookStudy,
   exportedAt: Date,
-  questions: readonly WideColumn[],
+  columns: readonly WideColumn[],
 ): SheetSource {
   const rows: SheetValue[][] = [
     ['Study', study.title],
     ['link_id', study.link_id],
     ['study_id', study.id],
     ['Exported (UTC)', exportedAt.toISOString()],
-    ['Times', 'Every time in this workbook is UTC (Coordinated Universal Time), not local time.'],
+    [
+      'Times',
+      'Every time in this workbook is UTC (Coordinated Universal Time), not local time, to the second (the CSV and Parquet tables keep milliseconds).',
+    ],
     ['Written by', 'study-export'],
     [null, null],
     ['Sheet / column', 'What it is'],
     [wideSheet.name, wideSheet.description],
     ...wideSheet.fixed.map((column) => [`  ${column.header}`, column.description]),
-    ...questions.map((column) => [`  ${column.header}`, wideSheet.questionDescription(column.header)]),
+    ...columns.map((column) => [`  ${column.header}`, wideColumnDescription(column.header)]),
     ...workbookTables.flatMap((table) => [
       [table, tables[table].description],
       ...tables[table].columns.map((column) => [`  ${column.name}`, column.description]),
@@ -174,8 +177,9 @@ export function aboutSheet(
     name: 'About',
     table: false,
     columns: [
-      { header: 'Sheet / column', kind: 'text' },
-      { header: 'What it is', kind: 'text' },
+      // Both columns on a printed page's width: the first for names, the second for what they are.
+      { header: 'Sheet / column', kind: 'text', width: 36 },
+      { header: 'What it is', kind: 'text', width: 80 },
     ],
     // The export time is a date cell; every other value of the second column is text.
     rows: (async function* () {
@@ -185,6 +189,12 @@ export function aboutSheet(
     cellKind: (row, column) => (row === exportedRow && column === 1 ? 'timestamp' : undefined),
   };
 }
+
+/**
+ * Text columns of the wide sheet that hold a word or a short value, narrower than answers, so
+ * that a page printed one page wide keeps a readable scale.
+ */
+const shortTextWidths: Record<string, number> = { status: 11, modality: 10, attribute: 20 };
 
 /** The tables that have a sheet of their own in a workbook, after the wide sheet. */
 export const workbookTables = ['answers', 'transcript'] as const satisfies readonly TableName[];
@@ -203,13 +213,20 @@ export function sheetsOf(
           (column): SheetColumn => ({
             header: column.header,
             kind: column.key === 'response_id' ? 'id' : column.type === 'string' ? 'text' : column.type,
+            ...(column.key in shortTextWidths ? { width: shortTextWidths[column.key] } : {}),
           }),
         ),
-        ...columns.map((column): SheetColumn => ({ header: column.header, kind: 'text' })),
+        ...columns.map(
+          (column): SheetColumn => ({
+            header: column.header,
+            kind: 'text',
+            ...(column.of === 'attribute' ? { width: shortTextWidths.attribute } : {}),
+          }),
+        ),
       ],
       rows: mapRows(wideRows, (row) => [
         ...wideSheet.fixed.map((column) => row[column.key]),
-        ...columns.map((column) => row.cells[column.key] ?? null),
+        ...columns.map((column) => wideValue(row, column)),
       ]),
       describeRow: (values) => `response ${values[0]}`,
     },

@@ -6,8 +6,9 @@
  *
  * The writer is a few plain writes per entry (src/media/zip-format.ts) rather than a
  * stream library: a body in memory is its header and one write, its CRC-32 computed in one
- * native call (zlib.crc32); a temporary file is copied through one reused buffer and its
- * CRC-32 follows it in a data descriptor. The bytes go to the run's storage as they are
+ * native call (zlib.crc32); a temporary file is copied through one reused buffer, and a
+ * stream of known size (a recording read out of another zip) chunk by chunk, each with its
+ * CRC-32 following it in a data descriptor. The bytes go to the run's storage as they are
  * written (a local file, or a multipart upload: the zip never sits whole anywhere). Any
  * storage error once an entry has begun aborts the archive and removes the partial zip: a
  * truncated media.zip is never left behind.
@@ -28,9 +29,20 @@ import {
   type ZipEntryRecord,
 } from './zip-format.ts';
 
+/** Bytes read as they are written (an entry of another zip): `size` of them, in order. */
+export interface StreamBody {
+  kind: 'stream';
+  size: number;
+  open: () => Promise<AsyncIterable<Uint8Array> | Iterable<Uint8Array>>;
+  crc32?: number;
+}
+
+/** What an entry of the zip is written from. */
+export type ZipBody = MediaBody | StreamBody;
+
 export interface MediaArchive {
   /** Appends a finished body as `entryName`; resolves once the entry is in the zip. */
-  add(entryName: string, body: MediaBody): Promise<void>;
+  add(entryName: string, body: ZipBody): Promise<void>;
   /** Writes the central directory; bytes is the size of the zip file. */
   finish(): Promise<{ entries: number; bytes: number }>;
   /** Stops writing and removes the partial zip. */
@@ -90,7 +102,7 @@ export class ZipWriter implements MediaArchive {
     private readonly options: ArchiveOptions = {},
   ) {}
 
-  add(entryName: string, body: MediaBody): Promise<void> {
+  add(entryName: string, body: ZipBody): Promise<void> {
     return this.run(() => this.addNow(entryName, body));
   }
 
@@ -119,7 +131,7 @@ export class ZipWriter implements MediaArchive {
     return result;
   }
 
-  private async addNow(entryName: string, body: MediaBody): Promise<void> {
+  private async addNow(entryName: string, body: ZipBody): Promise<void> {
     this.checkOpen();
     if (body.kind === 'memory') {
       const record = this.record(entryName, body.data.length, body.crc32 ?? crc32(body.data), false);
@@ -127,6 +139,12 @@ export class ZipWriter implements MediaArchive {
         await this.emit(localHeader(record));
         await this.emit(body.data);
       });
+      this.records.push(record);
+      return;
+    }
+    if (body.kind === 'stream') {
+      const record = this.record(entryName, body.size, 0, true);
+      await this.guarded(() => this.copyStream(body.open, record, body.crc32));
       this.records.push(record);
       return;
     }
@@ -165,6 +183,30 @@ export class ZipWriter implements MediaArchive {
     if (copied !== record.size) {
       throw new Error(
         `${record.name.toString('utf8')} changed size while archived (${copied} of ${record.size} bytes)`,
+      );
+    }
+    record.crc32 = knownCrc ?? crc;
+    await this.emit(dataDescriptor(record));
+  }
+
+  /** Header, the stream's bytes as they come (CRC-32 on the way, unless known), data descriptor. */
+  private async copyStream(
+    openStream: StreamBody['open'],
+    record: ZipEntryRecord,
+    knownCrc?: number,
+  ): Promise<void> {
+    await this.emit(localHeader(record));
+    let crc = 0;
+    let copied = 0;
+    for await (const chunk of await openStream()) {
+      if (knownCrc === undefined) crc = crc32(chunk, crc);
+      copied += chunk.length;
+      if (copied > record.size) break;
+      await this.emit(chunk);
+    }
+    if (copied !== record.size) {
+      throw new Error(
+        `${record.name.toString('utf8')} was ${copied > record.size ? 'longer' : 'shorter'} than its ${record.size} bytes`,
       );
     }
     record.crc32 = knownCrc ?? crc;

@@ -23,8 +23,7 @@ import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
 import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
-import { wideHeader } from '../tables/index.ts';
-import { QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
+import { AttributeKeys, QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
 import { diskFullError } from '../util/system-errors.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -63,7 +62,12 @@ export interface ExportStudyInput {
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
-const INCOMPLETE_LISTING = new Set(['page_repeated', 'page_cap', 'listing_beyond_declared']);
+const INCOMPLETE_LISTING = new Set([
+  'page_repeated',
+  'page_cap',
+  'listing_beyond_declared',
+  'listing_unsettled',
+]);
 
 /** A study's outcome before anything of it is exported. */
 export function emptyOutcome(study: Study, since: string | null): StudyOutcome {
@@ -106,6 +110,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
       )
     : null;
   const questions = new QuestionRegistry();
+  const attributeKeys = new AttributeKeys();
   try {
     const listed = listResponses(
       input.client,
@@ -127,12 +132,11 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
     const parallel = input.media ? config.media.concurrency + 1 : 1;
     const slot = input.detailsSlot ?? ((fetch) => fetch());
-    const load: StudyLoad = { input, outcome, questions, wide, workbook };
+    const load: StudyLoad = { input, outcome, questions, attributeKeys, wide, workbook };
     await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
-    const columns = wideColumns(questions.all());
+    const columns = wideColumns(questions.all(), chosenAttributes(attributeKeys, input));
     if (outcome.responses > 0) {
-      const sheet = await wide.finish(columns);
-      input.onWideSheet?.({ path: sheet, header: wideHeader(columns.map((column) => column.header)) });
+      input.onWideSheet?.(await wide.finish(columns));
       await workbook?.finish(columns);
     } else {
       // Nothing exported (an incremental run with nothing new for the study): no sheet or
@@ -160,13 +164,14 @@ interface StudyLoad {
   input: ExportStudyInput;
   outcome: StudyOutcome;
   questions: QuestionRegistry;
+  attributeKeys: AttributeKeys;
   wide: WideWriter;
   workbook: XlsxWriter | null;
 }
 
 /** One response: its media into media.zip, its rows (transform) into the writers. */
 async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: DetailResult): Promise<void> {
-  const { input, outcome, questions, wide, workbook } = load;
+  const { input, outcome, questions, attributeKeys, wide, workbook } = load;
   const { study } = input;
   if (detail === null) {
     outcome.lossless = false;
@@ -189,6 +194,7 @@ async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: Deta
   await writers.write('answers', rows.answers);
   await writers.write('transcript', rows.transcript);
   await writers.write('attributes', rows.attributes);
+  attributeKeys.add(rows.attributes.map((row) => row.key));
   await writers.write('media', rows.media);
   await wide.add(rows.wide);
   await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
@@ -197,6 +203,21 @@ async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: Deta
   if (failed > 0) outcome.lossless = false;
   outcome.responses += 1;
   input.reporter.tick('details');
+}
+
+/** The attribute keys the study's sheets get a column for; a warning when some get none. */
+function chosenAttributes(keys: AttributeKeys, input: ExportStudyInput): string[] {
+  const chosen = keys.chosen();
+  if (chosen.leftOut > 0) {
+    const { study } = input;
+    input.sinks.warn({
+      code: 'wide_attributes_left_out',
+      message: `study ${study.link_id}: its responses carry ${chosen.keys.length + chosen.leftOut} attribute keys; the wide sheet has a column for the ${chosen.keys.length} most frequent, the attributes table holds every one`,
+      study_id: study.id,
+      link_id: study.link_id,
+    });
+  }
+  return chosen.keys;
 }
 
 /** Rejects and incomplete listings of this study mark it as lossy. */

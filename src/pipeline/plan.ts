@@ -17,6 +17,7 @@ import { inShard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
 import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
+import { clearKilledRuns, leftoversWarning } from './leftovers.ts';
 import { lookAhead, requestCount } from './nothing-new.ts';
 import type { DryRunPlan, NothingNew, RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning, effectiveSince } from './watermark.ts';
@@ -213,6 +214,10 @@ export async function planRun(
   if (ahead.sinceRun === null) return { listing, client: ahead.client };
   const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
   if (skew) log.warn(skew);
+  // Nothing to write, but what killed runs left is cleared all the same.
+  await clearKilledRuns(input.storage, options).catch((error: unknown) => {
+    log.warn(leftoversWarning(error));
+  });
   const unchanged = {
     sinceRun: ahead.sinceRun,
     pointer: latest.pointer,

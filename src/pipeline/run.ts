@@ -17,6 +17,7 @@ import {
   CurrentPreparation,
   CurrentStaging,
   currentOwners,
+  descriptorShard,
   sharedWarning,
 } from '../current/index.ts';
 import { ConfigError } from '../errors.ts';
@@ -68,6 +69,8 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
   if (!options.recorded) growHeapSlowly();
   const config = applyOverrides(options.config, options);
+  // What earlier versions left in the temporary directory, before anything else.
+  await removeOldSpills();
   if (options.since !== undefined && !isTimestamp(options.since)) {
     throw new ConfigError(`--since: expected an ISO 8601 date or timestamp, found "${options.since}"`);
   }
@@ -131,6 +134,7 @@ async function openOutput(config: PipelineConfig, options: RunOptions): Promise<
     : await checkSource(storage, config.source.base_url, {
         accept: options.acceptNewSource === true,
         dryRun: options.dryRun === true,
+        shard: options.shard,
       });
   return { storage, root, stateStore, state, latest, source };
 }
@@ -158,7 +162,6 @@ async function takeLease(
 ): Promise<Lease> {
   const { storage, root, stateStore } = output;
   const { config, options } = run;
-  await removeOldSpills();
   const scratch = await openScratch().catch((error: unknown) => {
     throw scratchFull(error) ?? error;
   });
@@ -176,6 +179,9 @@ async function takeLease(
     csv: config.output.csv,
     scratchDir: scratch.dir,
     baseUrl: config.source.base_url,
+    // A shard describes only its own buckets, and leaves current/'s guide to `describe`.
+    shard: descriptorShard(options.shard),
+    pointer: shardNames(options.shard).latest,
   };
   const lease = { scratch, pipelineDir, current, state: output.state, previousRun: null, client: run.client };
   if (options.recorded) return lease;
@@ -270,11 +276,14 @@ async function exportAndPublish(input: {
       current: prepared && {
         context,
         prepared,
-        guide: {
-          config,
-          figures: ownFigures(exported.copied, exported.stats, prepared),
-          warn: (warning) => options.reporter.warn(warning),
-        },
+        // A shard leaves current/'s guide to `describe`.
+        guide: options.shard
+          ? null
+          : {
+              config,
+              figures: ownFigures(exported.copied, exported.stats, prepared),
+              warn: (warning) => options.reporter.warn(warning),
+            },
       },
       state: advanced && {
         store: output.stateStore,
@@ -284,7 +293,8 @@ async function exportAndPublish(input: {
     });
     publication = { storage, pipelineDir: lease.pipelineDir, run, destinations };
     // The service this output belongs to is recorded before its first run is.
-    if (output.source.toRecord !== null) await recordSource(storage, output.source.toRecord, new Date());
+    if (output.source.toRecord !== null)
+      await recordSource(storage, output.source.toRecord, new Date(), options.shard);
     await commitRun(publication);
   } catch (error) {
     if (!(error instanceof CommitUncertain)) await run.discard();
@@ -328,11 +338,18 @@ async function openClient(
 
 /**
  * --state FILE names one state file; otherwise the state lives beside the runs, one object per
- * study, with what earlier versions left of it (src/upgrade/).
+ * study, with what earlier versions left of it (src/upgrade/), and a shard writes only its own
+ * studies'. One file for N shards would be written by all.
  */
 async function openStateStore(storage: Storage, options: RunOptions): Promise<StateStore> {
+  const { shard } = options;
+  if (options.stateFile !== undefined && shard) {
+    throw new ConfigError(
+      `--state ${options.stateFile} keeps every study's state in one file, which the shards of a sharded run would all write; leave --state out with --shard (each shard then keeps its studies' state in state/)`,
+    );
+  }
   if (options.stateFile !== undefined) return stateFileStore(options.stateFile);
-  return upgradingStateStore(storage);
+  return upgradingStateStore(storage, shard ? (id) => inShard(id, shard) : undefined);
 }
 
 /** The pipeline file with the command line's overrides applied. */

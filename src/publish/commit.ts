@@ -168,7 +168,11 @@ export async function completePending(input: {
  * Committed: `latest` names the run, or a later run (a replay commits without finishing
  * records) while the run has its manifest.
  */
-async function isCommitted(storage: Storage, shard: Shard | undefined, runId: string): Promise<boolean> {
+export async function isCommitted(
+  storage: Storage,
+  shard: Shard | undefined,
+  runId: string,
+): Promise<boolean> {
   const latest = (await readLatest(storage, shard)).runId;
   if (latest === runId) return true;
   if (latest === null || latest < runId) return false;

@@ -60,12 +60,12 @@ export interface RunDestinations {
   current: {
     context: CurrentContext;
     prepared: readonly PreparedBucket[];
-    /** For current/'s README.md and report.html. */
+    /** For current/'s README.md and report.html; null: not this run's to write (a shard's). */
     guide: {
       config: PipelineConfig;
       figures: ReadonlyMap<string, readonly StudyStats[]>;
       warn(warning: Warning): void;
-    };
+    } | null;
   } | null;
   state: { store: StateStore; entries: Record<string, StudyState>; start: State | undefined } | null;
 }
@@ -83,7 +83,7 @@ export function recordedDestinations(current: CurrentOutput, state: StateStore):
     {
       what: 'updating current/',
       where: current.store.describe('current'),
-      complete: (record) => repairCurrent(current, record.studies),
+      complete: (record) => repairCurrent(current, record.run_id, record.studies),
       undo: (record) =>
         undoCurrent(
           current.store,
@@ -121,21 +121,23 @@ function currentDestination(storage: Storage, current: NonNullable<RunDestinatio
     async settle() {
       // The guide's figures come from each partition's newest part, which settling keeps, so
       // they are counted while the replaced parts go.
-      counting = countCurrent(storage, guide.figures);
+      counting = guide && countCurrent(storage, guide.figures);
       // Reported by guide(), once current/ is settled.
-      counting.catch(() => {});
+      counting?.catch(() => {});
       await settleCurrent(context, prepared);
     },
-    async guide() {
-      await (counting ?? countCurrent(storage, guide.figures))
-        .then((stats) => writeCurrentGuide(storage, guide.config, context.runId, stats))
-        .catch((error: unknown) => {
-          guide.warn({
-            code: 'current_guide_failed',
-            message: `current/README.md and report.html were not rewritten: ${messageOf(error)}`,
+    ...(guide && {
+      async guide() {
+        await (counting ?? countCurrent(storage, guide.figures))
+          .then((stats) => writeCurrentGuide(storage, guide.config, context.runId, stats))
+          .catch((error: unknown) => {
+            guide.warn({
+              code: 'current_guide_failed',
+              message: `current/README.md and report.html were not rewritten: ${messageOf(error)}`,
+            });
           });
-        });
-    },
+      },
+    }),
     undo: () =>
       undoCurrent(
         context.store,

@@ -32,14 +32,21 @@ export async function writePending(storage: Storage, record: PendingRecord): Pro
   await storage.put(pendingPath(record.run_id), `${JSON.stringify(record, null, 2)}\n`);
 }
 
-/** The runs of the shard (or of the unsharded pipeline) that left a record, oldest first. */
-export async function pendingRuns(storage: Storage, shard: Shard | undefined): Promise<string[]> {
+/**
+ * The runs of the shard (or of the unsharded pipeline; with `allShards`, of any) that left a
+ * record, oldest first.
+ */
+export async function pendingRuns(
+  storage: Storage,
+  shard: Shard | undefined,
+  options: { allShards?: boolean } = {},
+): Promise<string[]> {
   const suffix = shardNames(shard).runSuffix;
   const runIds: string[] = [];
   for await (const file of storage.list(PENDING_FOLDER)) {
     if (!file.path.endsWith('.json') || file.path.includes('/')) continue;
     const runId = file.path.slice(0, -'.json'.length);
-    if (ownRun(runId, suffix)) runIds.push(runId);
+    if (options.allShards || ownRun(runId, suffix)) runIds.push(runId);
   }
   return runIds.sort(compareRunIds);
 }

@@ -18,7 +18,7 @@ import { MANIFEST_FILE } from '../load/manifest.ts';
 import { runIdAt } from '../run-id.ts';
 import { type Shard, shardLabel } from '../shard.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
-import type { Storage } from '../storage/types.ts';
+import type { LeftoverOptions, Storage } from '../storage/types.ts';
 
 /** What the pipeline's pointer (`latest`, or `latest-shard-K-of-N`) names before a run. */
 export interface PreviousRun {
@@ -73,12 +73,7 @@ export async function openPipelineDirectory(
   const names = shardNames(options.shard);
   const lease = await storage.lease(names.lock);
   try {
-    // Other shards' runs may be in progress: they are theirs to clear.
-    await storage.removeLeftovers('runs', {
-      graceMs: options.leftoverGraceMs ?? LEFTOVER_GRACE_MS,
-      manifest: MANIFEST_FILE,
-      owns: (runId) => ownRun(runId, names.runSuffix),
-    });
+    await storage.removeLeftovers(RUNS_FOLDER, leftoverOptions(options));
   } catch (error) {
     await lease.release();
     throw error;
@@ -88,6 +83,21 @@ export async function openPipelineDirectory(
     latest: () => readLatest(storage, options.shard),
     createRun: (startedAt) => createRun(storage, startedAt, names),
     release: () => lease.release(),
+  };
+}
+
+export const RUNS_FOLDER = 'runs';
+
+/** What the pipeline's (or the shard's) killed runs left: its own only, as other shards' may be running. */
+export function leftoverOptions(options: {
+  shard?: Shard | undefined;
+  leftoverGraceMs?: number | undefined;
+}): LeftoverOptions {
+  const { runSuffix } = shardNames(options.shard);
+  return {
+    graceMs: options.leftoverGraceMs ?? LEFTOVER_GRACE_MS,
+    manifest: MANIFEST_FILE,
+    owns: (runId) => ownRun(runId, runSuffix),
   };
 }
 

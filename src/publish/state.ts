@@ -71,8 +71,16 @@ export interface EarlierState {
   retire(written: readonly string[]): Promise<void>;
 }
 
-/** state/<study id>.json in the pipeline's storage, with what `earlier` versions left. */
-export function studyStateStore(pipeline: Storage, earlier?: EarlierState): StateStore {
+/**
+ * state/<study id>.json in the pipeline's storage, with what `earlier` versions left. With
+ * `owns` (a shard's studies), only those studies' objects are ever written.
+ */
+export function studyStateStore(
+  pipeline: Storage,
+  earlier?: EarlierState,
+  options: { owns?: (studyId: string) => boolean } = {},
+): StateStore {
+  const owns = options.owns ?? (() => true);
   return {
     location: pipeline.describe(STATE_FOLDER),
     async read() {
@@ -101,7 +109,8 @@ export function studyStateStore(pipeline: Storage, earlier?: EarlierState): Stat
       // One object per study, each whole: written at once, in any order.
       const changed = Object.entries(next.studies).filter(([id, entry]) => {
         const before = previous.studies[id];
-        return earlier?.mustWrite(id) || !before || JSON.stringify(before) !== JSON.stringify(entry);
+        const differs = !before || JSON.stringify(before) !== JSON.stringify(entry);
+        return owns(id) && (earlier?.mustWrite(id) || differs);
       });
       await Promise.all(
         changed.map(([id, entry]) => {

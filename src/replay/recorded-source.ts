@@ -44,8 +44,14 @@ interface UnpackedFile {
   source: string;
   /** Open for reading the replay long; closed by the source's close(). */
   handle: FileHandle;
-  /** First record of each key: what the run's extract stage received first. */
-  lines: Map<string, Line>;
+  /**
+   * The records of each key in the order received: a listing page asked again (a list that
+   * moved while it was paged, src/extract/listing-passes.ts) is answered by its next record,
+   * anything else by its first.
+   */
+  lines: Map<string, Line[]>;
+  /** Requests answered per key so far. */
+  asked: Map<string, number>;
   studyIds: string[];
 }
 
@@ -92,7 +98,13 @@ async function unpack(
   path: string,
 ): Promise<Omit<UnpackedFile, 'handle'>> {
   const source = join(rawDir, `${operation}.jsonl.gz`);
-  const unpacked = { path, source, lines: new Map<string, Line>(), studyIds: [] as string[] };
+  const unpacked = {
+    path,
+    source,
+    lines: new Map<string, Line[]>(),
+    asked: new Map<string, number>(),
+    studyIds: [] as string[],
+  };
   const input = createReadStream(source);
   const missing = await new Promise<boolean>((resolve) => {
     input.once('open', () => resolve(false));
@@ -108,9 +120,12 @@ async function unpack(
       const record = lineHead(text, source);
       const length = Buffer.byteLength(text) + 1;
       const key = keyOf(record);
-      // A study list read again replaces the first; a response asked again (renewed links) does not.
-      if (operation === 'list_surveys' || !unpacked.lines.has(key))
-        unpacked.lines.set(key, { offset, length });
+      // A study list read again replaces the first; a response asked again (renewed links) does
+      // not; a listing page read again comes after the first.
+      const line = { offset, length };
+      const earlier = unpacked.lines.get(key);
+      if (earlier === undefined || operation === 'list_surveys') unpacked.lines.set(key, [line]);
+      else if (operation === 'list_responses') earlier.push(line);
       if (record.study_id !== undefined && !seenStudies.has(record.study_id)) {
         seenStudies.add(record.study_id);
         unpacked.studyIds.push(record.study_id);
@@ -172,7 +187,7 @@ class RecordedClient implements ApiClient {
   /** The recorded answer; a call the run never made (or that failed) is a 404 for that call alone. */
   private async answer(operation: Operation, key: string, what: string): Promise<Fetched> {
     const file = this.files.get(operation);
-    const line = file?.lines.get(key);
+    const line = file && nextLine(file, key);
     if (!file || !line) {
       throw new HttpError('E_NOT_FOUND', `raw/ holds no ${operation} answer for ${what}`, {
         context: { operation },
@@ -198,6 +213,15 @@ class RecordedClient implements ApiClient {
     this.counters.recordAttempt(operation, answer.status, 0, line.length);
     return { ...answer, bytes: line.length };
   }
+}
+
+/** The record answering the next request for `key`: the nth request the nth record, then the last. */
+function nextLine(file: UnpackedFile, key: string): Line | undefined {
+  const lines = file.lines.get(key);
+  if (lines === undefined) return undefined;
+  const asked = file.asked.get(key) ?? 0;
+  file.asked.set(key, asked + 1);
+  return lines[Math.min(asked, lines.length - 1)];
 }
 
 const closingBrace = 0x7d;

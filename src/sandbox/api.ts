@@ -8,10 +8,14 @@ import type { DataSet, KeyName, MediaLinker, ResponseEntry, StudyRecord } from '
 import { jsonReply, type Reply } from './server.ts';
 import { splitTarget } from './signing.ts';
 
+/** What the response list is sorted by, ascending (SandboxOptions.responseOrder). */
+export type ResponseOrder = 'created_at' | 'updated_at';
+
 export interface ApiContext {
   data: DataSet;
   keys: Record<KeyName, string>;
   maxPerPage: number;
+  responseOrder: ResponseOrder;
   media: () => MediaLinker;
   listMutations: Map<string, (item: Record<string, unknown>) => unknown>;
   detailMutations: Map<string, (detail: Record<string, unknown>) => unknown>;
@@ -94,20 +98,22 @@ function listResponses(context: ApiContext, study: StudyRecord, params: URLSearc
     }
     throw error;
   }
-  const page = selectEntries(study, query);
+  const page = selectEntries(study, query, context.responseOrder);
   return jsonReply(
     200,
     page.map((entry) => listItemOf(context, study, entry)),
   );
 }
 
-/** The entries the list serves for one query, in paging order. */
-export function selectEntries(study: StudyRecord, query: ListQuery): ResponseEntry[] {
+/** The entries the list serves for one query, in paging order (entries are kept by created_at). */
+function selectEntries(study: StudyRecord, query: ListQuery, order: ResponseOrder): ResponseEntry[] {
   const since = query.updatedSinceMs;
   const kept = study.entries.filter(
     (entry) =>
       (query.includeInProgress || !entry.inProgress) && (since === undefined || entry.updatedMs > since),
   );
+  if (order === 'updated_at')
+    kept.sort((a, b) => a.updatedMs - b.updatedMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const start = query.page * query.perPage;
   return kept.slice(start, start + query.perPage);
 }

@@ -6,7 +6,7 @@
 import type { ListedResponse, Study } from '../api/resources.ts';
 import { ConfigError } from '../errors.ts';
 import { untilStopped } from '../util/signals.ts';
-import { type ApiContext, apiHandler, listItemOf, mutationKey } from './api.ts';
+import { type ApiContext, apiHandler, listItemOf, mutationKey, type ResponseOrder } from './api.ts';
 import { type Clock, createClock } from './clock.ts';
 import { DataSet, type Modality, type StudyRecord } from './dataset.ts';
 import { FaultDice, type FaultSpec, noFaults, parseFaults } from './faults.ts';
@@ -41,6 +41,12 @@ export interface SandboxOptions {
   faults?: string;
   /** Default 1000; larger per_page requests are silently capped. */
   maxPerPage?: number;
+  /**
+   * What the response list is sorted by, ascending: created_at (the default, dataset.ts) or
+   * updated_at, as a service may sort it. By updated_at, a response edited while a client pages
+   * the list moves to its end, and every later one moves back one place.
+   */
+  responseOrder?: ResponseOrder;
   /** Default 1; multiplies media sizes (for benchmarks). */
   mediaScale?: number;
   /** Path of a JSON-lines request log file. */
@@ -80,7 +86,7 @@ export interface Sandbox {
   setFaults(spec: string | null): void;
   /** The list payload that key sees (default: the primary key). */
   studies(apiKey?: string): Study[];
-  /** Every response of the study as the list serves it (unpaged, include_in_progress=true). */
+  /** Every response of the study, by created_at (unpaged, include_in_progress=true). */
   responses(linkId: string): ListedResponse[];
   renameStudy(linkIdOrId: string, newLinkId: string): void;
   /** Moves updated_at (default: clock.now()). */
@@ -123,6 +129,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     data,
     keys,
     maxPerPage,
+    responseOrder: options.responseOrder ?? 'created_at',
     media: () => mediaLinker(signer, urls.storage, urls.stream),
     listMutations: new Map(),
     detailMutations: new Map(),

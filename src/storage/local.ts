@@ -9,13 +9,15 @@ import { copyFile, open, readdir, readFile, rename, rm, stat, writeFile } from '
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { ConfigError } from '../errors.ts';
-import { isProcessAlive, removeIfExitingFirst } from '../util/exit-cleanup.ts';
+import { removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
 import { diskFullError } from '../util/system-errors.ts';
 import { hiddenPathFor, openLocalFile } from './local-file.ts';
+import { acquireLock, lockState } from './local-lock.ts';
 import type {
   CreateOptions,
   Lease,
+  LeaseState,
   LeftoverOptions,
   ListedFile,
   OutputFile,
@@ -248,13 +250,24 @@ export class LocalStorage implements Storage {
     };
   }
 
+  leaseState(path: string): Promise<LeaseState> {
+    return lockState(this.describe(path));
+  }
+
   /** Under the lock nobody else owns a temporary run folder: each was left by a killed run. */
   async removeLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<void> {
-    for (const name of await this.listFolders(runsPrefix)) {
-      if (name.startsWith(TEMP_RUN_PREFIX) && options.owns(name.slice(TEMP_RUN_PREFIX.length))) {
-        await this.deleteAll(`${runsPrefix}/${name}`);
-      }
-    }
+    for (const name of await this.#leftovers(runsPrefix, options))
+      await this.deleteAll(`${runsPrefix}/${name}`);
+  }
+
+  async hasLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<boolean> {
+    return (await this.#leftovers(runsPrefix, options)).length > 0;
+  }
+
+  async #leftovers(runsPrefix: string, options: LeftoverOptions): Promise<string[]> {
+    return (await this.listFolders(runsPrefix)).filter(
+      (name) => name.startsWith(TEMP_RUN_PREFIX) && options.owns(name.slice(TEMP_RUN_PREFIX.length)),
+    );
   }
 }
 
@@ -263,27 +276,4 @@ function ifMissing<T>(fallback: T): (error: unknown) => T {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return fallback;
     throw error;
   };
-}
-
-async function acquireLock(lockPath: string): Promise<void> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(lockPath, 'wx');
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && isProcessAlive(holder)) {
-        throw new ConfigError(
-          `another run of this pipeline is in progress (process ${holder} holds ${lockPath}); wait for it or stop it`,
-          { context: { file: lockPath } },
-        );
-      }
-      // The holder died (killed mid-run): its lock is stale.
-      await rm(lockPath, { force: true });
-    }
-  }
-  throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
 }

@@ -29,7 +29,9 @@ export function recordWrites(storage: Storage): RecordedStorage {
     listFolders: (prefix) => storage.listFolders(prefix),
     stage: (prefix) => storage.stage(prefix),
     lease: (path) => storage.lease(path),
+    leaseState: (path) => storage.leaseState(path),
     removeLeftovers: (runsPrefix, options) => storage.removeLeftovers(runsPrefix, options),
+    hasLeftovers: (runsPrefix, options) => storage.hasLeftovers(runsPrefix, options),
     written: () => [...files.values()].sort((a, b) => a.path.localeCompare(b.path)),
     async create(path: string, options?: CreateOptions): Promise<OutputFile> {
       const file = await storage.create(path, options);

@@ -11,7 +11,7 @@
  * run is in progress; the next run removes what a killed run left once it is older than the
  * grace period: the run's objects, its marker and its unfinished multipart uploads.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
@@ -26,14 +26,17 @@ import {
   S3Client,
   type S3ServiceException,
 } from '@aws-sdk/client-s3';
-import { ConfigError, RunError, type StudyExportError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
 import { copyInto } from './copy.ts';
 import { HashedOutputFile } from './output-file.ts';
+import { isMissing, type Operation, storageError } from './s3-errors.ts';
+import { leaseStateOf, takeLease } from './s3-lease.ts';
 import { PartSpool, S3Output } from './s3-output.ts';
 import type {
   CreateOptions,
   Lease,
+  LeaseState,
   LeftoverOptions,
   ListedFile,
   OutputFile,
@@ -47,8 +50,6 @@ export interface S3Settings {
   force_path_style?: boolean | undefined;
 }
 
-/** A lease is good for this long and renewed at a third of it while the run lives. */
-const LEASE_MS = 10 * 60 * 1000;
 const STAGED_FOLDER = '.staged';
 
 export async function openS3Storage(location: string, settings: S3Settings): Promise<Storage> {
@@ -301,14 +302,52 @@ class S3Storage implements Storage {
   }
 
   async removeLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<void> {
-    const cutoff = Date.now() - options.graceMs;
-    for await (const marker of this.list(`${STAGED_FOLDER}/${runsPrefix}`)) {
-      if (marker.modifiedAt > cutoff || !options.owns(marker.path)) continue;
-      const run = `${runsPrefix}/${marker.path}`;
+    for (const leftover of await this.leftovers(runsPrefix, options)) {
+      const run = `${runsPrefix}/${leftover.runId}`;
       // A run whose marker outlived its commit (the delete failed) keeps its files.
       if ((await this.read(`${run}/${options.manifest}`)) === null) await this.deleteAll(run);
-      await this.abortUploads(run, cutoff);
+      await this.abortUploads(run, leftover.uploadsBefore);
       await this.delete(`${STAGED_FOLDER}/${run}`);
+    }
+  }
+
+  async hasLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<boolean> {
+    return (await this.leftovers(runsPrefix, options)).length > 0;
+  }
+
+  /**
+   * The runs whose marker says they were killed: one started on this machine by a process that
+   * is gone (all its uploads with it), or any older than the grace period (uploads started
+   * before it: a run elsewhere cannot be asked whether it lives).
+   */
+  private async leftovers(
+    runsPrefix: string,
+    options: LeftoverOptions,
+  ): Promise<{ runId: string; uploadsBefore: number }[]> {
+    const cutoff = Date.now() - options.graceMs;
+    const found: { runId: string; uploadsBefore: number }[] = [];
+    for await (const marker of this.list(`${STAGED_FOLDER}/${runsPrefix}`)) {
+      if (!options.owns(marker.path)) continue;
+      if (await this.ownerGone(`${STAGED_FOLDER}/${runsPrefix}/${marker.path}`)) {
+        found.push({ runId: marker.path, uploadsBefore: 0 });
+      } else if (marker.modifiedAt <= cutoff) {
+        found.push({ runId: marker.path, uploadsBefore: cutoff });
+      }
+    }
+    return found;
+  }
+
+  /** Whether a marker was written by a process of this machine that no longer exists. */
+  private async ownerGone(markerPath: string): Promise<boolean> {
+    const bytes = await this.read(markerPath);
+    if (bytes === null) return false;
+    try {
+      const { host, pid } = JSON.parse(bytes.toString('utf8')) as { host?: unknown; pid?: unknown };
+      return (
+        host === hostname() && Number.isInteger(pid) && pid !== process.pid && !isProcessAlive(pid as number)
+      );
+    } catch {
+      return false;
     }
   }
 
@@ -354,44 +393,12 @@ class S3Storage implements Storage {
     }
   }
 
-  /**
-   * An object holding the owner and an expiry, created with If-None-Match: * so that of two
-   * runs starting together only one gets it. Servers that ignore the condition (s3rver)
-   * only have the read before the write (docs/object-storage.md). Renewed while the run lives; one whose
-   * expiry has passed was left by a run that died and is taken over.
-   */
-  async lease(path: string): Promise<Lease> {
-    const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
-    const content = () =>
-      `${JSON.stringify({ owner, host: hostname(), pid: process.pid, expires_at: new Date(Date.now() + LEASE_MS).toISOString() })}\n`;
-    let taken = false;
-    for (let attempt = 0; attempt < 2 && !taken; attempt++) {
-      const held = await this.read(path);
-      if (held !== null) {
-        const holder = parseLease(held);
-        if (holder && isLive(holder)) {
-          throw new ConfigError(
-            `another run of this pipeline is in progress (${holder.owner} holds ${this.describe(path)} until ${holder.expires_at}); wait for it, or delete that object if that run is dead`,
-            { context: { file: this.describe(path) } },
-          );
-        }
-        // Its run died without releasing it: expired, or its process on this machine is gone.
-        await this.delete(path);
-      }
-      taken = await this.putIfAbsent(path, content());
-    }
-    if (!taken) throw new ConfigError(`could not take the lease ${this.describe(path)}`);
-    const renewal = setInterval(() => {
-      this.put(path, content()).catch(() => {});
-    }, LEASE_MS / 3);
-    renewal.unref();
-    return {
-      release: async () => {
-        clearInterval(renewal);
-        const held = await this.read(path);
-        if (held !== null && parseLease(held)?.owner === owner) await this.delete(path);
-      },
-    };
+  lease(path: string): Promise<Lease> {
+    return takeLease(this, path);
+  }
+
+  leaseState(path: string): Promise<LeaseState> {
+    return leaseStateOf(this, path);
   }
 
   /** Runs one request; a failure becomes a plain-words error naming `path`. */
@@ -402,91 +409,4 @@ class S3Storage implements Storage {
       throw storageError(error, operation, this.describe(path));
     }
   }
-}
-
-interface LeaseHolder {
-  owner: string;
-  host: string;
-  pid: number;
-  expires_at: string;
-}
-
-function parseLease(bytes: Buffer): LeaseHolder | null {
-  try {
-    const parsed = JSON.parse(bytes.toString('utf8')) as Partial<LeaseHolder>;
-    if (typeof parsed.owner === 'string' && typeof parsed.expires_at === 'string') {
-      return {
-        owner: parsed.owner,
-        host: String(parsed.host),
-        pid: Number(parsed.pid),
-        expires_at: parsed.expires_at,
-      };
-    }
-  } catch {}
-  return null;
-}
-
-/** Not expired, and, when its run was on this machine, that process still exists. */
-function isLive(holder: LeaseHolder): boolean {
-  if (Date.parse(holder.expires_at) <= Date.now()) return false;
-  if (holder.host !== hostname() || holder.pid === process.pid) return true;
-  return Number.isInteger(holder.pid) && isProcessAlive(holder.pid);
-}
-
-type Operation = 'read' | 'write' | 'list' | 'delete';
-
-/** A storage failure in plain words, naming the object; never a credential. */
-export function storageError(error: unknown, operation: Operation, where: string): StudyExportError {
-  if (error instanceof RunError || error instanceof ConfigError) return error;
-  const name = (error as { name?: string }).name ?? '';
-  const status = (error as S3ServiceException).$metadata?.httpStatusCode;
-  const reason = error instanceof Error ? error.message : String(error);
-  const context = { file: where, operation: `storage ${operation}`, ...(status ? { status } : {}) };
-  const bucket = where.replace(/^(s3:\/\/[^/]+).*$/, '$1');
-  if (name === 'NoSuchBucket') {
-    return new ConfigError(`${bucket}: the bucket does not exist (check output.dir and the endpoint)`, {
-      context,
-      cause: error,
-    });
-  }
-  if (
-    ['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'ExpiredToken', 'InvalidToken'].includes(
-      name,
-    ) ||
-    status === 401 ||
-    status === 403
-  ) {
-    return new ConfigError(
-      `${where}: the storage refused the credentials (${name || status}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE, and the bucket's permissions`,
-      { context, cause: error },
-    );
-  }
-  if (name === 'CredentialsProviderError') {
-    return new ConfigError(
-      `${where}: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`,
-      { context, cause: error },
-    );
-  }
-  if (status !== undefined && status >= 500) {
-    return new RunError(
-      `${where}: the storage answered ${status} (${name}) to a ${operation}, after retries`,
-      {
-        context,
-        cause: error,
-      },
-    );
-  }
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code || name === 'TimeoutError') {
-    return new RunError(
-      `${where}: cannot reach the storage (${code ?? name}); check output.s3.endpoint or AWS_ENDPOINT_URL and your network`,
-      { context, cause: error },
-    );
-  }
-  return new RunError(`${where}: storage ${operation} failed: ${reason}`, { context, cause: error });
-}
-
-function isMissing(error: unknown): boolean {
-  const name = (error as { name?: string }).name;
-  return name === 'NoSuchKey' || name === 'NotFound';
 }

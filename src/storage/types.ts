@@ -64,6 +64,9 @@ export interface Lease {
   release(): Promise<void>;
 }
 
+/** Who holds a lease: nobody, a run that died (the next `lease` takes it over), or a live run. */
+export type LeaseState = { held: 'no' } | { held: 'dead' } | { held: 'live'; by: string };
+
 export interface LeftoverOptions {
   /** On object storage, what a run left is removed only once it is this old. */
   graceMs: number;
@@ -121,6 +124,13 @@ export interface Storage {
    * holds it. One left by a run that died is taken over (see each implementation).
    */
   lease(path: string): Promise<Lease>;
-  /** Removes what runs that were killed left behind under `runsPrefix` (see each implementation). */
+  /** Who holds the lease `path` now; reads only. */
+  leaseState(path: string): Promise<LeaseState>;
+  /**
+   * Removes what runs that were killed left behind under `runsPrefix` (see each implementation).
+   * Call it holding the lease: a run in progress is no leftover.
+   */
   removeLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<void>;
+  /** Whether removeLeftovers would find anything to remove; reads only. */
+  hasLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<boolean>;
 }

@@ -246,6 +246,19 @@ export const wideSheet = {
       description: 'Time of last update, UTC (to the second), when the service sent it.',
     },
     {
+      key: 'status',
+      header: 'status',
+      type: 'string',
+      description:
+        'complete, or in progress: the service sent no summary yet, its analysis of the response is still running.',
+    },
+    {
+      key: 'modality',
+      header: 'modality',
+      type: 'string',
+      description: 'text, audio or video: which media the transcript carries (responses.modality).',
+    },
+    {
       key: 'summary',
       header: 'summary',
       type: 'string',
@@ -254,14 +267,46 @@ export const wideSheet = {
   ],
   questionDescription: (question: string) =>
     `Answer to "${question}" (answers.answer; several answers to one slot are joined by line breaks).`,
+  /**
+   * After the question columns, one column per attribute key (a URL parameter of the study
+   * link), headed by this prefix and the key, so that no key a respondent sends can take a
+   * question's or a fixed column's name, nor start a header with a formula character.
+   */
+  attributePrefix: 'attribute: ',
+  attributeDescription: (key: string) =>
+    `The URL parameter "${key}" of the response's study link (attributes.value where attributes.key is "${key}"); empty when its link had none.`,
+  /**
+   * Keys are the respondents' (any parameter added to a link): a sheet takes the most frequent
+   * ones, so a link per respondent with a parameter of its own cannot add a column per row.
+   */
+  maxAttributeColumns: 50,
 } as const satisfies {
   name: string;
   description: string;
   fixed: readonly { key: string; header: string; type: ColumnType; description: string }[];
   questionDescription: (question: string) => string;
+  attributePrefix: string;
+  attributeDescription: (key: string) => string;
+  maxAttributeColumns: number;
 };
 
-/** The wide sheet's header: its fixed columns, then the question columns' headers. */
-export function wideHeader(questionHeaders: readonly string[]): string[] {
-  return [...wideSheet.fixed.map((column) => column.header), ...questionHeaders];
+/** The wide sheet's header: its fixed columns, then the question and attribute columns' headers. */
+export function wideHeader(headers: readonly string[]): string[] {
+  return [...wideSheet.fixed.map((column) => column.header), ...headers];
+}
+
+/** The attribute key a wide sheet's header names, or null for any other column. */
+export function wideAttributeKey(header: string): string | null {
+  return header.startsWith(wideSheet.attributePrefix) ? header.slice(wideSheet.attributePrefix.length) : null;
+}
+
+/** What a question or attribute column of a wide sheet holds, from its header. */
+export function wideColumnDescription(header: string): string {
+  const key = wideAttributeKey(header);
+  return key === null ? wideSheet.questionDescription(header) : wideSheet.attributeDescription(key);
+}
+
+/** What the status column says of a response: the service sends its summary once it is analysed. */
+export function responseStatus(summary: string | null): 'complete' | 'in progress' {
+  return summary ? 'complete' : 'in progress';
 }

@@ -1,5 +1,5 @@
-/** The tables reference as Markdown, rendered from the declarations in index.ts. */
-import { type Column, type TableName, tableNames, tables } from './index.ts';
+/** The tables reference as Markdown, rendered from the declarations in tables.ts. */
+import { type Column, type TableName, tableNames, tables, wideSheet } from './index.ts';
 
 export const typeNames = {
   string: 'string',
@@ -13,7 +13,7 @@ export function tablesMarkdown(): string {
   const parts = [
     '# Tables',
     '',
-    '<!-- Generated from src/tables/index.ts by `npm run docs`; do not edit by hand. -->',
+    '<!-- Generated from src/load/tables.ts by `npm run docs`; do not edit by hand. -->',
     '',
     'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
     'cell is a missing value, booleans are `true` or `false`, and timestamps are ISO 8601 UTC',
@@ -23,7 +23,52 @@ export function tablesMarkdown(): string {
     '',
   ];
   for (const name of tableNames) parts.push(...tableSection(name));
+  parts.push(...wideSheetSection());
   return `${parts.join('\n')}\n`;
+}
+
+/** The wide sheets' columns, as tableSection renders a table's: from wideSheet's declaration. */
+export function wideSheetSection(level = 2): string[] {
+  const items = [
+    ...wideSheet.fixed.map(
+      (column) => `\`${column.header}\` (${typeNames[column.type]}): ${column.description}`,
+    ),
+    "*question text* (string): one column per question slot, in questions.position order, headed by the question's text (with `[<discussion_guide_question_id> / <concept_id>]` when two slots share a text). " +
+      wideSheet.questionDescription('*question text*'),
+    `\`${wideSheet.attributePrefix}<key>\` (string): after the questions, one column per attribute key of the study's responses, by key. ${wideSheet.attributeDescription('*key*')} At most ${wideSheet.maxAttributeColumns}: the keys most responses carry (the warning \`wide_attributes_left_out\` says how many others only the attributes table holds).`,
+  ];
+  return [
+    `${'#'.repeat(level)} wide sheets`,
+    '',
+    ...wrap(
+      `${wideSheet.description} \`wide/<link_id>.csv\` and a workbook's sheet \`wide\` hold the same columns, in this order. In the CSV every text cell is quoted and times are \`2026-11-21 23:55:00\` (UTC, to the second); in the workbook they are date cells.`,
+    ),
+    '',
+    ...items.flatMap((item) => wrap(`- ${item}`, '  ')),
+    '',
+  ];
+}
+
+/** `text` in lines of at most 100 characters (a terminal's width), broken between words. */
+function wrap(text: string, indent = ''): string[] {
+  const lines: string[] = [];
+  let line = '';
+  // A code span stays on one line.
+  const words = text.split(' ').reduce<string[]>((joined, word) => {
+    const last = joined.at(-1);
+    if (last !== undefined && (last.split('`').length - 1) % 2 === 1)
+      joined[joined.length - 1] = `${last} ${word}`;
+    else joined.push(word);
+    return joined;
+  }, []);
+  for (const word of words) {
+    if (line && line.length + 1 + word.length > 100) {
+      lines.push(line);
+      line = indent + word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
 }
 
 /** One table's reference: description, key, references and every column; `level` of its heading. */

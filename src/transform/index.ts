@@ -2,4 +2,4 @@
 export { type QuestionCandidate, QuestionRegistry, questionKey } from './questions.ts';
 export { type ResponseInput, type ResponseRows, responseRows } from './response.ts';
 export { studyRow } from './study.ts';
-export { wideColumns } from './wide.ts';
+export { AttributeKeys, wideColumns } from './wide.ts';

@@ -13,7 +13,7 @@ import {
 } from '../api/resources.ts';
 import type { MediaOutcome, WideRow } from '../records.ts';
 import { redact } from '../redact.ts';
-import type { Row } from '../tables/index.ts';
+import { type Row, responseStatus } from '../tables/index.ts';
 import { type QuestionCandidate, questionKey } from './questions.ts';
 import { extraJson, toIsoUtc } from './values.ts';
 
@@ -96,7 +96,7 @@ export function responseRows(input: ResponseInput): ResponseRows {
       question: a.question,
     })),
     media: input.media.map((outcome) => mediaRow(ids, outcome)),
-    wide: wideRow(response, sources),
+    wide: wideRow(response, sources, listed.attributes),
   };
 }
 
@@ -203,7 +203,11 @@ function mediaRow(ids: { response_id: string; study_id: string }, outcome: Media
   };
 }
 
-function wideRow(response: Row<'responses'>, sources: readonly AnswerSource[]): WideRow {
+function wideRow(
+  response: Row<'responses'>,
+  sources: readonly AnswerSource[],
+  attributes: Record<string, string>,
+): WideRow {
   const cells: Record<string, string> = {};
   for (const a of sources) {
     const key = questionKey(a.slotId, a.concept_id);
@@ -215,7 +219,10 @@ function wideRow(response: Row<'responses'>, sources: readonly AnswerSource[]): 
     response_number: response.response_number,
     created_at: response.created_at,
     updated_at: response.updated_at,
+    status: responseStatus(response.summary),
+    modality: response.modality,
     summary: response.summary,
     cells,
+    attributes,
   };
 }

@@ -1,27 +1,48 @@
 /**
- * The wide sheet of a study: one row per response, one column per question slot. Column
- * keys come from questionKey(); headers are the question texts, made distinct when two
- * slots share a text, so a spreadsheet never shows two columns under one name.
+ * The wide sheet of a study: one row per response, one column per question slot, then one per
+ * attribute key. Question column keys come from questionKey(); headers are the question texts,
+ * made distinct when two slots share a text, so a spreadsheet never shows two columns under
+ * one name. Attribute columns are headed by wideSheet.attributePrefix and the key, which no
+ * question header starts with.
  */
 
-import { type WideColumn, wideFixedColumns } from '../records.ts';
+import type { WideColumn } from '../records.ts';
 import { type Row, wideSheet } from '../tables/index.ts';
 import { questionKey } from './questions.ts';
 
-/** One column per question slot, by position, with distinct headers. */
-export function wideColumns(questions: readonly Row<'questions'>[]): WideColumn[] {
+/** One column per question slot, by position, then one per attribute key, all headers distinct. */
+export function wideColumns(
+  questions: readonly Row<'questions'>[],
+  attributeKeys: readonly string[] = [],
+): WideColumn[] {
   const ordered = [...questions].sort((a, b) => a.position - b.position);
   const textCounts = new Map<string, number>();
   for (const q of ordered) textCounts.set(q.question, (textCounts.get(q.question) ?? 0) + 1);
 
-  const taken = new Set<string>([...wideFixedColumns, ...wideSheet.fixed.map((column) => column.header)]);
-  return ordered.map((q) => {
+  const taken = new Set<string>(wideSheet.fixed.flatMap((column) => [column.key, column.header]));
+  const columns: WideColumn[] = ordered.map((q) => {
     const shared = (textCounts.get(q.question) ?? 0) > 1 || taken.has(q.question);
-    const base = shared ? `${q.question} [${slotLabel(q)}]` : q.question;
+    // The attribute columns' prefix stays theirs: such a question's label goes first.
+    const base = q.question.startsWith(wideSheet.attributePrefix)
+      ? `[${slotLabel(q)}] ${q.question}`
+      : shared
+        ? `${q.question} [${slotLabel(q)}]`
+        : q.question;
     const header = firstFree(base, taken);
     taken.add(header);
-    return { key: questionKey(q.discussion_guide_question_id, q.concept_id), header };
+    return { key: questionKey(q.discussion_guide_question_id, q.concept_id), header, of: 'question' };
   });
+  for (const key of [...attributeKeys].sort()) {
+    const header = firstFree(`${wideSheet.attributePrefix}${headerText(key)}`, taken);
+    taken.add(header);
+    columns.push({ key, header, of: 'attribute' });
+  }
+  return columns;
+}
+
+/** A key as header text: on one line, without control characters. */
+function headerText(key: string): string {
+  return key.replace(/[\u0000-\u001f\u007f]+/g, ' ');
 }
 
 /** The ids that tell two slots with the same text apart; stable across runs. */
@@ -36,5 +57,24 @@ function firstFree(base: string, taken: ReadonlySet<string>): string {
   for (let n = 2; ; n++) {
     const candidate = `${base} (${n})`;
     if (!taken.has(candidate)) return candidate;
+  }
+}
+
+/**
+ * The attribute keys of a study's responses, counted as they pass: the sheet's attribute
+ * columns are the most frequent keys, at most wideSheet.maxAttributeColumns of them.
+ */
+export class AttributeKeys {
+  readonly #counts = new Map<string, number>();
+
+  /** One response's keys. */
+  add(keys: Iterable<string>): void {
+    for (const key of keys) this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
+  }
+
+  /** The keys that get a column (most frequent first, then by key), and how many did not. */
+  chosen(limit: number = wideSheet.maxAttributeColumns): { keys: string[]; leftOut: number } {
+    const ranked = [...this.#counts].sort(([ka, a], [kb, b]) => b - a || (ka < kb ? -1 : ka > kb ? 1 : 0));
+    return { keys: ranked.slice(0, limit).map(([key]) => key), leftOut: Math.max(0, ranked.length - limit) };
   }
 }

@@ -16,9 +16,13 @@ import { earlierState } from './state.ts';
 
 export { removeOldSpills } from './spills.ts';
 
-/** The state beside the runs (state/<study id>.json), with what earlier versions left of it. */
-export function upgradingStateStore(pipeline: Storage): StateStore {
-  return studyStateStore(pipeline, earlierState(pipeline));
+/**
+ * The state beside the runs (state/<study id>.json), with what earlier versions left of it.
+ * With `owns` (a shard's studies), only those studies' objects are written.
+ */
+export function upgradingStateStore(pipeline: Storage, owns?: (studyId: string) => boolean): StateStore {
+  if (!owns) return studyStateStore(pipeline, earlierState(pipeline, { migrates: true }));
+  return studyStateStore(pipeline, earlierState(pipeline, { migrates: false }), { owns });
 }
 
 /**

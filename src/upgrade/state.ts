@@ -13,7 +13,11 @@ import type { Storage } from '../storage/types.ts';
 /** The state file of before (and of --state). */
 export const LEGACY_STATE_FILE = 'state.json';
 
-export function earlierState(pipeline: Storage): EarlierState {
+/**
+ * `migrates`: whether this store's runs retire a state.json; a shard's do not (every shard
+ * would otherwise write it): its file is read, and left for an unsharded run to migrate.
+ */
+export function earlierState(pipeline: Storage, options: { migrates: boolean }): EarlierState {
   let migrating: Buffer | null = null;
   /** Objects found under another name than their study's (the earlier naming rule), by study. */
   let misnamed = new Map<string, string>();
@@ -25,9 +29,10 @@ export function earlierState(pipeline: Storage): EarlierState {
       misnamed.set(studyId, path);
     },
     async addTo(state) {
-      migrating = await pipeline.read(LEGACY_STATE_FILE);
-      if (!migrating) return;
-      const legacy = parseStateFile(pipeline.describe(LEGACY_STATE_FILE), migrating);
+      const legacyFile = await pipeline.read(LEGACY_STATE_FILE);
+      migrating = options.migrates ? legacyFile : null;
+      if (!legacyFile) return;
+      const legacy = parseStateFile(pipeline.describe(LEGACY_STATE_FILE), legacyFile);
       // An object already written wins: it is newer than the file it replaced.
       for (const [id, entry] of Object.entries(legacy.studies)) state.studies[id] ??= entry;
     },

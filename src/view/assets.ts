@@ -21,9 +21,21 @@ table.list{border-collapse:collapse;width:100%;font-size:.92rem}table.list capti
 .dialogue{list-style:none;padding:0}.turn{border:1px solid var(--line);border-radius:6px;padding:.5rem .8rem;margin:.6rem 0}
 .question{font-weight:600;margin:.1rem 0 .4rem}.moderator{background:var(--mod);padding:.3rem .6rem;border-radius:4px}.user{background:var(--user);padding:.3rem .6rem;border-radius:4px;margin-top:.3rem}
 .who{font-size:.75rem;text-transform:uppercase;letter-spacing:.05em;color:var(--muted)}.said{white-space:pre-wrap;margin:.1rem 0;overflow-wrap:anywhere}
-.media{margin:.4rem 0}.media video{max-width:100%;max-height:320px}.media figcaption{font-size:.8rem;color:var(--muted)}
+.media{margin:.4rem 0;max-width:100%}.media figcaption{font-size:.8rem;color:var(--muted);overflow-wrap:anywhere}
+.media audio{width:min(100%,28rem)}
+.media video{display:block;width:min(100%,36rem);height:auto;max-height:60vh;aspect-ratio:16/9;object-fit:contain;background:#000}
+mark{background:#ffe066;color:#111;padding:0 .1em;border-radius:2px}
+.found{list-style:none;margin:0;padding:0}.found li{margin:0 0 .35rem}.found .where{display:block;font-size:.8rem;color:var(--muted)}
+.snippet{overflow-wrap:anywhere}.turn.hit{border-color:var(--focus);border-width:2px}.found-in{font-size:.95rem}
+.pager .position{color:var(--muted)}.download{margin:.3rem 0}
 .note{color:var(--muted);font-size:.9rem}.pager{display:flex;gap:1.5rem}
-footer{border-top:1px solid var(--line);margin-top:2rem;font-size:.85rem;color:var(--muted)}kbd{border:1px solid var(--line);border-radius:3px;padding:0 .25rem}
+footer{border-top:1px solid var(--line);margin-top:2rem;font-size:.85rem;color:var(--muted)}
+header,main,footer{overflow-wrap:break-word}.filter input,.filter select{max-width:100%}
+@media (max-width:40rem){body{padding:0 .7rem 1.5rem}.loc{display:block;margin:0}.filter label{flex:1 1 100%}
+table.list thead{position:absolute;left:-9999px}table.list,table.list tbody,table.list tr,table.list th,table.list td{display:block;width:auto}
+table.list tr{border-bottom:1px solid var(--line);padding:.4rem 0}.list th,.list td{border:0;padding:.1rem 0;text-align:left}.list .n{text-align:left}
+.list [data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-size:.8rem}.list td.text{max-width:none}
+dl.meta{grid-template-columns:1fr}dl.meta dd{margin-bottom:.3rem}.pager{flex-wrap:wrap;gap:.5rem 1rem}}kbd{border:1px solid var(--line);border-radius:3px;padding:0 .25rem}
 @media print{header nav,footer,.filter,.pager,.media{display:none}}
 `;
 

@@ -9,13 +9,17 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ConfigError } from '../errors.ts';
+import { playlistUris, type ZipEntry, type ZipIndex } from '../reader/index.ts';
 import type { Row } from '../tables/index.ts';
 import { viewerCss, viewerJs } from './assets.ts';
+import { conversationPage } from './conversation.ts';
 import type { ViewData } from './dataset.ts';
-import { conversationPage, type ResponseFilter, responsesPage, studiesPage } from './pages.ts';
-import type { ZipEntry, ZipIndex } from './zip-index.ts';
+import { responsesPage, searchPage, studiesPage } from './pages.ts';
+import { csvFileName, responsesCsv } from './responses-csv.ts';
+import { filterOf, selectResponses } from './search.ts';
 
 export interface ViewRequest {
   method: string;
@@ -164,17 +168,28 @@ async function handle(
   if (at(2) && first === 'study') {
     const study = data.studies.find((s) => s.study_id === second);
     if (!study) throw new HttpProblem(404, 'no such study in this run');
-    const filter: ResponseFilter = {
-      q: query.get('q')?.trim() ?? '',
-      attr: query.get('attr')?.trim() ?? '',
-      rec: query.get('rec') ?? '',
-    };
-    return sendPage(request, response, responsesPage(data, study, filter));
+    return sendPage(
+      request,
+      response,
+      responsesPage(data, study, { ...filterOf(query), study: study.study_id }),
+    );
+  }
+  if (at(1) && (first === 'search' || first === 'responses.csv')) {
+    const filter = filterOf(query);
+    if (filter.study && !data.studies.some((s) => s.study_id === filter.study))
+      throw new HttpProblem(404, 'no such study in this run');
+    if (first === 'search') return sendPage(request, response, searchPage(data, filter));
+    return sendCsv(
+      request,
+      response,
+      csvFileName(data, filter),
+      responsesCsv(data, selectResponses(data, filter), filter),
+    );
   }
   if (at(2) && first === 'response') {
     const found = data.responses.get(second ?? '');
     if (!found) throw new HttpProblem(404, 'no such response in this run');
-    return sendPage(request, response, await conversationPage(data, found, origin));
+    return sendPage(request, response, await conversationPage(data, found, origin, filterOf(query)));
   }
   if (first === 'media' && second !== undefined && third !== undefined && fourth !== undefined) {
     if (at(4) && fourth !== 'hls') return sendMedia(data, request, response, second, third, fourth, null);
@@ -207,6 +222,23 @@ function sendAsset(request: IncomingMessage, response: ServerResponse, text: str
   response.end(request.method === 'HEAD' ? undefined : text);
 }
 
+/** A download: the file name is ours (csvFileName), never text from the data. */
+async function sendCsv(
+  request: IncomingMessage,
+  response: ServerResponse,
+  name: string,
+  pieces: Iterable<string>,
+): Promise<void> {
+  response.writeHead(200, {
+    'content-type': 'text/csv; charset=utf-8',
+    'content-disposition': `attachment; filename="${name}"`,
+    'cache-control': 'no-store',
+    ...securityHeaders(mediaCsp),
+  });
+  if (request.method === 'HEAD') return void response.end();
+  await pipeline(Readable.from(pieces), response);
+}
+
 async function sendReport(data: ViewData, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const html = await data.storage.read('report.html');
   if (!html) throw new HttpProblem(404, 'this run has no report.html');
@@ -234,11 +266,7 @@ async function sendMedia(
   let entry = located.entry;
   if (segment !== null && segment !== 'index.m3u8') {
     // Only a segment the archived playlist lists, in the playlist's own folder.
-    const playlist = (await zip.readAll(entry)).toString('utf8');
-    const listed = playlist
-      .split(/\r?\n/)
-      .map((line) => line.trim())
-      .filter((line) => line !== '' && !line.startsWith('#'));
+    const listed = playlistUris((await zip.readAll(entry)).toString('utf8'));
     if (!listed.includes(segment)) throw new HttpProblem(404, 'the playlist lists no such segment');
     const folder = entry.name.slice(0, entry.name.lastIndexOf('/'));
     const found = zip.entries.get(`${folder}/${segment}`);

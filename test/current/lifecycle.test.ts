@@ -105,7 +105,7 @@ describe('current/ in a publication', () => {
       const output = outputIn(dir);
       await publishPart(output.store, await responsesPart(output, '20260101T000000Z', ['r-1']));
       await publishPart(output.store, await responsesPart(output, '20260102T000000Z', ['r-1', 'r-2']));
-      await repairCurrent(output, [{ study_id: studyId, wide: false }]);
+      await repairCurrent(output, '20260102T000000Z', [{ study_id: studyId, wide: false }]);
       expect(await partition(dir)).toEqual(['part-20260102T000000Z.csv', 'part-20260102T000000Z.parquet']);
       expect(await idsIn(dir, '20260102T000000Z')).toEqual(['r-1', 'r-2']);
       expect(await output.store.read('current/datapackage.json')).not.toBeNull();

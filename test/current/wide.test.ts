@@ -1,4 +1,7 @@
-/** The current wide sheet built through hash slices (big studies) holds the same rows as built in memory. */
+/**
+ * The current wide sheet built through hash slices (big studies) holds the same rows as built in
+ * memory, and as the run's own sheet: answers, attributes, status and modality.
+ */
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,7 +30,7 @@ describe('the current wide sheet', () => {
       await runAgainst(sandbox, sandboxConfig(sandbox, out, { output: { formats: ['parquet'] } }));
       const store = new LocalStorage(join(out, 'test'));
       const [study] = sandbox.studies();
-      const part = async (table: 'questions' | 'responses' | 'answers') => {
+      const part = async (table: 'questions' | 'responses' | 'answers' | 'attributes') => {
         const folder = partitionPath(table, bucketOf(study!.id));
         for await (const file of store.list(folder))
           return { path: `${folder}/${file.path}`, bytes: file.bytes };
@@ -48,6 +51,7 @@ describe('the current wide sheet', () => {
           questions,
           responses: { store, ...(await part('responses')) },
           answers: { store, ...answers },
+          attributes: { store, ...(await part('attributes')) },
           csv: { bom: false, escape_formulae: true },
           scratchDir,
           sliceBytes,
@@ -65,6 +69,10 @@ describe('the current wide sheet', () => {
         join(out, 'test', 'current', 'wide', `study_id=${study!.id}`, `${study!.link_id}.csv`),
       );
       expect(records[0]).toEqual(inMemory.header);
+      // With the attributes the sandbox's links carry, and each response's status and modality.
+      expect(inMemory.header).toEqual(
+        expect.arrayContaining(['status', 'modality', 'attribute: utm_source']),
+      );
       expect(
         records
           .slice(1)

@@ -243,7 +243,7 @@ describe('extract against the sandbox', () => {
     expect(sinks.warnings.map((w) => w.code)).toContain('page_cap');
   });
 
-  it('deduplicates by id, keeping the newest updated_at', async () => {
+  it('deduplicates by id, keeping the newest updated_at; an id served twice pages the list again', async () => {
     const { sandbox, client, sinks } = await setup({ seed: 5, studies: 1, responses: 20, maxPerPage: 7 });
     const study = sandbox.studies()[0]!;
     const all = sandbox.responses(study.link_id);
@@ -264,7 +264,9 @@ describe('extract against the sandbox', () => {
     expect(items).toHaveLength(20);
     expect(new Set(items.map((r) => r.id)).size).toBe(20);
     expect(items.find((r) => r.id === moved.id)?.short_transcript).toBe('edited while paging');
-    expect(result.stats).toMatchObject({ listed: 22, unique: 20 });
+    // The id served twice says the list moved: a second pass (it does not move) settles it.
+    expect(result.stats).toMatchObject({ listed: 22 + 20, unique: 20, passes: 2, pages: 8 });
+    expect(sinks.warnings.map((w) => w.code)).toEqual(['listing_moved']);
   });
 
   it('warns when the count found differs from the desc', async () => {

@@ -42,7 +42,8 @@ export interface FrictionlessReport {
 }
 
 /**
- * `dir` holds the package: a run's folder, or current/. Every resource is read: a tabular one
+ * `dir` holds the package (`descriptor`, datapackage.json unless told): a run's folder, or
+ * current/. Every resource is read: a tabular one
  * with its schema, every cell cast and keys checked (with relations, for a single file); a
  * resource in several parts (current/) part by part, since this reader reads no multipart
  * table and each part has its header; any other resource as bytes, against its hash.
@@ -63,11 +64,14 @@ async function fileDigest(
   return { sha256, length: bytes };
 }
 
-export async function validateDataPackage(dir: string): Promise<FrictionlessReport> {
+export async function validateDataPackage(
+  dir: string,
+  descriptor = 'datapackage.json',
+): Promise<FrictionlessReport> {
   const report: FrictionlessReport = { errors: [], read: {}, skipped: [] };
   let pkg: FrictionlessPackage;
   try {
-    pkg = await Package.load(join(dir, 'datapackage.json'), { basePath: dir, strict: true });
+    pkg = await Package.load(join(dir, descriptor), { basePath: dir, strict: true });
   } catch (error) {
     report.errors.push(`descriptor: ${describe(error)}`);
     return report;
@@ -125,4 +129,31 @@ function describe(error: unknown): string {
   const where = rowNumber === undefined ? '' : ` (row ${rowNumber})`;
   const details = errors?.length ? `: ${errors.map((e) => e.message).join('; ')}` : '';
   return `${message}${where}${details}`;
+}
+
+/**
+ * Every tabular resource of the package in `dir` (a run, or current/) read and cast by the
+ * reader with its schema, part by part, as keyed rows (no relations, so every value is the
+ * cell's own); a row the schema refused is an Error.
+ */
+export async function readTabular(dir: string): Promise<Map<string, unknown[]>> {
+  const pkg = await Package.load(join(dir, 'datapackage.json'), { basePath: dir, strict: true });
+  const rows = new Map<string, unknown[]>();
+  for (const resource of pkg.resources.filter((r) => r.tabular)) {
+    const paths = resource.descriptor.path;
+    for (const path of typeof paths === 'string' ? [paths] : (paths ?? [])) {
+      const part = await Resource.load({ ...resource.descriptor, path }, { basePath: dir, strict: true });
+      rows.set(resource.name, [
+        ...(rows.get(resource.name) ?? []),
+        ...(await part.read({ keyed: true, forceCast: true })),
+      ]);
+    }
+  }
+  return rows;
+}
+
+/** One CSV file read and cast by the reader with a resource's descriptor (its schema and dialect). */
+export async function readWithDescriptor(descriptor: object, dir: string, path: string): Promise<unknown[]> {
+  const resource = await Resource.load({ ...descriptor, path }, { basePath: dir, strict: true });
+  return resource.read({ keyed: true, forceCast: true });
 }

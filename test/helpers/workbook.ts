@@ -34,9 +34,10 @@ function cellProblem(
   if (kind === 'timestamp' || kind === 'sheet-time') {
     const ms = Math.round(((cell.v as number) - 25569) * 86_400_000);
     const isDate = cell.t === 'n' && XLSX.SSF.is_date(String(cell.z));
-    // A wide CSV's time is to the second, as spreadsheets read it; the workbook's to the millisecond.
+    // To the second, in a workbook as in a wide CSV: a table's time is cut to the second.
     const iso = new Date(ms).toISOString();
-    return isDate && (kind === 'timestamp' ? iso : spreadsheetTime(iso)) === value
+    const expected = kind === 'timestamp' ? spreadsheetTime(String(value)) : value;
+    return isDate && spreadsheetTime(iso) === expected && iso.endsWith('.000Z')
       ? null
       : `expected date ${value}, found ${cell.t} ${cell.v}`;
   }

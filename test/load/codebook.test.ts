@@ -10,7 +10,7 @@ import { reportHtml } from '../../src/load/report-html.ts';
 import { RunStats } from '../../src/load/run-stats.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { tableNames, tables } from '../../src/tables/index.ts';
+import { tableNames, tables, wideSheet } from '../../src/tables/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 
@@ -32,6 +32,10 @@ describe('README.md and report.html in a run', () => {
         expect(readme).toContain(`Key: ${tables[name].primaryKey.map((k) => `\`${k}\``).join(', ')}.`);
         for (const column of tables[name].columns) expect(readme).toContain(`| ${column.name} |`);
       }
+      // The wide sheets' columns, from their declaration: status, modality, attributes.
+      expect(readme).toContain('### wide sheets');
+      for (const column of wideSheet.fixed) expect(readme).toContain(`- \`${column.header}\` (`);
+      expect(readme).toContain(`- \`${wideSheet.attributePrefix}<key>\` (string)`);
       const report = await readFile(join(runDir!, 'report.html'), 'utf8');
       for (const study of sandbox.studies()) {
         expect(readme).toContain(`\`${study.id}\``);

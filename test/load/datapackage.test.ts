@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dataPackage } from '../../src/load/datapackage.ts';
-import { columnNames, type TableName, tableNames } from '../../src/tables/index.ts';
+import { columnNames, type TableName, tableNames, wideHeader } from '../../src/tables/index.ts';
 
 const files = (format: 'csv' | 'parquet') =>
   tableNames.map((table: TableName) => ({
@@ -29,7 +29,7 @@ describe('dataPackage', () => {
     sheets: [
       {
         path: 'wide/Coffee Habits.csv',
-        header: ['response_id', 'response_number', 'created_at (UTC)', 'updated_at (UTC)', 'summary', 'Why?'],
+        header: wideHeader(['Why?', 'attribute: utm_source']),
         bom: true,
         bytes: 10,
         sha256: 'cd'.repeat(32),
@@ -92,7 +92,10 @@ describe('dataPackage', () => {
     const sheet = byPath.get('wide/Coffee Habits.csv') as unknown as {
       profile: string;
       encoding: string;
-      schema: { fields: { name: string; type: string; format?: string }[]; primaryKey: string[] };
+      schema: {
+        fields: { name: string; type: string; format?: string; description: string }[];
+        primaryKey: string[];
+      };
     };
     // With a byte order mark (bom: true): a file, which CSV readers would refuse as a table.
     expect(sheet).toMatchObject({ profile: 'data-resource', encoding: 'utf-8' });
@@ -101,9 +104,17 @@ describe('dataPackage', () => {
       ['response_number', 'integer', undefined],
       ['created_at (UTC)', 'datetime', '%Y-%m-%d %H:%M:%S'],
       ['updated_at (UTC)', 'datetime', '%Y-%m-%d %H:%M:%S'],
+      ['status', 'string', undefined],
+      ['modality', 'string', undefined],
       ['summary', 'string', undefined],
       ['Why?', 'string', undefined],
+      ['attribute: utm_source', 'string', undefined],
     ]);
+    // Each column says what it holds, from the wide sheet's declaration.
+    const descriptions = sheet.schema.fields.map((f) => f.description);
+    expect(descriptions[4]).toMatch(/^complete, or in progress/);
+    expect(descriptions[7]).toMatch(/^Answer to "Why\?"/);
+    expect(descriptions[8]).toMatch(/^The URL parameter "utm_source"/);
     expect(sheet.schema.primaryKey).toEqual(['response_id']);
   });
 

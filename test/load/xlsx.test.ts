@@ -69,8 +69,10 @@ describe('the xlsx workbook writer', () => {
         const at = sheet[`C${row}`]!;
         expect(at.t).toBe('n');
         expect(XLSX.SSF.is_date(at.z as string)).toBe(true);
+        // To the second, as the sheet shows it (hh:mm:ss) and the wide CSV writes it.
+        expect(at.z).toBe('yyyy-mm-dd hh:mm:ss');
         expect(new Date(Math.round((at.v - 25569) * 86_400_000)).toISOString()).toBe(
-          '2026-11-21T23:55:00.123Z',
+          '2026-11-21T23:55:00.000Z',
         );
       });
       expect(cuts).toEqual([]);
@@ -161,8 +163,11 @@ describe('the xlsx workbook writer', () => {
             response_number: n,
             created_at: '2026-11-21T23:55:00.000Z',
             updated_at: null,
+            status: 'in progress',
+            modality: 'text',
             summary: null,
             cells: { [questionKey('d1', null)]: text },
+            attributes: { lang: 'de' },
           },
           answers: [answer(n, text)],
           transcript: [turn(n, n === 1)],
@@ -177,7 +182,7 @@ describe('the xlsx workbook writer', () => {
           position: 1,
         },
       ];
-      const path = await writer.finish(wideColumns(questions));
+      const path = await writer.finish(wideColumns(questions, ['lang']));
       const file = join(dir, path);
       expect(await workbookXmlProblems(file, study)).toEqual([]);
 
@@ -202,7 +207,19 @@ describe('the xlsx workbook writer', () => {
       expect(transcript[`${column('has_audio')}2`]).toMatchObject({ t: 'b', v: true });
       expect(transcript[`${column('has_audio')}3`]).toMatchObject({ t: 'b', v: false });
       expect(transcript[`${column('user')}2`]).toMatchObject({ t: 's', v: 'first\nsecond\nthird' });
-      expect(book.Sheets.wide!.F3).toMatchObject({ t: 's', v: 'two\nlines' });
+      expect(book.Sheets.wide!.H3).toMatchObject({ t: 's', v: 'two\nlines' });
+      // status and modality among the fixed columns; an attribute's column after the answers.
+      expect([book.Sheets.wide!.E1?.v, book.Sheets.wide!.F1?.v, book.Sheets.wide!.I1?.v]).toEqual([
+        'status',
+        'modality',
+        'attribute: lang',
+      ]);
+      expect([book.Sheets.wide!.E2?.v, book.Sheets.wide!.F2?.v, book.Sheets.wide!.I2?.v]).toEqual([
+        'in progress',
+        'text',
+        'de',
+      ]);
+      expect(explained.has('attribute: lang')).toBe(true);
       expect(book.Props).toMatchObject({ Title: study.title, Author: 'study-export' });
     });
   });

@@ -204,6 +204,25 @@ describe('openMediaArchive', () => {
     expect(await readZip(zipPath)).toEqual([]);
   });
 
+  it('streams an entry of stated size chunk by chunk, and removes the zip when the stream is shorter', async () => {
+    const zipPath = join(dir, 'media.zip');
+    const archive = await openMediaArchive(...localFile(zipPath));
+    const chunks = [Buffer.alloc(70_000, 1), Buffer.from('middle'), Buffer.alloc(5, 2)];
+    const whole = Buffer.concat(chunks);
+    await archive.add('s/r/1-video.ts', { kind: 'stream', size: whole.length, open: async () => chunks });
+    await archive.finish();
+    const entries = await readZip(zipPath);
+    expect(entries.map((e) => [e.name, e.sha256])).toEqual([['s/r/1-video.ts', sha256(whole)]]);
+    unzipTest(zipPath);
+
+    const shortPath = join(dir, 'short.zip');
+    const short = await openMediaArchive(...localFile(shortPath));
+    await expect(
+      short.add('s/r/1-video.ts', { kind: 'stream', size: whole.length + 1, open: async () => chunks }),
+    ).rejects.toThrow(/shorter than its 70012 bytes/);
+    expect(readdirSync(dir).filter((name) => name.includes('short.zip'))).toEqual([]);
+  });
+
   it('rejects an add whose file is missing and keeps going', async () => {
     const zipPath = join(dir, 'media.zip');
     const archive = await openMediaArchive(...localFile(zipPath));

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listingBound } from '../../src/extract/responses.ts';
+import { listingBound } from '../../src/extract/listing-paging.ts';
 import { readPipelineState } from '../../src/publish/state.ts';
 import { runCli } from '../helpers/cli.ts';
 import { KEY_ENV, readManifest } from '../helpers/run.ts';

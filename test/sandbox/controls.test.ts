@@ -63,6 +63,34 @@ describe('controls', () => {
     expect(detail.body.transcript.some((row) => row.audio !== null)).toBe(true);
   });
 
+  it('sorted by updated_at when asked: a touched response moves to the end, the rest back one place', async () => {
+    const sorted = await startSandbox({
+      seed: 7,
+      responses: 10,
+      responseOrder: 'updated_at',
+      startTime: Date.parse('2030-05-01T12:00:00Z'),
+    });
+    try {
+      const linkId = studyOf(sorted, 'text');
+      const items = await allPages(sorted, linkId, '', 4);
+      const shown = items.flatMap((r) => (typeof r['updated_at'] === 'string' ? [r['updated_at']] : []));
+      expect(shown.length).toBeGreaterThan(5);
+      expect(shown).toEqual([...shown].sort());
+      const before = items.map((r) => r.id);
+      expect(new Set(before)).toEqual(new Set(sorted.responses(linkId).map((r) => r.id)));
+      const [first, second, ...rest] = before;
+      sorted.touchResponse(linkId, first!);
+      const after = (await allPages(sorted, linkId, '', 4)).map((r) => r.id);
+      expect(after).toEqual([second, ...rest, first]);
+      // The default keeps created_at order, whatever is touched.
+      const created = sandbox.responses(studyOf(sandbox, 'text')).map((r) => r.id);
+      sandbox.touchResponse(studyOf(sandbox, 'text'), created[0]!);
+      expect((await allPages(sandbox, studyOf(sandbox, 'text'), '', 4)).map((r) => r.id)).toEqual(created);
+    } finally {
+      await sorted.close();
+    }
+  });
+
   it('deletes a response: gone from the list and desc, its detail is a 404', async () => {
     const linkId = studyOf(sandbox, 'text');
     const [first, second] = sandbox.responses(linkId);

@@ -4,7 +4,9 @@
  * the CLI: the N shards take every study exactly once, each shard's verify step checks the
  * run its pointer names, and the summary finds every shard's pointer. The Kubernetes pods
  * run the Dockerfile's image as it is (its entrypoint, its working folder, the pipeline file
- * from the ConfigMap). Buckets are served by s3rver on loopback.
+ * from the ConfigMap). After the shards, each example's `study-export describe` writes
+ * current/datapackage.json over every shard's buckets, naming only objects that are there.
+ * Buckets are served by s3rver on loopback.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -83,6 +85,25 @@ const sandboxEnv = () => ({
   AWS_ENDPOINT_URL: s3.endpoint,
   ...S3_CREDENTIALS,
 });
+
+/**
+ * current/datapackage.json of `root` in the bucket: it covers every shard's pointer, and every
+ * file it names is in the bucket.
+ */
+async function expectDescribed(bucket: string, root: string, shards: number): Promise<void> {
+  const descriptor = JSON.parse((await s3.get(bucket, `${root}current/datapackage.json`)).toString()) as {
+    resources: { path: string | string[] }[];
+    covers: { buckets: string; runs: Record<string, string> };
+  };
+  expect(descriptor.covers.buckets).toBe('all');
+  expect(Object.keys(descriptor.covers.runs).sort()).toEqual(
+    Array.from({ length: shards }, (_, i) => `latest-shard-${i + 1}-of-${shards}`),
+  );
+  const keys = new Set(await s3.keys(bucket, `${root}current/`));
+  const named = descriptor.resources.flatMap((resource) => [resource.path].flat());
+  expect(named.filter((file) => file.startsWith('responses/')).length).toBeGreaterThan(1);
+  expect(named.filter((file) => !keys.has(`${root}current/${file}`))).toEqual([]);
+}
 
 function expectEveryStudyOnce(taken: string[][]): void {
   expect(taken.flat().sort()).toEqual(
@@ -177,6 +198,20 @@ describe('examples/github-actions-sharded.yml', () => {
       expect(manifest.status).toBe('complete');
       expect(Array.isArray(manifest.studies)).toBe(true);
     }
+
+    // Before the gathering, the summary job describes all of current/.
+    const describeStep = summary.steps.find((s) => /study-export describe/.test(s.run ?? ''))!;
+    const installStep = summary.steps.findIndex((s) => s.name === 'Install study-export');
+    expect(installStep).toBeGreaterThanOrEqual(0);
+    expect(summary.steps.indexOf(describeStep)).toBeLessThan(summary.steps.indexOf(gather));
+    const describeEnv: Record<string, string> = {};
+    for (const [name, value] of Object.entries(describeStep.env ?? {})) {
+      describeEnv[name] = githubExpand(String(value), { 'vars.STUDY_EXPORT_BUCKET': 'test-bucket' });
+    }
+    const words = shellWords(describeStep.run?.trim() ?? '', describeEnv);
+    const described = await runCli(words.slice(1), { env: { ...describeEnv, ...sandboxEnv() } });
+    expect(described, described.stderr).toMatchObject({ code: 0 });
+    await expectDescribed('test-bucket', root, shards.length);
   });
 });
 
@@ -214,7 +249,7 @@ describe('examples/kubernetes-indexed-job.yaml', () => {
       }
       const taken: string[][] = [];
       for (let index = 0; index < job.completions; index++) {
-        // --dry-run: the manifest's bucket is not the test's to write.
+        // --dry-run first: what each pod would take.
         const result = await runCli([...container.args, '--dry-run'], {
           cwd,
           env: { ...env, JOB_COMPLETION_INDEX: String(index), ...sandboxEnv() },
@@ -228,6 +263,35 @@ describe('examples/kubernetes-indexed-job.yaml', () => {
         taken.push(plannedStudies(result.stdout));
       }
       expectEveryStudyOnce(taken);
+
+      // The pods for real, then the describe CronJob's pod, in the same image and folder.
+      for (let index = 0; index < job.completions; index++) {
+        const result = await runCli(container.args, {
+          cwd,
+          env: { ...env, JOB_COMPLETION_INDEX: String(index), ...sandboxEnv() },
+        });
+        expect(result, result.stderr).toMatchObject({ code: 0 });
+      }
+      const describer = documents.find(
+        (document): document is IndexedCronJob => document.kind === 'CronJob' && document !== cronJob,
+      )!;
+      const describePod = describer.spec.jobTemplate.spec.template.spec;
+      const describeContainer = describePod.containers[0]!;
+      expect(describeContainer.image).toBe(container.image);
+      expect(describeContainer.command).toBeUndefined();
+      expect(describeContainer.args.slice(0, 1)).toEqual(['describe']);
+      expect(describePod.volumes.find((volume) => volume.configMap)?.configMap?.name).toBe(
+        configMap.metadata.name,
+      );
+      const describeEnv = Object.fromEntries(
+        describeContainer.env.map((item) => [item.name, item.value ?? '']),
+      );
+      const described = await runCli(describeContainer.args, {
+        cwd,
+        env: { ...describeEnv, ...sandboxEnv() },
+      });
+      expect(described, described.stderr).toMatchObject({ code: 0 });
+      await expectDescribed('your-bucket', 'study-export/nightly-incremental/', job.completions);
     });
   });
 });

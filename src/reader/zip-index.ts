@@ -1,10 +1,12 @@
 /**
- * Where each entry's bytes lie inside media.zip, so the viewer serves a recording straight
- * out of the zip by byte range, from a folder or a bucket alike: the end records and the
- * central directory are read in two or three ranged reads, and an entry's data starts after
- * its local header (read once, on first use). Only stored (uncompressed) entries can be
- * served that way; media.zip holds nothing else.
+ * Where each entry's bytes lie inside a run's media.zip, so a recording is read straight out
+ * of the zip by byte range, from a folder or a bucket alike (the viewer serves ranges, the
+ * archive copies whole entries): the end records and the central directory are read in two
+ * or three ranged reads, and an entry's data starts after its local header (read once, on
+ * first use). Only stored (uncompressed) entries can be read that way; media.zip holds
+ * nothing else.
  */
+import type { Readable } from 'node:stream';
 import type { Storage } from '../storage/types.ts';
 
 export interface ZipEntry {
@@ -109,11 +111,39 @@ export class ZipIndex {
     return this.storage.readStream(this.path, { start: data + start, end: data + end });
   }
 
+  /** The entry's bytes whole, as a stream; only a stored entry. */
+  async open(entry: ZipEntry): Promise<Readable> {
+    if (entry.method !== 0)
+      throw new Error(`${this.path}: ${entry.name} is compressed; only stored entries are read`);
+    return this.read(entry, 0, entry.size);
+  }
+
+  /**
+   * The segments an archived HLS playlist lists, in its order, each an entry of its own
+   * folder; a segment it lists and the zip lacks is an error naming both.
+   */
+  async segments(playlist: ZipEntry): Promise<ZipEntry[]> {
+    const folder = playlist.name.slice(0, playlist.name.lastIndexOf('/') + 1);
+    return playlistUris((await this.readAll(playlist)).toString('utf8')).map((uri) => {
+      const entry = this.entries.get(`${folder}${uri}`);
+      if (!entry) throw new Error(`${this.path}: ${playlist.name} lists ${uri}, which the zip lacks`);
+      return entry;
+    });
+  }
+
   /** A small entry (a playlist) whole. */
   async readAll(entry: ZipEntry): Promise<Buffer> {
     const data = await this.dataOffset(entry);
     return readRange(this.storage, this.path, data, data + entry.compressedSize);
   }
+}
+
+/** The URIs a playlist lists (its lines that are neither blank nor tags), in order. */
+export function playlistUris(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
 }
 
 /** Sizes and offset past 32 bits are in the zip64 extra field, in this order, when maxed out. */

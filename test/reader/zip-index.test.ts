@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openMediaArchive } from '../../src/media/archive.ts';
+import { ZipIndex } from '../../src/reader/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { parseRange } from '../../src/view/server.ts';
-import { ZipIndex } from '../../src/view/zip-index.ts';
 import { localFile } from '../helpers/storage.ts';
-import { extractEntry } from './browser.ts';
+import { extractEntry } from '../view/browser.ts';
 
 let dir: string;
 beforeEach(async () => {

@@ -1,0 +1,78 @@
+/**
+ * `study-export qdpx [OUTPUT] [--study ID_OR_LINK_ID ...] [--to DIR]`: each chosen study of an
+ * output as a REFI-QDA project (.qdpx) for NVivo, ATLAS.ti, MAXQDA and QualCoder. Needs no API
+ * key: it reads only what the output holds (current/ and the runs' media.zip).
+ */
+import type { CommandModule } from 'yargs';
+import { loadPipeline } from '../../config/load.ts';
+import { locationOf } from '../../storage/index.ts';
+import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
+import { formatBytes } from '../format.ts';
+
+interface QdpxArgs extends PipelineArgs {
+  output?: string;
+  study?: string[];
+  to: string;
+  endpoint?: string;
+}
+
+export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs> {
+  return {
+    command: 'qdpx [output]',
+    describe:
+      'Write each study as a REFI-QDA project (.qdpx) for NVivo, ATLAS.ti, MAXQDA and QualCoder: conversations, recordings, respondents as cases, questions as codes',
+    builder: (yargs) =>
+      pipelineOptions(yargs)
+        .positional('output', {
+          type: 'string',
+          describe: "an output, out/<name> or s3://bucket/prefix/<name> (default: the pipeline's)",
+        })
+        .option('study', {
+          type: 'string',
+          array: true,
+          requiresArg: true,
+          describe: 'a study by permanent id or link_id (repeatable; default: every study)',
+        })
+        .option('to', {
+          type: 'string',
+          requiresArg: true,
+          default: '.',
+          describe: 'folder for the .qdpx files',
+        })
+        .option('endpoint', {
+          type: 'string',
+          requiresArg: true,
+          describe: 'for an s3:// output on an S3-compatible server: its URL (AWS_ENDPOINT_URL also works)',
+        })
+        .example('$0 qdpx out/demo --study checkout-express-test-round-2-ef35 --to projects', '') as never,
+    handler: async (args) => {
+      const { exportQdpx } = await import('../../qdpx/export.ts');
+      let output = args.output;
+      let s3 = args.endpoint ? { endpoint: args.endpoint } : {};
+      if (output === undefined) {
+        const { config } = await loadPipeline({
+          ...pipelineSelection(args),
+          cwd: context.cwd,
+          env: context.env,
+        });
+        output = locationOf(config.output.dir, config.name);
+        s3 = { ...config.output.s3, ...s3 };
+      }
+      await exportQdpx({
+        output,
+        studies: args.study ?? [],
+        to: args.to,
+        s3,
+        onStudy: (study) => {
+          for (const warning of study.warnings)
+            context.stderr.write(
+              `warning: ${study.link_id}${warning.response_id ? ` response ${warning.response_id}` : ''}: ${warning.message}\n`,
+            );
+          context.stdout.write(
+            `${study.file}  ${study.responses} cases, ${study.codings} coded passages, ${study.recordings} recordings${study.external > 0 ? ` (${study.external} beside it)` : ''}, ${formatBytes(study.bytes)}\n`,
+          );
+        },
+      });
+    },
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * `study-export describe`: current/datapackage.json, README.md and report.html written for all
+ * of current/, the step after a night's shards (each shard describes only its own buckets,
+ * current/descriptor.ts). It runs alone: should any run of the pipeline hold its lock, it stops
+ * and changes nothing. What the files say is as of the runs the pointers name (`latest`,
+ * `latest-shard-K-of-N`), recorded in the descriptor's `covers`; parts that a killed run
+ * published but never committed are left out (its shard's next run removes them).
+ */
+import {
+  CURRENT_DIR,
+  CURRENT_PACKAGE,
+  countCurrent,
+  SHARD_PACKAGE,
+  writeCurrentDescriptor,
+  writeCurrentGuide,
+} from '../current/index.ts';
+import { RunError } from '../errors.ts';
+import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { compareRunIds } from '../run-id.ts';
+import { parseShard, type Shard, shardLabel } from '../shard.ts';
+import type { Storage } from '../storage/types.ts';
+import { isCommitted } from './commit.ts';
+import { pendingRuns } from './record.ts';
+import { shardNames } from './run-dir.ts';
+
+export interface Described {
+  /** Where the descriptor is: a file path or an s3:// URL. */
+  descriptor: string;
+  /** The pointers read and the runs they named. */
+  runs: Record<string, string>;
+}
+
+export async function describeCurrent(storage: Storage): Promise<Described> {
+  const shards = await shardsOf(storage);
+  for (const shard of [undefined, ...shards]) {
+    const lock = shardNames(shard).lock;
+    const state = await storage.leaseState(lock);
+    if (state.held === 'live') {
+      throw new RunError(
+        `${storage.describe(lock)} is held by ${state.by}: a run of this pipeline is in progress; describe current/ once every shard has finished`,
+        { context: { file: storage.describe(lock) } },
+      );
+    }
+  }
+  const runs: Record<string, string> = {};
+  for (const shard of [undefined, ...shards]) {
+    const pointer = shardNames(shard).latest;
+    const id = (await storage.read(pointer))?.toString('utf8').trim();
+    if (id) runs[pointer] = id;
+  }
+  const newest = Object.values(runs).sort(compareRunIds).at(-1);
+  if (newest === undefined) {
+    throw new RunError(
+      `${storage.describe('')}: no run committed yet (no latest or latest-shard-K-of-N); nothing to describe`,
+    );
+  }
+  const manifest = await storage.read(`runs/${newest}/${MANIFEST_FILE}`);
+  if (manifest === null) {
+    throw new RunError(`${storage.describe(`runs/${newest}`)}: no manifest; is this a study-export output?`);
+  }
+  const { config } = JSON.parse(manifest.toString('utf8')) as Manifest;
+  const uncommitted = new Set<string>();
+  for (const runId of await pendingRuns(storage, undefined, { allShards: true })) {
+    if (!(await isCommitted(storage, shardOfRun(runId), runId))) uncommitted.add(runId);
+  }
+  // The guide first, so that the descriptor lists it.
+  await writeCurrentGuide(storage, config, newest, await countCurrent(storage));
+  await writeCurrentDescriptor({
+    store: storage,
+    name: config.name,
+    formats: config.output.formats,
+    baseUrl: config.source.base_url,
+    runs,
+    uncommitted,
+  });
+  return { descriptor: storage.describe(CURRENT_PACKAGE), runs };
+}
+
+/** The shards that ever wrote here: by their descriptors in current/ and their records. */
+async function shardsOf(storage: Storage): Promise<Shard[]> {
+  const labels = new Set<string>();
+  for await (const file of storage.list(CURRENT_DIR)) {
+    const label = SHARD_PACKAGE.exec(file.path)?.[1];
+    if (label) labels.add(label);
+  }
+  for (const runId of await pendingRuns(storage, undefined, { allShards: true })) {
+    const shard = shardOfRun(runId);
+    if (shard) labels.add(shardLabel(shard));
+  }
+  return [...labels].sort().flatMap((label) => {
+    const match = /^shard-(\d+)-of-(\d+)$/.exec(label);
+    return match ? [parseShard(`${match[1]}/${match[2]}`)] : [];
+  });
+}
+
+/** The shard a run id names (…-shard-K-of-N), if any. */
+function shardOfRun(runId: string): Shard | undefined {
+  const match = /-shard-(\d+)-of-(\d+)$/.exec(runId);
+  return match ? parseShard(`${match[1]}/${match[2]}`) : undefined;
+}

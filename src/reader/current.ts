@@ -1,0 +1,95 @@
+/**
+ * current/ of an output, read: each table's newest part per partition (a bucket of studies,
+ * or a study's folder of the earlier layout that the next run moves into buckets), only the
+ * partitions a study can be in when one is asked for, and a study's wide sheet and workbook.
+ */
+import { bucketOf } from '../buckets.ts';
+import {
+  CURRENT_DIR,
+  newestPart,
+  parsePartName,
+  partitionName,
+  readPart,
+  studyFolderName,
+} from '../current/index.ts';
+import { compareRunIds } from '../run-id.ts';
+import type { ListedFile, Storage } from '../storage/types.ts';
+import type { Row, TableName } from '../tables/index.ts';
+
+/** A file of current/: its path in the output (current/...) and size. */
+export interface CurrentFile {
+  path: string;
+  bytes: number;
+}
+
+/** current/'s guide files, each read as a whole by whoever wants it. */
+export const CURRENT_README = `${CURRENT_DIR}/README.md`;
+export const CURRENT_REPORT = `${CURRENT_DIR}/report.html`;
+export const CURRENT_DATAPACKAGE = `${CURRENT_DIR}/datapackage.json`;
+
+export class CurrentReader {
+  constructor(
+    /** Rooted at the output (the folder holding current/ and runs/). */
+    private readonly storage: Storage,
+  ) {}
+
+  /** The newest Parquet part of each partition of `table` (of `studyId`'s partitions when given). */
+  async parts(table: TableName, studyId?: string): Promise<CurrentFile[]> {
+    const base = `${CURRENT_DIR}/${table}`;
+    const folders = studyId
+      ? [partitionName(bucketOf(studyId)), studyFolderName(studyId)]
+      : await this.storage.listFolders(base);
+    const parts: CurrentFile[] = [];
+    for (const folder of folders.sort()) {
+      const files = await listAll(this.storage, `${base}/${folder}`);
+      const name = newestPart(files.map((file) => file.path));
+      const file = files.find((f) => f.path === name);
+      if (file) parts.push({ path: `${base}/${folder}/${file.path}`, bytes: file.bytes });
+    }
+    return parts;
+  }
+
+  /** current/'s rows of `table`, a row group at a time; `studyId`: only that study's. */
+  async *rows<T extends TableName>(table: T, studyId?: string): AsyncIterable<Row<T>[]> {
+    const studies = studyId === undefined ? undefined : new Set([studyId]);
+    for (const part of await this.parts(table, studyId))
+      yield* readPart(this.storage, part.path, part.bytes, table, studies ? { studies } : {});
+  }
+
+  /** The run that wrote the newest of the parts (studies' parts, which every run writes). */
+  async newestRunId(): Promise<string | null> {
+    const ids = (await this.parts('studies')).map(
+      (part) => parsePartName(part.path.split('/').at(-1) ?? '')?.runId ?? '',
+    );
+    return ids.sort(compareRunIds).at(-1) ?? null;
+  }
+
+  /** The study's wide sheet(s) (current/wide/study_id=<id>/<link_id>.csv). */
+  wideSheets(studyId: string): Promise<CurrentFile[]> {
+    return this.studyFiles('wide', studyId, '.csv');
+  }
+
+  /** The study's workbook(s) (current/xlsx/study_id=<id>/<link_id>.xlsx), with xlsx among the formats. */
+  workbooks(studyId: string): Promise<CurrentFile[]> {
+    return this.studyFiles('xlsx', studyId, '.xlsx');
+  }
+
+  private async studyFiles(
+    kind: 'wide' | 'xlsx',
+    studyId: string,
+    extension: string,
+  ): Promise<CurrentFile[]> {
+    const folder = `${CURRENT_DIR}/${kind}/${studyFolderName(studyId)}`;
+    return (await listAll(this.storage, folder))
+      .filter((file) => !file.path.includes('/') && file.path.endsWith(extension))
+      .map((file) => ({ path: `${folder}/${file.path}`, bytes: file.bytes }))
+      .sort((a, b) => a.path.localeCompare(b.path));
+  }
+}
+
+/** Every file under `prefix`; none when it does not exist. */
+async function listAll(storage: Storage, prefix: string): Promise<ListedFile[]> {
+  const files: ListedFile[] = [];
+  for await (const file of storage.list(prefix)) files.push(file);
+  return files;
+}

@@ -1,0 +1,127 @@
+/**
+ * Two shards at the same time into one bucket (s3rver on loopback), two nights running, each
+ * `study-export run` process talking to s3rver through a proxy of its own that notes every
+ * object it writes or deletes: no key is written by both. Each shard's descriptor of current/,
+ * and after `study-export describe` current/datapackage.json, downloaded with the plain SDK,
+ * are read by the Frictionless reference library: every file they name is in the bucket.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { inShard } from '../../src/shard.ts';
+import { runCli } from '../helpers/cli.ts';
+import { withTempDir } from '../helpers/environment.ts';
+import { validateDataPackage } from '../helpers/frictionless.ts';
+import { KEY_ENV } from '../helpers/run.ts';
+import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
+import { startWriteLog, type WriteLog } from '../storage/write-log.ts';
+
+let sandbox: Sandbox;
+let s3: S3Server;
+let proxies: WriteLog[];
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 62, studies: 8, responses: 4 });
+  s3 = await startS3(['exports']);
+  proxies = await Promise.all([1, 2].map(() => startWriteLog(s3.endpoint)));
+});
+afterAll(async () => {
+  await Promise.all(proxies?.map((proxy) => proxy.close()) ?? []);
+  await s3?.close();
+  await sandbox?.close();
+});
+
+const root = 'team/sharded';
+
+function env(endpoint: string): NodeJS.ProcessEnv {
+  return { ...S3_CREDENTIALS, AWS_ENDPOINT_URL: endpoint, [KEY_ENV]: sandbox.api_key, CI: 'true' };
+}
+
+/** current/ of the bucket downloaded into `dir`. */
+async function downloadCurrent(dir: string): Promise<void> {
+  for (const key of await s3.keys('exports', `${root}/current/`)) {
+    const path = join(dir, key.slice(`${root}/current/`.length));
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, await s3.get('exports', key));
+  }
+}
+
+describe('two shards at once into one bucket', () => {
+  it('never write the same object, and every descriptor names only objects that are there', async () => {
+    await withTempDir(async (dir) => {
+      const config = join(dir, 'sharded.yaml');
+      await writeFile(
+        config,
+        [
+          'name: sharded',
+          `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 4 }`,
+          'output: { dir: "s3://exports/team", formats: [csv, parquet] }',
+          'media: { enabled: false }',
+        ].join('\n'),
+      );
+      for (const index of [1, 2]) {
+        expect(sandbox.studies().filter((s) => inShard(s.id, { index, count: 2 })).length).toBeGreaterThan(0);
+      }
+      const night = async () => {
+        const results = await Promise.all(
+          [1, 2].map((index) =>
+            runCli(['run', '--config', config, '--shard', `${index}/2`], {
+              env: env(proxies[index - 1]!.endpoint),
+            }),
+          ),
+        );
+        for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
+      };
+      const describeBucket = async () => {
+        const result = await runCli(['describe', `s3://exports/${root}`], { env: env(s3.endpoint) });
+        expect(result, result.stderr).toMatchObject({ code: 0 });
+        return result.stdout;
+      };
+
+      await night();
+      await describeBucket();
+      const later = new Date(Date.now() + 60_000);
+      for (const study of sandbox.studies()) {
+        const [response] = sandbox.responses(study.link_id);
+        sandbox.touchResponse(study.link_id, response!.id, later);
+      }
+      await night();
+
+      const [one, two] = proxies.map((proxy) => new Set(proxy.writes));
+      expect(one!.size).toBeGreaterThan(10);
+      expect(two!.size).toBeGreaterThan(10);
+      expect([...one!].filter((key) => two!.has(key))).toEqual([]);
+      for (const [index, keys] of [one!, two!].entries()) {
+        const label = `shard-${index + 1}-of-2`;
+        expect(keys).toContain(`exports/${root}/current/datapackage-${label}.json`);
+        expect(keys).toContain(`exports/${root}/latest-${label}`);
+        expect(keys).not.toContain(`exports/${root}/current/datapackage.json`);
+      }
+
+      const responses = sandbox
+        .studies()
+        .reduce((n, study) => n + sandbox.responses(study.link_id).length, 0);
+      await withTempDir(async (current) => {
+        await downloadCurrent(current);
+        let fromShards = 0;
+        for (const label of ['shard-1-of-2', 'shard-2-of-2']) {
+          const report = await validateDataPackage(current, `datapackage-${label}.json`);
+          expect(report.errors, label).toEqual([]);
+          fromShards += report.read.responses ?? 0;
+        }
+        expect(fromShards).toBe(responses);
+      });
+
+      const said = await describeBucket();
+      expect(said).toMatch(
+        /current\/datapackage\.json: all of current\/, as of latest-shard-1-of-2 \S+, latest-shard-2-of-2/,
+      );
+      await withTempDir(async (current) => {
+        await downloadCurrent(current);
+        const report = await validateDataPackage(current);
+        expect(report.errors).toEqual([]);
+        expect(report.read.responses).toBe(responses);
+      });
+    });
+  });
+});
