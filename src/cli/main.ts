@@ -4,6 +4,7 @@
  */
 import yargs from 'yargs';
 import packageJson from '../../package.json' with { type: 'json' };
+import { archiveCommand } from './commands/archive.ts';
 import { initCommand } from './commands/init.ts';
 import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
@@ -16,7 +17,7 @@ import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
 import { closestOption, UsageError } from './usage.ts';
 
-const commandNames = ['init', 'run', 'replay', 'studies', 'sandbox', 'validate', 'verify', 'view'];
+const commandNames = ['init', 'run', 'replay', 'studies', 'sandbox', 'validate', 'verify', 'view', 'archive'];
 
 /** Runs one command line and resolves to the process exit code. */
 export async function main(context: CliContext): Promise<number> {
@@ -33,6 +34,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(validateCommand(context))
     .command(verifyCommand(context))
     .command(viewCommand(context))
+    .command(archiveCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
       default: 'text' as const,
@@ -40,7 +42,10 @@ export async function main(context: CliContext): Promise<number> {
       describe:
         'json: one JSON object per line on stderr for each event (progress, warnings, errors), for CI log collectors',
     })
-    .demandCommand(1, 'name a command: init, run, replay, studies, sandbox, validate, verify or view')
+    .demandCommand(
+      1,
+      'name a command: init, run, replay, studies, sandbox, validate, verify, view or archive',
+    )
     .recommendCommands()
     .strict()
     .help()
