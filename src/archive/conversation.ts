@@ -87,6 +87,14 @@ function turnHtml(conversation: Conversation, turn: Row<'transcript'>, toData: s
 ${recordings.join('\n')}</li>`;
 }
 
+/** Audio, then MP4, then HLS: what a browser plays first (an MPEG-TS file few browsers play). */
+const kindOrder = ['audio', 'video', 'hls'];
+
+function recordingsOf(conversation: Conversation, turn: number): TurnRecording[] {
+  const rank = (kind: string) => (kindOrder.includes(kind) ? kindOrder.indexOf(kind) : kindOrder.length);
+  return conversation.recordings.filter((r) => r.turn === turn).sort((a, b) => rank(a.kind) - rank(b.kind));
+}
+
 const kindLabel: Record<string, string> = {
   audio: 'Audio',
   video: 'Video (MP4)',
@@ -124,7 +132,7 @@ export function conversationText(conversation: Conversation, studyTitle: string)
       `--- Turn ${turn.turn}${answer ? `, question ${answer.position}: ${oneLine(answer.question)}` : turn.answer_id ? '' : ', introduction'}`,
     );
     lines.push('Moderator:', indent(turn.moderator), 'Respondent:', indent(turn.user || '(no reply)'));
-    for (const recording of conversation.recordings.filter((r) => r.turn === turn.turn)) {
+    for (const recording of recordingsOf(conversation, turn.turn)) {
       lines.push(
         recording.file
           ? `Recording (${recording.kind}): ${recording.file}${recording.note ? ` (${oneLine(recording.note)})` : ''}`

@@ -5,7 +5,7 @@
  * fetched from the service. A bag is written whole or removed; one that lacks recordings the
  * runs never archived lists them, and the result is partial (exit 3).
  */
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -63,6 +63,7 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
   const chosen = options.studies.length === 0 ? all : await resolveEach(output, options.studies);
   const names = studyFileNames(all);
   const runs = await output.runs();
+  if (!isObjectStorage(options.to)) await mkdir(options.to, { recursive: true });
   const target = await openStorage(options.to, options.s3 ?? {});
   // As the output's newest run wrote its CSV (a formula-like cell escaped, by default).
   const escapeFormulae = runs[0]?.manifest.config?.output?.csv?.escape_formulae ?? true;
