@@ -6,7 +6,8 @@
  * tampered and a missing file; a recording that failed is listed and the command exits 3.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +15,13 @@ import { archiveOutput, verifyBag } from '../../src/archive/index.ts';
 import { OutputReader } from '../../src/reader/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../cli/helpers.ts';
-import { runAgainst, sandboxConfig, withTempDir } from '../pipeline/helpers.ts';
-import { type Browser, ffprobeHlsDuration, launchBrowser } from '../view/browser.ts';
+import { runAgainst, sandboxConfig } from '../pipeline/helpers.ts';
+import {
+  type Browser,
+  ffprobeDuration as ffprobeEntryDuration,
+  ffprobeHlsDuration,
+  launchBrowser,
+} from '../view/browser.ts';
 import {
   checksumTools,
   duckdbCounts,
@@ -31,7 +37,6 @@ let sandbox: Sandbox;
 let browser: Browser;
 let out: string;
 let cleanup: () => Promise<void>;
-let firstRun: string;
 const studies: Record<'audio' | 'video', { id: string; link_id: string; responses: number }> = {} as never;
 
 beforeAll(async () => {
@@ -46,7 +51,6 @@ beforeAll(async () => {
     sandbox,
     sandboxConfig(sandbox, join(out, 'exports'), { media: { enabled: true, video: 'both' } }),
   );
-  firstRun = result.runDir!;
   const output = await OutputReader.open(join(out, 'exports', 'test'));
   for (const study of await output.studies()) {
     const responses = await (await output.study(study.study_id)).all('responses');
@@ -73,16 +77,11 @@ async function durationsMatch(bag: string): Promise<number> {
     const source =
       row.kind === 'hls'
         ? await ffprobeHlsDuration(zip, row.source_entry)
-        : await ffprobeDurationOf(zip, row.source_entry);
+        : await ffprobeEntryDuration(zip, row.source_entry);
     expect(Math.abs(duration - source), row.file).toBeLessThan(0.05);
     checked++;
   }
   return checked;
-}
-
-async function ffprobeDurationOf(zip: string, entry: string): Promise<number> {
-  const { ffprobeDuration: fromZip } = await import('../view/browser.ts');
-  return fromZip(zip, entry);
 }
 
 describe('study-export archive', () => {
@@ -224,6 +223,5 @@ describe('study-export archive', () => {
     const check = await runCli(['verify', zip]);
     expect(check.code, check.stderr).toBe(3);
     expect(check.stdout).toContain(`note: recording missing from the bag: response ${failing}`);
-    void firstRun;
   });
 });
