@@ -199,7 +199,7 @@ export const PipelineConfig = z.strictObject({
     .describe('export only responses updated since the last run (a watermark per study)'),
   output: OutputConfig.prefault({}).describe('where and in which formats'),
   media: MediaConfig.prefault({}).describe('audio and video recordings'),
-  archive: ArchiveConfig.prefault({}).describe(
+  archive: ArchiveConfig.optional().describe(
     '`study-export archive`: who deposits its BagIt bags (each also a command-line option)',
   ),
 });

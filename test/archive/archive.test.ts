@@ -42,12 +42,9 @@ const studies: Record<'audio' | 'video', { id: string; link_id: string; response
 beforeAll(async () => {
   sandbox = await startSandbox({ seed: 11, studies: 4, responses: 3 });
   browser = await launchBrowser();
-  const dir = await (await import('node:fs/promises')).mkdtemp(
-    join((await import('node:os')).tmpdir(), 'archive-'),
-  );
-  cleanup = () => rm(dir, { recursive: true, force: true });
-  out = dir;
-  const result = await runAgainst(
+  out = await mkdtemp(join(tmpdir(), 'archive-'));
+  cleanup = () => rm(out, { recursive: true, force: true });
+  await runAgainst(
     sandbox,
     sandboxConfig(sandbox, join(out, 'exports'), { media: { enabled: true, video: 'both' } }),
   );

@@ -77,9 +77,9 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
         to: args.to ?? context.cwd,
         form: args.zip ? 'zip' : args.tar ? 'tar' : 'folder',
         info: {
-          source_organization: args['source-organization'] ?? config?.archive.source_organization,
-          contact_name: args['contact-name'] ?? config?.archive.contact_name,
-          contact_email: args['contact-email'] ?? config?.archive.contact_email,
+          source_organization: args['source-organization'] ?? config?.archive?.source_organization,
+          contact_name: args['contact-name'] ?? config?.archive?.contact_name,
+          contact_email: args['contact-email'] ?? config?.archive?.contact_email,
         },
         onBag: (bag) => {
           const recordings = `${bag.recordings - bag.missing.length} of ${bag.recordings} recordings`;
