@@ -174,7 +174,11 @@ async function addRecordings(payload: Payload, study: StudyReader): Promise<Plan
 function conversationsOf(rows: StudyRows, planned: readonly PlannedRecording[]): Conversation[] {
   const byResponse = <T extends { response_id: string }>(list: readonly T[]) => {
     const map = new Map<string, T[]>();
-    for (const row of list) map.set(row.response_id, [...(map.get(row.response_id) ?? []), row]);
+    for (const row of list) {
+      const rows = map.get(row.response_id);
+      if (rows) rows.push(row);
+      else map.set(row.response_id, [row]);
+    }
     return map;
   };
   const transcript = byResponse(rows.transcript);

@@ -26,6 +26,7 @@ const unportable = /[%\r\n\\]/;
 
 export class Payload {
   readonly written: Written[] = [];
+  readonly #byPath = new Map<string, Digests>();
   readonly #lowerCase = new Set<string>();
 
   constructor(private readonly sink: BagSink) {}
@@ -38,12 +39,13 @@ export class Payload {
     this.#lowerCase.add(lower);
     const digests = await this.sink.add(file);
     this.written.push({ path: file.path, digests });
+    this.#byPath.set(file.path, digests);
     return digests;
   }
 
   /** The digests of a file added, by its path under data/. */
   digestsOf(dataPath: string): Digests | undefined {
-    return this.written.find((file) => file.path === `data/${dataPath}`)?.digests;
+    return this.#byPath.get(`data/${dataPath}`);
   }
 }
 
