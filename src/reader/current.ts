@@ -58,6 +58,18 @@ export class CurrentReader {
     return ids.sort(compareRunIds).at(-1) ?? null;
   }
 
+  /** current/README.md (the codebook), report.html or datapackage.json whole; null when absent. */
+  guide(
+    file: typeof CURRENT_README | typeof CURRENT_REPORT | typeof CURRENT_DATAPACKAGE,
+  ): Promise<Buffer | null> {
+    return this.storage.read(file);
+  }
+
+  /** A file of current/ (a sheet, a workbook, a part) as a stream, by its path in the output. */
+  open(path: string) {
+    return this.storage.readStream(path);
+  }
+
   /** The study's wide sheet(s) (current/wide/study_id=<id>/<link_id>.csv). */
   wideSheets(studyId: string): Promise<CurrentFile[]> {
     return this.studyFiles('wide', studyId, '.csv');
