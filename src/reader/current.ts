@@ -32,7 +32,8 @@ export class CurrentReader {
     const base = `${CURRENT_DIR}/${table}`;
     const folders = studyId
       ? [partitionName(bucketOf(studyId)), studyFolderName(studyId)]
-      : await this.storage.listFolders(base);
+      : // A hidden folder is one being moved in; its part is not current/'s yet.
+        (await this.storage.listFolders(base)).filter((folder) => !folder.startsWith('.'));
     const parts: CurrentFile[] = [];
     for (const folder of folders.sort()) {
       const files = await listAll(this.storage, `${base}/${folder}`);
