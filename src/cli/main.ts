@@ -4,6 +4,7 @@
  */
 import yargs from 'yargs';
 import packageJson from '../../package.json' with { type: 'json' };
+import { archiveCommand } from './commands/archive.ts';
 import { describeCommand } from './commands/describe.ts';
 import { initCommand } from './commands/init.ts';
 import { qdpxCommand } from './commands/qdpx.ts';
@@ -28,6 +29,7 @@ const commandNames = [
   'verify',
   'view',
   'describe',
+  'archive',
   'qdpx',
 ];
 
@@ -47,6 +49,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(verifyCommand(context))
     .command(viewCommand(context))
     .command(describeCommand(context))
+    .command(archiveCommand(context))
     .command(qdpxCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
@@ -57,7 +60,7 @@ export async function main(context: CliContext): Promise<number> {
     })
     .demandCommand(
       1,
-      'name a command: init, run, replay, studies, sandbox, validate, verify, view, describe or qdpx',
+      'name a command: init, run, replay, studies, sandbox, validate, verify, view, describe, archive or qdpx',
     )
     .recommendCommands()
     .strict()

@@ -372,7 +372,7 @@ async function checkZip(
 }
 
 /** A zip in the storage, read by ranges as yauzl asks for them (sizes checked). */
-function openStoredZip(run: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
+export function openStoredZip(run: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
   return new Promise<yauzl.ZipFile>((resolve, reject) =>
     yauzl.fromRandomAccessReader(
       new StoredFileReader(run, path),
