@@ -1,7 +1,7 @@
 /** `study-export run`: the main job. Exit 0 complete (or dry run), 3 partial; errors exit 1 or 2. */
 import type { CommandModule, Options } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
-import { formats, type PipelineConfig, settingBounds } from '../../config/schema.ts';
+import { formatsRule, type PipelineConfig, settingBounds } from '../../config/schema.ts';
 import type { RunOverrides } from '../../pipeline/run.ts';
 import { redact, registerSecret } from '../../redact.ts';
 import {
@@ -48,7 +48,7 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     type: 'string',
     requiresArg: true,
     coerce: parseFormats,
-    describe: `one or more of ${formats.join(', ')}, comma-separated (instead of output.formats)`,
+    describe: `${formatsRule} (instead of output.formats)`,
   },
   media: { flag: 'media', type: 'boolean', describe: 'archive audio and video (--no-media to skip)' },
   concurrency: {
