@@ -10,8 +10,7 @@
  * id -> (newest updated_at, line); phase 2 re-reads the spill and yields each id's winning
  * line. A response edited while being paged can appear twice; the newer wins.
  */
-import { createHash } from 'node:crypto';
-import type { ApiClient, Fetched } from '../api/client.ts';
+import type { ApiClient } from '../api/client.ts';
 import type { JsonArrayElements } from '../api/json-array.ts';
 import {
   checked,
@@ -26,6 +25,7 @@ import { redact } from '../redact.ts';
 import { compareInstants, type Instant, parseTimestamp } from '../util/timestamp.ts';
 import { keyedAnswers, ownedElsewhere, type ResponseClaims, repeatedKeyReason } from './keys.ts';
 import { jsonText, MAX_NESTING, nestsDeeperThan, storable, tooDeepReason } from './nesting.ts';
+import { pageDigest, parsedElements, wholePage } from './page.ts';
 import { Spill } from './spill.ts';
 
 export interface ListResponsesOptions {
@@ -50,6 +50,11 @@ export interface ListResponsesOptions {
    * a reject here. Without it, only this listing's own ids are deduplicated.
    */
   claims?: ResponseClaims;
+  /**
+   * At most this many responses, the first ones listed (run --limit, a sample): pages are asked
+   * for no larger than that, and paging stops once the listing holds that many.
+   */
+  limit?: number;
 }
 
 /** `expected`: the most responses the page should hold (see expectedOnPage). */
@@ -65,7 +70,7 @@ export interface ListingStats {
   /** Distinct response ids yielded. */
   unique: number;
   /** null while paging; then why paging stopped (only empty_page means the listing is known complete). */
-  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | null;
+  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | 'limit' | null;
   /** n from the study's desc, when it has the documented shape. */
   expected: number | null;
 }
@@ -95,9 +100,11 @@ interface Paged {
 export function listResponses(
   client: ApiClient,
   study: Study,
-  options: ListResponsesOptions,
+  given: ListResponsesOptions,
   sinks: ExtractSinks,
 ): ResponseListing {
+  const options =
+    given.limit === undefined ? given : { ...given, perPage: Math.min(given.perPage, given.limit) };
   const stats: ListingStats = {
     pages: 0,
     listed: 0,
@@ -116,7 +123,7 @@ export function listResponses(
     paged: async () => {
       await paged();
     },
-    [Symbol.asyncIterator]: () => readWinners(paged(), study, options.claims, sinks, stats),
+    [Symbol.asyncIterator]: () => readWinners(paged(), study, options, sinks, stats),
   };
 }
 
@@ -131,7 +138,7 @@ async function pageAll(
   try {
     const winners = await pageIntoSpill(client, study, options, sinks, stats, spill);
     await spill.finish();
-    stats.unique = winners.size;
+    stats.unique = Math.min(winners.size, options.limit ?? winners.size);
     warnOnCountMismatch(study, options, sinks, stats);
     return { spill, winners };
   } catch (error) {
@@ -140,18 +147,23 @@ async function pageAll(
   }
 }
 
-/** Phase 2: the spill read back, each id's winning line only, if no other study holds the id. */
+/**
+ * Phase 2: the spill read back, each id's winning line only, if no other study holds the id;
+ * with a limit, no more than that many.
+ */
 async function* readWinners(
   paging: Promise<Paged>,
   study: Study,
-  claims: ResponseClaims | undefined,
+  { claims, limit }: Pick<ListResponsesOptions, 'claims' | 'limit'>,
   sinks: ExtractSinks,
   stats: ListingStats,
 ): AsyncGenerator<ListedResponse> {
   const { spill, winners } = await paging;
   try {
     let line = 0;
+    let yielded = 0;
     for await (const item of spill.read()) {
+      if (limit !== undefined && yielded >= limit) break;
       const response = item as ListedResponse;
       const won = winners.get(response.id)?.line === line;
       line += 1;
@@ -163,6 +175,7 @@ async function* readWinners(
         rejectItem(sinks, study, response, ownedElsewhere(response.id, study, owner));
         continue;
       }
+      yielded += 1;
       yield response;
     }
   } finally {
@@ -293,6 +306,8 @@ async function pageIntoSpill(
     const before = stats.listed + stats.rejected;
     stats.stoppedBy = await gate(expectedOnPage(stats, options.perPage), () => takePage(page));
     largestPage = Math.max(largestPage, stats.listed + stats.rejected - before);
+    if (stats.stoppedBy === null && options.limit !== undefined && winners.size >= options.limit)
+      stats.stoppedBy = 'limit';
   }
   return winners;
 }
@@ -354,39 +369,6 @@ function pageError(study: Study, what: string, url: string, status?: number): Pa
   });
 }
 
-/** A page that arrived parsed (a recorded answer, or a body that could not be split), element by element. */
-function parsedElements(values: readonly unknown[]): JsonArrayElements {
-  return {
-    length: values.length,
-    nestsDeeperThan: (limit) => nestsDeeperThan(values, limit),
-    element: (index) => ({ ok: true, value: values[index] }),
-  };
-}
-
-/** The page as one value: only for a page too deep to keep as received. */
-function wholePage(fetched: Fetched): unknown {
-  const { elements } = fetched;
-  if (elements === undefined) return fetched.payload;
-  return Array.from({ length: elements.length }, (_, index) => {
-    const element = elements.element(index);
-    return element.ok ? element.value : element.text;
-  });
-}
-
-/**
- * What tells a page from the one before: the SHA-256 of its body as received, else (no bytes
- * kept, or a page too deep to keep them) of its payload written out. The bytes spare a
- * second page-sized string per page.
- */
-function pageDigest(received: Fetched): string {
-  const hash = createHash('sha256');
-  const { json } = received;
-  if (json !== undefined && json.of === received.payload)
-    return `body:${hash.update(json.bytes).digest('hex')}`;
-  const text = typeof received.payload === 'string' ? received.payload : JSON.stringify(received.payload);
-  return `text:${hash.update(text).digest('hex')}`;
-}
-
 /**
  * How many list items (duplicates and invalid ones included) a study declaring `declared`
  * responses can account for: each response twice (edited or added while paging), plus ten
@@ -428,6 +410,8 @@ function warnOnCountMismatch(
   stats: ListingStats,
 ): void {
   if (options.updatedSince !== undefined || !options.includeInProgress || stats.expected === null) return;
+  // A sample lists only the first responses.
+  if (options.limit !== undefined) return;
   const found = stats.unique + stats.rejected;
   if (found === stats.expected) return;
   warn(
