@@ -1,4 +1,5 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
+import { sampleNote } from '../load/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
@@ -22,7 +23,9 @@ export function formatSummary(result: RunResult): string {
       '  every rejected record and failed media file is listed in manifest.json (records in rejects.jsonl)',
     );
   }
-  if (result.runDir) lines.push(`run: ${result.runDir}`);
+  if (result.runDir && result.sample) {
+    lines.push(`sample run: ${result.runDir}`, `  ${sampleNote(result.sample)}`);
+  } else if (result.runDir) lines.push(`run: ${result.runDir}`);
   return lines.join('\n');
 }
 

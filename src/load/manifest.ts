@@ -10,6 +10,7 @@ import { ConfigError, RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
+import type { Sample } from './sample.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 
@@ -46,6 +47,8 @@ export interface Manifest {
   media: unknown;
   warnings: Warning[];
   rejects: { count: number; file: string };
+  /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
+  sample?: Sample;
 }
 
 /** Written last: on object storage, a run without its manifest is not a run. */

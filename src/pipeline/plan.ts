@@ -152,7 +152,7 @@ export function expectedResponses(
   let total = 0;
   for (const study of studies) {
     if (sinceFor(study, state, options, config) !== null) return undefined;
-    total += responseCountInDesc(study.desc) ?? 0;
+    total += Math.min(responseCountInDesc(study.desc) ?? 0, options.limit ?? Number.POSITIVE_INFINITY);
   }
   return total;
 }

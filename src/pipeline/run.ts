@@ -69,6 +69,7 @@ import {
   readLatest,
   shardNames,
 } from './run-dir.ts';
+import { sampleOf, withSample } from './sample.ts';
 import { inShard } from './shard.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
@@ -116,8 +117,12 @@ interface WarningLog {
   warn(warning: Warning): void;
 }
 
-export async function runPipeline(options: RunOptions): Promise<RunResult> {
+export async function runPipeline(given: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
+  const options = withSample(given);
+  const sample = sampleOf(options);
+  // Whether the run may move the state, current/ and latest: not a replay, not a sample.
+  const publishes = !options.recorded && sample === null;
   if (!options.recorded) growHeapSlowly();
   const config = applyOverrides(options.config, options);
   if (options.since !== undefined && !isTimestamp(options.since)) {
@@ -220,7 +225,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       // What the shard's previous runs left unfinished is finished first, before anything
       // reads current/ or the state: whatever this run then finds, even nothing new.
       let previousRun: PreviousRun | null = null;
-      if (!options.recorded) {
+      if (publishes) {
         const pending = await completePending({
           storage,
           shard: options.shard,
@@ -243,7 +248,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           owns: (studyId) => inShard(studyId, options.shard),
         });
       }
-      const run = await pipelineDir.createRun(startedAt);
+      const run = await pipelineDir.createRun(startedAt, { sample: sample !== null });
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
       const currentContext = {
         ...currentSide,
@@ -254,13 +259,14 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           ? { listing: new CurrentListing(storage) }
           : {}),
       };
-      // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
-      const current = options.recorded
-        ? null
-        : new CurrentPreparation(
+      // A replay rebuilds one run's tables; the current dataset follows the service, not replays
+      // nor samples.
+      const current = publishes
+        ? new CurrentPreparation(
             currentContext,
             listing.studies.map((study) => study.id),
-          );
+          )
+        : null;
       // One study per response id, in the run and across runs in current/.
       const claims = new ResponseClaims(
         current
@@ -307,7 +313,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           return exported.result;
         }
         // State moves only for lossless studies, and only once the run is committed.
-        if (!options.recorded) {
+        if (publishes) {
           const advanced = advanceState(state, exported.outcomes, {
             id: run.id,
             startedAt,
@@ -326,11 +332,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         await current?.discard();
         await staging.remove();
       }
-      options.onPreviousRun?.({
-        pointer: shardNames(options.shard).latest,
-        runId: run.id,
-        committedNow: true,
-      });
+      if (sample === null) {
+        options.onPreviousRun?.({
+          pointer: shardNames(options.shard).latest,
+          runId: run.id,
+          committedNow: true,
+        });
+      }
       killPoint('run-committed');
       // Committed: from here nothing is removed, and a failure is "committed, but".
       const unfinished: string[] = [];
@@ -361,14 +369,15 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           },
         );
       }
-      if (unfinished.length === 0 && !options.recorded) {
+      if (unfinished.length === 0 && publishes) {
         await storage.delete(pendingPath(run.id)).catch((error: unknown) => {
           const where = storage.describe(pendingPath(run.id));
           unfinished.push(unfinishedMessage(run.id, 'removing its publication record', where, error));
         });
       }
       await guide;
-      return unfinished.length > 0 ? { ...exported.result, unfinished } : exported.result;
+      const result = sample ? { ...exported.result, sample } : exported.result;
+      return unfinished.length > 0 ? { ...result, unfinished } : result;
     } finally {
       await scratch.remove();
       await pipelineDir.release();
@@ -705,6 +714,7 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
             media,
             reporter,
             pageGate: (expected, takePage) => pageGate(index, expected, takePage),
+            ...(options.limit === undefined ? {} : { limit: options.limit }),
             detailsSlot: detailsLimit,
           });
           // A bucket's copied rows are written when its last study ends: a row group for the bucket.
@@ -752,8 +762,10 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     }
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
     const status = partial ? 'partial' : 'complete';
+    const sample = sampleOf(options);
     await writeRunGuide(files, {
       config,
+      sample,
       runId: run.id,
       startedAt,
       status,
@@ -781,6 +793,7 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
       media: media ? { ...media.counters(), zip: archived } : null,
       warnings: log.warnings,
       rejects: { count: rejects.count, file: 'rejects.jsonl' },
+      ...(sample ? { sample } : {}),
     };
     await writeManifest(files, manifest);
     return {

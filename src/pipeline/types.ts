@@ -1,6 +1,7 @@
 /** What a run is asked to do and what it reports back (the command line's view of a run). */
 import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
+import type { Sample } from '../load/sample.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Shard } from './shard.ts';
 
@@ -29,6 +30,8 @@ export interface RunOverrides {
   stateFile?: string;
   /** source.base_url may differ from the service the output was written from (source-record.ts). */
   acceptNewSource?: boolean;
+  /** A sample: at most this many responses per study, moving nothing else (sample.ts). */
+  limit?: number;
 }
 
 export interface RunOptions extends RunOverrides {
@@ -118,6 +121,8 @@ export interface RunResult {
   plan?: DryRunPlan;
   /** Set when status is unchanged. */
   unchanged?: NothingNew;
+  /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
+  sample?: Sample;
   /**
    * The run is committed, but part of its publication failed (current/, the state): each
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.

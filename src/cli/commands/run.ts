@@ -71,6 +71,14 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     describe:
       'one state file for every study (default: one file per study in state/ beside the runs, e.g. out/<name>/state/)',
   },
+  limit: {
+    flag: 'limit',
+    type: 'number',
+    requiresArg: true,
+    coerce: integerOption('limit', 1),
+    describe:
+      'a sample: at most N responses per study, into a run marked as one; the state, current/ and latest stay as they were',
+  },
   acceptNewSource: {
     flag: 'accept-new-source',
     type: 'boolean',
@@ -103,6 +111,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         .example('$0 run --pipeline nightly-incremental', 'run pipelines/nightly-incremental.yaml')
         .example('$0 run --study cars-2024 --no-media', 'one study, without media')
         .example('$0 run --shard 2/3 --dry-run', 'the studies the second of three shards would take')
+        .example('$0 run --pipeline acme --limit 10', 'try a service on 10 responses per study first')
         .epilog(
           'Exit codes: 0 complete (or nothing new: no run written, latest unchanged), 3 finished but partial ' +
             '(rejects, failed media or a lost listing, listed in the manifest; or committed but not all of its ' +
@@ -141,7 +150,11 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
 
 /** The first line: which pipeline, and what happens before the first bar (sandbox, listing). */
 function startLine(config: PipelineConfig, args: RunArgs): string {
-  const what = args['dry-run'] ? `dry run of ${config.name}` : `run ${config.name}`;
+  const what = args['dry-run']
+    ? `dry run of ${config.name}`
+    : args.limit !== undefined
+      ? `sample run of ${config.name} (at most ${args.limit} per study)`
+      : `run ${config.name}`;
   if (config.source.base_url === 'sandbox') {
     return `${what}: starting the embedded sandbox (source.base_url is "sandbox"), then listing its studies`;
   }
