@@ -1,5 +1,6 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
 import { sampleNote } from '../load/sample.ts';
+import type { FormatsFilled } from '../pipeline/added-formats.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
@@ -23,6 +24,7 @@ export function formatSummary(result: RunResult): string {
       '  every rejected record and failed media file is listed in manifest.json (records in rejects.jsonl)',
     );
   }
+  if (result.filled) lines.push(filledLine(result.filled));
   if (result.runDir && result.sample) {
     lines.push(`sample run: ${result.runDir}`, `  ${sampleNote(result.sample)}`);
   } else if (result.runDir) lines.push(`run: ${result.runDir}`);
@@ -37,7 +39,21 @@ export function nothingNewLine(unchanged: NothingNew): string {
     unchanged.latest === null
       ? `there is no ${unchanged.pointer} here`
       : `${unchanged.pointer} still names ${unchanged.latest}`;
-  return `nothing new since run ${unchanged.sinceRun} (${studies}, ${requests}): no run written, ${pointer}`;
+  const line = `nothing new since run ${unchanged.sinceRun} (${studies}, ${requests}): no run written, ${pointer}`;
+  return unchanged.filled ? `${line}\n${filledLine(unchanged.filled)}` : line;
+}
+
+/** Formats added since current/ was written, filled in from its own files. */
+function filledLine(filled: FormatsFilled): string {
+  const parts = [
+    ...(filled.workbooks > 0
+      ? [`${formatCount(filled.workbooks)} xlsx workbook${filled.workbooks === 1 ? '' : 's'}`]
+      : []),
+    ...(filled.csvParts > 0
+      ? [`${formatCount(filled.csvParts)} CSV part${filled.csvParts === 1 ? '' : 's'}`]
+      : []),
+  ];
+  return `current/: added ${parts.join(' and ')} for the formats added since it was written, from its own data (no request to the service)`;
 }
 
 function formatPlan(result: RunResult): string {

@@ -46,6 +46,7 @@ import { killPoint } from '../util/kill-point.ts';
 import { openScratch, scratchFull } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
+import { type FormatsFilled, fillAddedFormats, fillAddedFormatsAlone } from './added-formats.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
@@ -199,7 +200,14 @@ export async function runPipeline(given: RunOptions): Promise<RunResult> {
           studies: listing.studies.length,
           requests: requestCount(client.counters.snapshot().requests),
         };
-        return unchangedResult(unchanged, startedAt);
+        // A format added since current/ was written is filled in all the same, from current/ itself.
+        const filled = await fillAddedFormatsAlone({
+          storage,
+          config,
+          shard: options.shard,
+          runId: latest.runId,
+        });
+        return unchangedResult(filled ? { ...unchanged, filled } : unchanged, startedAt);
       }
       client = ahead.client;
     }
@@ -348,10 +356,25 @@ export async function runPipeline(given: RunOptions): Promise<RunResult> {
       const counting = prepared ? countCurrent(storage, ownFigures(exported, prepared)) : null;
       // Reported below, once the guide is written.
       counting?.catch(() => {});
+      let filled: FormatsFilled | null = null;
       if (prepared) {
         await settleCurrent(currentContext, prepared).catch((error: unknown) => {
           unfinished.push(unfinishedMessage(run.id, 'updating current/', storage.describe('current'), error));
         });
+        // What the run did not touch, in a format added since: from current/ itself.
+        if (unfinished.length === 0) {
+          filled = await fillAddedFormats({
+            storage,
+            config,
+            shard: options.shard,
+            scratchDir: scratch.dir,
+          }).catch((error: unknown) => {
+            unfinished.push(
+              unfinishedMessage(run.id, 'adding formats to current/', storage.describe('current'), error),
+            );
+            return null;
+          });
+        }
       }
       const guide = counting
         ?.then((stats) => writeCurrentGuide(storage, config, run.id, stats))
@@ -376,7 +399,7 @@ export async function runPipeline(given: RunOptions): Promise<RunResult> {
         });
       }
       await guide;
-      const result = sample ? { ...exported.result, sample } : exported.result;
+      const result = { ...exported.result, ...(sample ? { sample } : {}), ...(filled ? { filled } : {}) };
       return unfinished.length > 0 ? { ...result, unfinished } : result;
     } finally {
       await scratch.remove();

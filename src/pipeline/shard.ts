@@ -40,7 +40,12 @@ export function checkShard(shard: Shard, what: string, found: string): Shard {
 
 /** The shard (1-based) that a permanent study id belongs to among `count`. */
 export function shardOfStudy(studyId: string, count: number): number {
-  return (bucketOf(studyId) % count) + 1;
+  return shardOfBucket(bucketOf(studyId), count);
+}
+
+/** The shard (1-based) that owns a bucket of current/ among `count`. */
+export function shardOfBucket(bucket: number, count: number): number {
+  return (bucket % count) + 1;
 }
 
 export function inShard(studyId: string, shard: Shard | undefined): boolean {

@@ -1,6 +1,7 @@
 /** What a run is asked to do and what it reports back (the command line's view of a run). */
 import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
+import type { FormatsFilled } from '../current/formats.ts';
 import type { Sample } from '../load/sample.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Shard } from './shard.ts';
@@ -103,6 +104,8 @@ export interface NothingNew {
   studies: number;
   /** API requests the run made, every attempt counted. */
   requests: number;
+  /** Formats added since current/ was written, filled in from current/ itself (added-formats.ts). */
+  filled?: FormatsFilled;
 }
 
 export interface RunResult {
@@ -121,6 +124,8 @@ export interface RunResult {
   plan?: DryRunPlan;
   /** Set when status is unchanged. */
   unchanged?: NothingNew;
+  /** Formats added since current/ was written, filled in for what the run did not touch. */
+  filled?: FormatsFilled;
   /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
   sample?: Sample;
   /**
