@@ -69,6 +69,9 @@ function formatPlan(result: RunResult): string {
     ...(plan.shard
       ? [`shard:    ${plan.shard.index} of ${plan.shard.count} (studies by a hash of their permanent id)`]
       : []),
+    ...(plan.sample
+      ? [`sample:   at most ${plan.sample.limit} per study (--limit); nothing else would move`]
+      : []),
     '',
   ];
   const header = ['study_id', 'link_id', 'title', 'responses (desc)', 'to export', 'since'];
@@ -77,7 +80,7 @@ function formatPlan(result: RunResult): string {
     study.link_id,
     truncate(study.title, 40),
     study.expected_responses === null ? '?' : formatCount(study.expected_responses),
-    toExport(study),
+    toExport(study, plan.sample?.limit),
     study.since ?? '(everything)',
   ]);
   lines.push(...alignRows([header, ...rows], ['left', 'left', 'left', 'right', 'right', 'left']));
@@ -86,8 +89,12 @@ function formatPlan(result: RunResult): string {
 
 type PlannedStudy = NonNullable<RunResult['plan']>['studies'][number];
 
-/** A full export takes every response (the desc's count); an incremental one what changed. */
-function toExport(study: PlannedStudy): string {
+/**
+ * A full export takes every response (the desc's count); an incremental one what changed; a
+ * sample at most its limit of either.
+ */
+function toExport(study: PlannedStudy, limit: number | undefined): string {
+  if (limit !== undefined) return `at most ${formatCount(limit)}`;
   if (study.since === null) return 'all';
   return study.changed === null ? '? (listing failed)' : `${formatCount(study.changed)} changed`;
 }

@@ -99,6 +99,7 @@ export async function dryRunPlan(
       formats: config.output.formats,
       out: join(config.output.dir, config.name),
       shard: options.shard ?? null,
+      sample: options.limit === undefined ? null : { limit: options.limit },
     };
   } finally {
     await scratch.remove();

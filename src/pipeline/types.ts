@@ -82,6 +82,8 @@ export interface DryRunPlan {
   out: string;
   /** The shard this run would take, e.g. { index: 2, count: 3 }; null when not sharded. */
   shard: Shard | null;
+  /** --limit: at most this many responses per study would be exported, as a sample. */
+  sample: Sample | null;
 }
 
 /** What the pipeline's pointer (`latest`, or `latest-shard-K-of-N`) names before a run. */
