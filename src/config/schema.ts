@@ -14,7 +14,9 @@ export type TableFormat = (typeof tableFormats)[number];
 export const isTableFormat = (format: Format): format is TableFormat =>
   (tableFormats as readonly string[]).includes(format);
 export const tableFormatMissing =
-  'expected csv or parquet beside xlsx (the tables are written in those; xlsx is a workbook per study)';
+  'expected csv or parquet beside xlsx, e.g. [csv, xlsx] (the tables are written in csv or parquet; xlsx adds a workbook per study)';
+/** What --formats takes, said once for every command that has it (and checked by parseFormats). */
+export const formatsRule = `${tableFormats.join(' and/or ')}, plus xlsx for a workbook per study beside them; comma-separated, e.g. csv,xlsx`;
 
 export const videoModes = ['mp4', 'hls', 'both'] as const;
 export type VideoMode = (typeof videoModes)[number];

@@ -42,6 +42,11 @@ export interface ListResponsesOptions {
    * a reject here. Without it, only this listing's own ids are deduplicated.
    */
   claims?: ResponseClaims;
+  /**
+   * At most this many responses, the first ones listed (run --limit, a sample): pages are asked
+   * for no larger than that, and paging stops once the listing holds that many.
+   */
+  limit?: number;
 }
 
 /** `expected`: the most responses the page should hold (see expectedOnPage). */
@@ -60,9 +65,9 @@ export interface ListingStats {
   unique: number;
   /**
    * null while paging; then why paging stopped. Only empty_page means the listing is known
-   * complete; list_moving: the list kept moving through every pass.
+   * complete; list_moving: the list kept moving through every pass; limit: a sample's limit.
    */
-  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | 'list_moving' | null;
+  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | 'list_moving' | 'limit' | null;
   /** n from the study's desc, when it has the documented shape. */
   expected: number | null;
 }
@@ -87,9 +92,11 @@ interface Paged {
 export function listResponses(
   client: ApiClient,
   study: Study,
-  options: ListResponsesOptions,
+  given: ListResponsesOptions,
   sinks: ExtractSinks,
 ): ResponseListing {
+  const options =
+    given.limit === undefined ? given : { ...given, perPage: Math.min(given.perPage, given.limit) };
   const stats: ListingStats = {
     pages: 0,
     passes: 0,
@@ -109,7 +116,7 @@ export function listResponses(
     paged: async () => {
       await paged();
     },
-    [Symbol.asyncIterator]: () => readWinners(paged(), study, options.claims, sinks, stats),
+    [Symbol.asyncIterator]: () => readWinners(paged(), study, options, sinks, stats),
   };
 }
 
@@ -124,7 +131,7 @@ async function pageAll(
   try {
     const union = await pageIntoSpill(client, study, options, sinks, stats, spill);
     await spill.finish();
-    stats.unique = union.winners.size;
+    stats.unique = Math.min(union.winners.size, options.limit ?? union.winners.size);
     warnOnCountMismatch(study, options, sinks, stats, union);
     return { spill, winners: union.winners };
   } catch (error) {
@@ -133,18 +140,23 @@ async function pageAll(
   }
 }
 
-/** Phase 2: the spill read back, each id's winning line only, if no other study holds the id. */
+/**
+ * Phase 2: the spill read back, each id's winning line only, if no other study holds the id;
+ * with a limit, no more than that many.
+ */
 async function* readWinners(
   paging: Promise<Paged>,
   study: Study,
-  claims: ResponseClaims | undefined,
+  { claims, limit }: Pick<ListResponsesOptions, 'claims' | 'limit'>,
   sinks: ExtractSinks,
   stats: ListingStats,
 ): AsyncGenerator<ListedResponse> {
   const { spill, winners } = await paging;
   try {
     let line = 0;
+    let yielded = 0;
     for await (const item of spill.read()) {
+      if (limit !== undefined && yielded >= limit) break;
       const response = item as ListedResponse;
       const won = winners.get(response.id)?.line === line;
       line += 1;
@@ -156,6 +168,7 @@ async function* readWinners(
         rejectItem(sinks, study, response, ownedElsewhere(response.id, study, owner), response.id);
         continue;
       }
+      yielded += 1;
       yield response;
     }
   } finally {
@@ -172,7 +185,8 @@ function warnOnCountMismatch(
   union: ListingUnion,
 ): void {
   const declared = declaredCount(options, stats);
-  if (declared === null) return;
+  // A sample lists only the first responses.
+  if (declared === null || options.limit !== undefined) return;
   const found = union.found;
   if (found === declared) return;
   const again = stats.passes > 1 ? `, on ${stats.passes} passes over the pages` : '';

@@ -99,6 +99,7 @@ export async function dryRunPlan(
       formats: config.output.formats,
       out: join(config.output.dir, config.name),
       shard: options.shard ?? null,
+      sample: options.limit === undefined ? null : { limit: options.limit },
     };
   } finally {
     await scratch.remove();
@@ -152,7 +153,7 @@ export function expectedResponses(
   let total = 0;
   for (const study of studies) {
     if (sinceFor(study, state, options, config) !== null) return undefined;
-    total += responseCountInDesc(study.desc) ?? 0;
+    total += Math.min(responseCountInDesc(study.desc) ?? 0, options.limit ?? Number.POSITIVE_INFINITY);
   }
   return total;
 }

@@ -18,6 +18,7 @@ import { MANIFEST_FILE } from '../load/manifest.ts';
 import { runIdAt } from '../run-id.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { LeftoverOptions, Storage } from '../storage/types.ts';
+import { SAMPLE_RUN_SUFFIX } from './sample.ts';
 import { type Shard, shardLabel } from './shard.ts';
 import type { PreviousRun } from './types.ts';
 
@@ -38,8 +39,11 @@ export interface PipelineDirectory {
   storage: Storage;
   /** The run `latest` (or the shard's pointer) names now. */
   latest(): Promise<PreviousRun>;
-  /** Start a run: a fresh, staged folder with a unique run id. */
-  createRun(startedAt: number): Promise<RunDirectory>;
+  /**
+   * Start a run: a fresh, staged folder with a unique run id. A sample's id ends in -sample
+   * and its commit leaves `latest` alone (sample.ts).
+   */
+  createRun(startedAt: number, options?: { sample?: boolean }): Promise<RunDirectory>;
   release(): Promise<void>;
 }
 
@@ -73,7 +77,7 @@ export async function openPipelineDirectory(
   return {
     storage,
     latest: () => readLatest(storage, options.shard),
-    createRun: (startedAt) => createRun(storage, startedAt, names),
+    createRun: (startedAt, options) => createRun(storage, startedAt, names, options?.sample === true),
     release: () => lease.release(),
   };
 }
@@ -106,12 +110,19 @@ export function ownRun(name: string, runSuffix: string): boolean {
   return runSuffix === '' ? !sharded : name.endsWith(runSuffix);
 }
 
-async function createRun(storage: Storage, startedAt: number, names: ShardNames): Promise<RunDirectory> {
+async function createRun(
+  storage: Storage,
+  startedAt: number,
+  names: ShardNames,
+  sample: boolean,
+): Promise<RunDirectory> {
   const taken = new Set(await storage.listFolders('runs'));
   const time = runIdAt(startedAt);
-  let id = `${time}${names.runSuffix}`;
+  // The shard's suffix last: a shard's runs, samples included, end in it (ownRun).
+  const suffix = `${sample ? SAMPLE_RUN_SUFFIX : ''}${names.runSuffix}`;
+  let id = `${time}${suffix}`;
   // Two runs within one second get distinct ids.
-  for (let n = 2; taken.has(id); n++) id = `${time}-${n}${names.runSuffix}`;
+  for (let n = 2; taken.has(id); n++) id = `${time}-${n}${suffix}`;
   const staged = await storage.stage(`runs/${id}`);
   return {
     id,
@@ -119,7 +130,7 @@ async function createRun(storage: Storage, startedAt: number, names: ShardNames)
     location: staged.finalLocation,
     async commit() {
       await staged.commit();
-      await storage.put(names.latest, `${id}\n`);
+      if (!sample) await storage.put(names.latest, `${id}\n`);
     },
     discard: () => staged.discard(),
   };

@@ -46,6 +46,7 @@ import { killPoint } from '../util/kill-point.ts';
 import { openScratch, scratchFull } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
+import { type FormatsFilled, fillAddedFormats, fillAddedFormatsAlone } from './added-formats.ts';
 import { exportStudy } from './export-study.ts';
 import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
@@ -70,6 +71,7 @@ import {
   readLatest,
   shardNames,
 } from './run-dir.ts';
+import { sampleOf, withSample } from './sample.ts';
 import { descriptorShard, inShard } from './shard.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
@@ -117,8 +119,12 @@ interface WarningLog {
   warn(warning: Warning): void;
 }
 
-export async function runPipeline(options: RunOptions): Promise<RunResult> {
+export async function runPipeline(given: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
+  const options = withSample(given);
+  const sample = sampleOf(options);
+  // Whether the run may move the state, current/ and latest: not a replay, not a sample.
+  const publishes = !options.recorded && sample === null;
   if (!options.recorded) growHeapSlowly();
   const config = applyOverrides(options.config, options);
   if (options.since !== undefined && !isTimestamp(options.since)) {
@@ -200,7 +206,14 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           studies: listing.studies.length,
           requests: requestCount(client.counters.snapshot().requests),
         };
-        return unchangedResult(unchanged, startedAt);
+        // A format added since current/ was written is filled in all the same, from current/ itself.
+        const filled = await fillAddedFormatsAlone({
+          storage,
+          config,
+          shard: options.shard,
+          runId: latest.runId,
+        });
+        return unchangedResult(filled ? { ...unchanged, filled } : unchanged, startedAt);
       }
       client = ahead.client;
     }
@@ -229,7 +242,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
       // What the shard's previous runs left unfinished is finished first, before anything
       // reads current/ or the state: whatever this run then finds, even nothing new.
       let previousRun: PreviousRun | null = null;
-      if (!options.recorded) {
+      if (publishes) {
         const pending = await completePending({
           storage,
           shard: options.shard,
@@ -252,7 +265,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           owns: (studyId) => inShard(studyId, options.shard),
         });
       }
-      const run = await pipelineDir.createRun(startedAt);
+      const run = await pipelineDir.createRun(startedAt, { sample: sample !== null });
       const staging = await CurrentStaging.open(join(scratch.dir, 'current'));
       const currentContext = {
         ...currentSide,
@@ -263,13 +276,14 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           ? { listing: new CurrentListing(storage) }
           : {}),
       };
-      // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
-      const current = options.recorded
-        ? null
-        : new CurrentPreparation(
+      // A replay rebuilds one run's tables; the current dataset follows the service, not replays
+      // nor samples.
+      const current = publishes
+        ? new CurrentPreparation(
             currentContext,
             listing.studies.map((study) => study.id),
-          );
+          )
+        : null;
       // One study per response id, in the run and across runs in current/.
       const claims = new ResponseClaims(
         current
@@ -316,7 +330,7 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           return exported.result;
         }
         // State moves only for lossless studies, and only once the run is committed.
-        if (!options.recorded) {
+        if (publishes) {
           const advanced = advanceState(state, exported.outcomes, {
             id: run.id,
             startedAt,
@@ -335,11 +349,13 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         await current?.discard();
         await staging.remove();
       }
-      options.onPreviousRun?.({
-        pointer: shardNames(options.shard).latest,
-        runId: run.id,
-        committedNow: true,
-      });
+      if (sample === null) {
+        options.onPreviousRun?.({
+          pointer: shardNames(options.shard).latest,
+          runId: run.id,
+          committedNow: true,
+        });
+      }
       killPoint('run-committed');
       // Committed: from here nothing is removed, and a failure is "committed, but".
       const unfinished: string[] = [];
@@ -350,10 +366,28 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
         prepared && !options.shard ? countCurrent(storage, ownFigures(exported, prepared)) : null;
       // Reported below, once the guide is written.
       counting?.catch(() => {});
+      let filled: FormatsFilled | null = null;
       if (prepared) {
         await settleCurrent(currentContext, prepared).catch((error: unknown) => {
           unfinished.push(unfinishedMessage(run.id, 'updating current/', storage.describe('current'), error));
         });
+        // What the run did not touch, in a format added since, from current/ itself; what a
+        // failure leaves out, the next run adds.
+        if (unfinished.length === 0) {
+          filled = await fillAddedFormats({
+            storage,
+            config,
+            shard: options.shard,
+            scratchDir: scratch.dir,
+            runId: run.id,
+          }).catch((error: unknown) => {
+            options.reporter.warn({
+              code: 'current_formats_failed',
+              message: `current/ was not given the formats added since it was written (the next run adds them): ${messageOf(error)}`,
+            });
+            return null;
+          });
+        }
       }
       const guide = counting
         ?.then((stats) => writeCurrentGuide(storage, config, run.id, stats))
@@ -371,14 +405,15 @@ export async function runPipeline(options: RunOptions): Promise<RunResult> {
           },
         );
       }
-      if (unfinished.length === 0 && !options.recorded) {
+      if (unfinished.length === 0 && publishes) {
         await storage.delete(pendingPath(run.id)).catch((error: unknown) => {
           const where = storage.describe(pendingPath(run.id));
           unfinished.push(unfinishedMessage(run.id, 'removing its publication record', where, error));
         });
       }
       await guide;
-      return unfinished.length > 0 ? { ...exported.result, unfinished } : exported.result;
+      const result = { ...exported.result, ...(sample ? { sample } : {}), ...(filled ? { filled } : {}) };
+      return unfinished.length > 0 ? { ...result, unfinished } : result;
     } finally {
       await scratch.remove();
       await pipelineDir.release();
@@ -724,6 +759,7 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
             media,
             reporter,
             pageGate: (expected, takePage) => pageGate(index, expected, takePage),
+            ...(options.limit === undefined ? {} : { limit: options.limit }),
             detailsSlot: detailsLimit,
           });
           // A bucket's copied rows are written when its last study ends: a row group for the bucket.
@@ -771,8 +807,10 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     }
     const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
     const status = partial ? 'partial' : 'complete';
+    const sample = sampleOf(options);
     await writeRunGuide(files, {
       config,
+      sample,
       runId: run.id,
       startedAt,
       status,
@@ -800,6 +838,7 @@ async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
       media: media ? { ...media.counters(), zip: archived } : null,
       warnings: log.warnings,
       rejects: { count: rejects.count, file: 'rejects.jsonl' },
+      ...(sample ? { sample } : {}),
     };
     await writeManifest(files, manifest);
     return {

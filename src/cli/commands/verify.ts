@@ -1,4 +1,5 @@
-/** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1. */
+/** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1
+ * (2, as any usage error, when RUN_DIR is not a run: report.ts). */
 import type { CommandModule } from 'yargs';
 import type { BagCheck } from '../../archive/verify.ts';
 import { exitCodes } from '../../errors.ts';
