@@ -16,6 +16,7 @@ const steps: Record<string, () => Promise<Step>> = {
   duckdb: async () => (await import('./duckdb.ts')).duckdbFlatten,
   'parquet-writers': async () => (await import('./parquet-writers.ts')).parquetWriters,
   media: async () => (await import('./media.ts')).mediaDownload,
+  archive: async () => (await import('./archive-step.ts')).archiveStep,
 };
 
 async function main(): Promise<void> {

@@ -27,11 +27,12 @@ export function machine() {
 
 /**
  * bench/results/<UTC time><suffix>.json and latest<suffix>.json: the full bench with no suffix,
- * --quick with "-quick", the start-up and many-studies benches with "-startup" and "-studies".
+ * --quick with "-quick", the start-up, many-studies and archive benches with "-startup",
+ * "-studies" and "-archive".
  */
 export async function writeResults(
   result: object,
-  suffix: '' | '-quick' | '-startup' | '-studies',
+  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive',
 ): Promise<string[]> {
   const dir = join(repoRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });

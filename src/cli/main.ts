@@ -4,6 +4,8 @@
  */
 import yargs from 'yargs';
 import packageJson from '../../package.json' with { type: 'json' };
+import { closestName } from '../util/closest.ts';
+import { archiveCommand } from './commands/archive.ts';
 import { describeCommand } from './commands/describe.ts';
 import { initCommand } from './commands/init.ts';
 import { qdpxCommand } from './commands/qdpx.ts';
@@ -16,7 +18,7 @@ import { verifyCommand } from './commands/verify.ts';
 import { viewCommand } from './commands/view.ts';
 import { type CliContext, logFormatOf } from './context.ts';
 import { reportError } from './report.ts';
-import { closestOption, UsageError } from './usage.ts';
+import { UsageError } from './usage.ts';
 
 const commandNames = [
   'init',
@@ -28,8 +30,30 @@ const commandNames = [
   'verify',
   'view',
   'describe',
+  'archive',
   'qdpx',
 ];
+
+const namedCommandsMessage = `name a command: ${commandNames.slice(0, -1).join(', ')} or ${commandNames.at(-1)}`;
+
+/** Words people try for a command that is spelled otherwise here. */
+const commandSynonyms: Record<string, string> = {
+  export: 'run',
+  list: 'studies',
+  ls: 'studies',
+  serve: 'sandbox',
+  check: 'validate',
+  browse: 'view',
+  open: 'view',
+  new: 'init',
+};
+
+/** The command an unknown one most likely meant: a near spelling, a prefix, or a synonym. */
+export function closestCommand(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  if (commandNames.includes(lower)) return lower;
+  return Object.hasOwn(commandSynonyms, lower) ? commandSynonyms[lower] : closestName(lower, commandNames);
+}
 
 /** Runs one command line and resolves to the process exit code. */
 export async function main(context: CliContext): Promise<number> {
@@ -47,6 +71,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(verifyCommand(context))
     .command(viewCommand(context))
     .command(describeCommand(context))
+    .command(archiveCommand(context))
     .command(qdpxCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
@@ -55,11 +80,7 @@ export async function main(context: CliContext): Promise<number> {
       describe:
         'json: one JSON object per line on stderr for each event (progress, warnings, errors), for CI log collectors',
     })
-    .demandCommand(
-      1,
-      'name a command: init, run, replay, studies, sandbox, validate, verify, view, describe or qdpx',
-    )
-    .recommendCommands()
+    .demandCommand(1, namedCommandsMessage)
     .strict()
     .help()
     .alias('help', 'h')
@@ -107,20 +128,25 @@ export function usageMessage(message: string, argv: string[], knownOptions: stri
     if (options.length > 0) {
       const named = options.map((name) => {
         const given = spelled(name) ?? name;
-        const meant = closestOption(optionName(given), knownOptions);
+        const meant = closestName(optionName(given), knownOptions);
         const negated = /^--no-/.test(given) ? 'no-' : '';
         return meant === undefined ? given : `${given} (did you mean --${negated}${meant}?)`;
       });
       parts.push(`unknown option${options.length > 1 ? 's' : ''} ${named.join(', ')}`);
     }
+    if (others.length > 0 && !commandOf(argv)) return unknownCommand(others[0] as string);
     if (others.length > 0) {
-      const what = commandOf(argv) ? 'unexpected argument' : 'unknown command';
-      parts.push(`${what}${others.length > 1 ? 's' : ''} ${others.map((name) => `"${name}"`).join(', ')}`);
+      parts.push(
+        `unexpected argument${others.length > 1 ? 's' : ''} ${others.map((name) => `"${name}"`).join(', ')}`,
+      );
     }
     return parts.join('; ');
   }
-  const suggestion = /^Did you mean (.+)\?$/.exec(text);
-  if (suggestion) return `unknown command "${argv[0] ?? ''}" (did you mean ${suggestion[1]}?)`;
+  // An option before an unknown command takes it as its value (--full rnu): the word is still the command meant.
+  if (text === namedCommandsMessage) {
+    const word = argv.find((arg, index) => !arg.startsWith('-') && argv[index - 1] !== '--log-format');
+    if (word !== undefined) return unknownCommand(word);
+  }
   const missingValue = /^Not enough arguments following: (.+)$/.exec(text);
   if (missingValue?.[1]) return `${dashed(missingValue[1])} needs a value`;
   const exclusive = /^Arguments (\S+) and (\S+) are mutually exclusive$/.exec(text);
@@ -134,6 +160,11 @@ export function usageMessage(message: string, argv: string[], knownOptions: stri
   if (/^Not enough non-option arguments/.test(text) && command === 'view')
     return 'view needs what to show: a run directory (out/demo/runs/<run id>), an s3:// run, or out/demo/current';
   return text;
+}
+
+function unknownCommand(name: string): string {
+  const meant = closestCommand(name);
+  return `unknown command "${name}"${meant ? ` (did you mean ${meant}?)` : ''}`;
 }
 
 function optionName(arg: string): string {

@@ -109,6 +109,8 @@ function summaryFields(result: RunResult, exitCode: number): object {
     rejects: result.rejects,
     media_failed: result.mediaFailed,
     ...(result.unfinished === undefined ? {} : { unfinished: result.unfinished }),
+    ...(result.sample === undefined ? {} : { sample: result.sample }),
+    ...(result.filled === undefined ? {} : { current_formats_added: result.filled }),
     duration_ms: result.durationMs,
     ...(result.plan === undefined ? {} : { plan: result.plan }),
     ...(result.unchanged === undefined
@@ -119,6 +121,9 @@ function summaryFields(result: RunResult, exitCode: number): object {
           latest: result.unchanged.latest,
           studies_checked: result.unchanged.studies,
           requests: result.unchanged.requests,
+          ...(result.unchanged.filled === undefined
+            ? {}
+            : { current_formats_added: result.unchanged.filled }),
         }),
   };
 }

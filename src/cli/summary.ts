@@ -1,4 +1,7 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
+
+import type { FormatsFilled } from '../current/index.ts';
+import { sampleNote } from '../load/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
@@ -22,7 +25,10 @@ export function formatSummary(result: RunResult): string {
       '  every rejected record and failed media file is listed in manifest.json (records in rejects.jsonl)',
     );
   }
-  if (result.runDir) lines.push(`run: ${result.runDir}`);
+  if (result.filled) lines.push(filledLine(result.filled));
+  if (result.runDir && result.sample) {
+    lines.push(`sample run: ${result.runDir}`, `  ${sampleNote(result.sample)}`);
+  } else if (result.runDir) lines.push(`run: ${result.runDir}`);
   return lines.join('\n');
 }
 
@@ -34,7 +40,21 @@ export function nothingNewLine(unchanged: NothingNew): string {
     unchanged.latest === null
       ? `there is no ${unchanged.pointer} here`
       : `${unchanged.pointer} still names ${unchanged.latest}`;
-  return `nothing new since run ${unchanged.sinceRun} (${studies}, ${requests}): no run written, ${pointer}`;
+  const line = `nothing new since run ${unchanged.sinceRun} (${studies}, ${requests}): no run written, ${pointer}`;
+  return unchanged.filled ? `${line}\n${filledLine(unchanged.filled)}` : line;
+}
+
+/** Formats added since current/ was written, filled in from its own files. */
+function filledLine(filled: FormatsFilled): string {
+  const parts = [
+    ...(filled.workbooks > 0
+      ? [`${formatCount(filled.workbooks)} xlsx workbook${filled.workbooks === 1 ? '' : 's'}`]
+      : []),
+    ...(filled.csvParts > 0
+      ? [`${formatCount(filled.csvParts)} CSV part${filled.csvParts === 1 ? '' : 's'}`]
+      : []),
+  ];
+  return `current/: added ${parts.join(' and ')} for the formats added since it was written, from its own data (no request to the service)`;
 }
 
 function formatPlan(result: RunResult): string {
@@ -50,6 +70,9 @@ function formatPlan(result: RunResult): string {
     ...(plan.shard
       ? [`shard:    ${plan.shard.index} of ${plan.shard.count} (studies by a hash of their permanent id)`]
       : []),
+    ...(plan.sample
+      ? [`sample:   at most ${plan.sample.limit} per study (--limit); nothing else would move`]
+      : []),
     '',
   ];
   const header = ['study_id', 'link_id', 'title', 'responses (desc)', 'to export', 'since'];
@@ -58,7 +81,7 @@ function formatPlan(result: RunResult): string {
     study.link_id,
     truncate(study.title, 40),
     study.expected_responses === null ? '?' : formatCount(study.expected_responses),
-    toExport(study),
+    toExport(study, plan.sample?.limit),
     study.since ?? '(everything)',
   ]);
   lines.push(...alignRows([header, ...rows], ['left', 'left', 'left', 'right', 'right', 'left']));
@@ -67,8 +90,12 @@ function formatPlan(result: RunResult): string {
 
 type PlannedStudy = NonNullable<RunResult['plan']>['studies'][number];
 
-/** A full export takes every response (the desc's count); an incremental one what changed. */
-function toExport(study: PlannedStudy): string {
+/**
+ * A full export takes every response (the desc's count); an incremental one what changed; a
+ * sample at most its limit of either.
+ */
+function toExport(study: PlannedStudy, limit: number | undefined): string {
+  if (limit !== undefined) return `at most ${formatCount(limit)}`;
   if (study.since === null) return 'all';
   return study.changed === null ? '? (listing failed)' : `${formatCount(study.changed)} changed`;
 }

@@ -2,7 +2,7 @@
  * Command-line usage errors (exit 2) and the checks of option values that yargs' types do
  * not express: ISO dates, format lists, integer ranges.
  */
-import { type Format, formats, isTableFormat, tableFormatMissing } from '../config/schema.ts';
+import { type Format, formats, formatsRule, isTableFormat } from '../config/schema.ts';
 import { exitCodes, StudyExportError } from '../errors.ts';
 
 /** The command line is wrong: unknown option, bad value, missing argument. */
@@ -43,14 +43,19 @@ export function parseFormats(value: string | string[]): Format[] {
     .flatMap((item) => String(item).split(','))
     .map((item) => item.trim().toLowerCase())
     .filter((item) => item !== '');
-  if (items.length === 0) throw new Error(`--formats: expected one or more of: ${formats.join(', ')}`);
+  if (items.length === 0) throw new Error(`--formats: expected ${formatsRule}`);
   for (const item of items) {
     if (!(formats as readonly string[]).includes(item)) {
-      throw new Error(`--formats: expected one or more of: ${formats.join(', ')}, found "${item}"`);
+      throw new Error(`--formats: expected ${formatsRule}; found "${item}"`);
     }
   }
   const chosen = [...new Set(items)] as Format[];
-  if (!chosen.some(isTableFormat)) throw new Error(`--formats: ${tableFormatMissing}`);
+  if (!chosen.some(isTableFormat)) {
+    const example = [...chosen.filter((format) => format !== 'xlsx'), 'csv', 'xlsx'].join(',');
+    throw new Error(
+      `--formats: xlsx needs csv or parquet beside it, e.g. --formats ${example} (the tables are written in csv or parquet; xlsx adds a workbook per study)`,
+    );
+  }
   return chosen;
 }
 
@@ -80,43 +85,4 @@ export function positiveNumberOption(name: string) {
     }
     return number;
   };
-}
-
-/**
- * The known option an unknown one most likely meant: within one edit per three letters
- * (--ful, --formts, --dryrun), or one it begins (--conc); undefined when none is that close.
- */
-export function closestOption(name: string, known: string[]): string | undefined {
-  const candidates = known.filter((option) => option.length > 1 && option !== name);
-  const limit = Math.max(1, Math.floor(name.length / 3));
-  let best: { option: string; distance: number } | undefined;
-  for (const option of candidates) {
-    const distance = editDistance(name.toLowerCase(), option);
-    if (distance <= limit && (best === undefined || distance < best.distance)) best = { option, distance };
-  }
-  if (best) return best.option;
-  return name.length >= 3 ? candidates.find((option) => option.startsWith(name.toLowerCase())) : undefined;
-}
-
-/** Edit distance: insertions, deletions, substitutions and swaps of two neighbours (--prot). */
-function editDistance(a: string, b: string): number {
-  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, index) => index)];
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    const above = rows[i - 1] as number[];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let best = Math.min(
-        (above[j] as number) + 1,
-        (row[j - 1] as number) + 1,
-        (above[j - 1] as number) + cost,
-      );
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        best = Math.min(best, ((rows[i - 2] as number[])[j - 2] as number) + 1);
-      }
-      row[j] = best;
-    }
-    rows.push(row);
-  }
-  return (rows[a.length] as number[])[b.length] as number;
 }

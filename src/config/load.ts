@@ -8,10 +8,12 @@ import path from 'node:path';
 import YAML from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import { closestName } from '../util/closest.ts';
 import { allowedKeys, describeExpected, schemaAt } from './expected.ts';
 import { InterpolationError, interpolate } from './interpolate.ts';
 import { describeFound, formatPath, valueAt } from './paths.ts';
 import { PipelineConfig } from './schema.ts';
+import { LineCounter, placeYamlError, unresolvedAlias } from './yaml-error.ts';
 
 export interface LoadPipelineOptions {
   /** --config FILE */
@@ -95,8 +97,11 @@ async function assertPipelineExists(file: string, name: string, cwd: string): Pr
   } catch {
     const available = await listPipelines(cwd);
     const list = available.length > 0 ? available.join(', ') : 'none';
+    const meant = closestName(name, available);
+    const next =
+      meant === undefined ? `\`study-export init ${name}\` writes one` : `did you mean --pipeline ${meant}?`;
     throw new ConfigError(
-      `no pipeline named "${name}": ${displayPath(file, cwd)} not found (available: ${list}); \`study-export init ${name}\` writes one`,
+      `no pipeline named "${name}": ${displayPath(file, cwd)} not found (available: ${list}); ${next}`,
       { context: { file: displayPath(file, cwd) } },
     );
   }
@@ -134,15 +139,25 @@ async function readPipelineText(absolute: string, file: string, isDefault: boole
 }
 
 function parseYaml(text: string, file: string): unknown {
-  const document = YAML.parseDocument(text, { prettyErrors: true });
-  const first = document.errors[0];
-  if (first) {
-    const position = first.linePos?.[0];
-    const where = position ? `line ${position.line}, column ${position.col}: ` : '';
-    const reason = first.message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? first.message;
-    throw new ConfigError(`${file}: ${where}invalid YAML: ${reason}`, { context: { file } });
+  const lineCounter = new LineCounter();
+  const document = YAML.parseDocument(text, { prettyErrors: true, lineCounter });
+  const error = placeYamlError(document, text, lineCounter);
+  if (error) {
+    throw new ConfigError(`${file}: line ${error.line}, column ${error.col}: invalid YAML: ${error.reason}`, {
+      context: { file },
+    });
   }
-  return document.toJS();
+  try {
+    return document.toJS();
+  } catch (cause) {
+    // An alias to an anchor never set (*name) is found only when the document is read.
+    const alias = unresolvedAlias(document, lineCounter);
+    const where = alias ? `line ${alias.line}, column ${alias.col}: ` : '';
+    throw new ConfigError(`${file}: ${where}invalid YAML: ${(cause as Error).message}`, {
+      context: { file },
+      cause,
+    });
+  }
 }
 
 function interpolateValues(value: unknown, env: NodeJS.ProcessEnv, file: string): unknown {
@@ -172,9 +187,11 @@ function validate(value: unknown, file: string): PipelineConfig {
 function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
   const where = issue.path.length > 0 ? `${formatPath(issue.path)}: ` : '';
   if (issue.code === 'unrecognized_keys') {
-    const expected = allowedKeys(schemaAt(PipelineConfig, issue.path)).join(', ');
+    const allowed = allowedKeys(schemaAt(PipelineConfig, issue.path));
     const keys = issue.keys.map((key) => `"${key}"`).join(', ');
-    return `${where}unknown key${issue.keys.length > 1 ? 's' : ''} ${keys} (expected one of: ${expected})`;
+    const meant = issue.keys.flatMap((key) => closestName(key, allowed) ?? []);
+    const guess = meant.length > 0 ? `did you mean ${meant.join(', ')}? ` : '';
+    return `${where}unknown key${issue.keys.length > 1 ? 's' : ''} ${keys} (${guess}expected one of: ${allowed.join(', ')})`;
   }
   const found = describeFound(valueAt(root, issue.path));
   // The schema's own message when it wrote one for people (e.g. the name pattern).

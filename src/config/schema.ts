@@ -14,7 +14,9 @@ export type TableFormat = (typeof tableFormats)[number];
 export const isTableFormat = (format: Format): format is TableFormat =>
   (tableFormats as readonly string[]).includes(format);
 export const tableFormatMissing =
-  'expected csv or parquet beside xlsx (the tables are written in those; xlsx is a workbook per study)';
+  'expected csv or parquet beside xlsx, e.g. [csv, xlsx] (the tables are written in csv or parquet; xlsx adds a workbook per study)';
+/** What --formats takes, said once for every command that has it (and checked by parseFormats). */
+export const formatsRule = `${tableFormats.join(' and/or ')}, plus xlsx for a workbook per study beside them; comma-separated, e.g. csv,xlsx`;
 
 export const videoModes = ['mp4', 'hls', 'both'] as const;
 export type VideoMode = (typeof videoModes)[number];
@@ -173,6 +175,16 @@ export const MediaConfig = z.strictObject({
     .describe('largest file downloaded (and never more than its Content-Length)'),
 });
 
+export const ArchiveConfig = z.strictObject({
+  source_organization: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("bag-info.txt's Source-Organization: the organisation the bags come from"),
+  contact_name: z.string().min(1).optional().describe("bag-info.txt's Contact-Name: who answers for them"),
+  contact_email: z.string().min(1).optional().describe("bag-info.txt's Contact-Email"),
+});
+
 export const pipelineNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const pipelineNameRule = 'expected letters, digits, ".", "_" or "-" (it names a folder)';
 
@@ -189,5 +201,8 @@ export const PipelineConfig = z.strictObject({
     .describe('export only responses updated since the last run (a watermark per study)'),
   output: OutputConfig.prefault({}).describe('where and in which formats'),
   media: MediaConfig.prefault({}).describe('audio and video recordings'),
+  archive: ArchiveConfig.optional().describe(
+    '`study-export archive`: who deposits its BagIt bags (each also a command-line option)',
+  ),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfig>;

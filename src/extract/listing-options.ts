@@ -23,6 +23,11 @@ export interface ListResponsesOptions {
    * a reject here. Without it, only this listing's own ids are deduplicated.
    */
   claims?: ResponseClaims;
+  /**
+   * At most this many responses, the first ones listed (run --limit, a sample): pages are asked
+   * for no larger than that, and paging stops once the listing holds that many.
+   */
+  limit?: number;
 }
 
 /** `expected`: the most responses the page should hold (see expectedOnPage). */
@@ -41,9 +46,9 @@ export interface ListingStats {
   unique: number;
   /**
    * null while paging; then why paging stopped. Only empty_page means the listing is known
-   * complete; list_moving: the list kept moving through every pass.
+   * complete; list_moving: the list kept moving through every pass; limit: a sample's limit.
    */
-  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | 'list_moving' | null;
+  stoppedBy: 'empty_page' | 'repeated_page' | 'page_cap' | 'beyond_declared' | 'list_moving' | 'limit' | null;
   /** n from the study's desc, when it has the documented shape. */
   expected: number | null;
 }

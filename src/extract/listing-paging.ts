@@ -121,6 +121,7 @@ async function pagePass(
     const taken = await gate(expected, () => takePage(listing, pass, page, previousDigest));
     pass.largestPage = Math.max(pass.largestPage, pass.seen - before);
     if (taken.stop !== null) return taken.stop;
+    if (options.limit !== undefined && listing.union.winners.size >= options.limit) return 'limit';
     previousDigest = taken.digest;
   }
 }

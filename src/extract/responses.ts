@@ -15,7 +15,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { type ListedResponse, responseCountInDesc, type Study } from '../api/resources.ts';
 import type { ExtractSinks } from '../records.ts';
-import { ownedElsewhere, type ResponseClaims } from './keys.ts';
+import { ownedElsewhere } from './keys.ts';
 import type { ListingStats, ListResponsesOptions } from './listing-options.ts';
 import { declaredCount, pageIntoSpill, rejectItem, warn } from './listing-paging.ts';
 import type { ListingUnion, Winner } from './listing-passes.ts';
@@ -41,9 +41,11 @@ interface Paged {
 export function listResponses(
   client: ApiClient,
   study: Study,
-  options: ListResponsesOptions,
+  given: ListResponsesOptions,
   sinks: ExtractSinks,
 ): ResponseListing {
+  const options =
+    given.limit === undefined ? given : { ...given, perPage: Math.min(given.perPage, given.limit) };
   const stats: ListingStats = {
     pages: 0,
     passes: 0,
@@ -63,7 +65,7 @@ export function listResponses(
     paged: async () => {
       await paged();
     },
-    [Symbol.asyncIterator]: () => readWinners(paged(), study, options.claims, sinks, stats),
+    [Symbol.asyncIterator]: () => readWinners(paged(), study, options, sinks, stats),
   };
 }
 
@@ -78,7 +80,7 @@ async function pageAll(
   try {
     const union = await pageIntoSpill(client, study, options, sinks, stats, spill);
     await spill.finish();
-    stats.unique = union.winners.size;
+    stats.unique = Math.min(union.winners.size, options.limit ?? union.winners.size);
     warnOnCountMismatch(study, options, sinks, stats, union);
     return { spill, winners: union.winners };
   } catch (error) {
@@ -87,18 +89,23 @@ async function pageAll(
   }
 }
 
-/** Phase 2: the spill read back, each id's winning line only, if no other study holds the id. */
+/**
+ * Phase 2: the spill read back, each id's winning line only, if no other study holds the id;
+ * with a limit, no more than that many.
+ */
 async function* readWinners(
   paging: Promise<Paged>,
   study: Study,
-  claims: ResponseClaims | undefined,
+  { claims, limit }: Pick<ListResponsesOptions, 'claims' | 'limit'>,
   sinks: ExtractSinks,
   stats: ListingStats,
 ): AsyncGenerator<ListedResponse> {
   const { spill, winners } = await paging;
   try {
     let line = 0;
+    let yielded = 0;
     for await (const item of spill.read()) {
+      if (limit !== undefined && yielded >= limit) break;
       const response = item as ListedResponse;
       const won = winners.get(response.id)?.line === line;
       line += 1;
@@ -110,6 +117,7 @@ async function* readWinners(
         rejectItem(sinks, study, response, ownedElsewhere(response.id, study, owner), response.id);
         continue;
       }
+      yielded += 1;
       yield response;
     }
   } finally {
@@ -126,7 +134,8 @@ function warnOnCountMismatch(
   union: ListingUnion,
 ): void {
   const declared = declaredCount(options, stats);
-  if (declared === null) return;
+  // A sample lists only the first responses.
+  if (declared === null || options.limit !== undefined) return;
   const found = union.found;
   if (found === declared) return;
   const again = stats.passes > 1 ? `, on ${stats.passes} passes over the pages` : '';

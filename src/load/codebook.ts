@@ -8,6 +8,7 @@
 import type { Format } from '../config/schema.ts';
 import { tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
+import { type Sample, sampleNote } from './sample.ts';
 
 export const CODEBOOK_FILE = 'README.md';
 
@@ -33,6 +34,8 @@ export interface GuideSubject {
   startedAt: string;
   finishedAt: string;
   status?: 'complete' | 'partial';
+  /** A sample run (run --limit). */
+  sample?: Sample;
 }
 
 export interface CodebookInput extends GuideSubject {
@@ -75,7 +78,7 @@ export function codebookMarkdown(input: CodebookInput): string {
       '',
       `- Run id: \`${input.runId}\``,
       `- Status: ${input.status === 'partial' ? 'partial (some records were rejected, recordings failed or a study was not exported whole: see report.html and manifest.json)' : 'complete'}`,
-      `- Export: ${full ? 'full (every response of each study)' : 'incremental: only responses created or updated since the time given per study below; earlier ones are in earlier runs and in current/'}`,
+      `- Export: ${input.sample ? sampleNote(input.sample) : full ? 'full (every response of each study)' : 'incremental: only responses created or updated since the time given per study below; earlier ones are in earlier runs and in current/'}`,
       '',
     );
   } else {

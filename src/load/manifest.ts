@@ -6,10 +6,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
-import { RunError } from '../errors.ts';
+import { ConfigError, RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
+import type { Sample } from './sample.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 
@@ -46,6 +47,8 @@ export interface Manifest {
   media: unknown;
   warnings: Warning[];
   rejects: { count: number; file: string };
+  /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
+  sample?: Sample;
 }
 
 /** Written last: on object storage, a run without its manifest is not a run. */
@@ -64,7 +67,9 @@ export async function readManifest(runDir: string): Promise<Manifest> {
   try {
     return JSON.parse(await readFile(path, 'utf8')) as Manifest;
   } catch (cause) {
-    throw new RunError(
+    // No manifest at all: the command line named something that is not a run (exit 2).
+    const Failure = (cause as NodeJS.ErrnoException).code === 'ENOENT' ? ConfigError : RunError;
+    throw new Failure(
       `${path}: cannot read the manifest; is ${runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
       {
         context: { file: path },

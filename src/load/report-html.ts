@@ -14,6 +14,7 @@ import { answersSection, orderedQuestions } from './report-answers.ts';
 import { segmentsSection } from './report-segments.ts';
 import { numberTable } from './report-table.ts';
 import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
+import { sampleNote } from './sample.ts';
 import { columnBars, escapeHtml as e, shorten, stackedBars } from './svg-charts.ts';
 
 export const REPORT_FILE = 'report.html';
@@ -77,7 +78,7 @@ export function reportHtml(input: ReportInput): string {
     const full = studies.every((s) => (s.since ?? null) === null);
     parts.push(
       `<dt>Status</dt><dd>${input.status === 'partial' ? 'partial: something was lost or rejected (below)' : 'complete'}</dd>`,
-      `<dt>Export</dt><dd>${full ? 'full: every response of each study' : 'incremental: responses created or updated since the last run'}</dd>`,
+      `<dt>Export</dt><dd>${input.sample ? e(sampleNote(input.sample)) : full ? 'full: every response of each study' : 'incremental: responses created or updated since the last run'}</dd>`,
     );
   }
   parts.push(

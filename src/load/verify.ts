@@ -18,13 +18,13 @@ import { PassThrough, type Readable } from 'node:stream';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
 import yauzl from 'yauzl';
-import { RunError } from '../errors.ts';
+import { ConfigError, RunError } from '../errors.ts';
+import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 import { type TableName, tableNames, tables } from '../tables/index.ts';
-import { MANIFEST_FILE, type Manifest } from './manifest.ts';
-import { XLSX_DIR } from './xlsx.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -140,19 +140,39 @@ async function zipEntryNames(run: Storage, path: string, bytes: number): Promise
 
 async function readManifest(run: Storage, runDir: string): Promise<Manifest> {
   const path = run.describe(MANIFEST_FILE);
+  const where = 'a run directory (out/<pipeline>/runs/<run id>)';
+  let text: Buffer | null;
   try {
-    const text = await run.read(MANIFEST_FILE);
-    if (text === null) throw new Error('there is no manifest.json');
+    text = await run.read(MANIFEST_FILE);
+  } catch (cause) {
+    throw new RunError(`${path}: cannot read the manifest; is ${runDir} ${where}?`, {
+      context: { file: path },
+      cause,
+    });
+  }
+  // Nothing to check is the command line's mistake (exit 2), not a run that failed its check.
+  if (text === null) {
+    const what = (await isEmpty(run)) ? 'no such run directory' : 'not a run: it has no manifest.json';
+    throw new ConfigError(`${runDir}: ${what}; verify takes ${where}`, { context: { file: path } });
+  }
+  try {
     return JSON.parse(text.toString('utf8')) as Manifest;
   } catch (cause) {
-    throw new RunError(
-      `${path}: cannot read the manifest; is ${runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
-      {
-        context: { file: path },
-        cause,
-      },
-    );
+    throw new RunError(`${path}: cannot read the manifest; is ${runDir} ${where}?`, {
+      context: { file: path },
+      cause,
+    });
   }
+}
+
+/** Whether nothing is there: a folder that does not exist, or a prefix with no object. */
+async function isEmpty(run: Storage): Promise<boolean> {
+  try {
+    for await (const _ of run.list('')) return false;
+  } catch {
+    // A folder that cannot be listed is not there to verify either.
+  }
+  return true;
 }
 
 /** Every file of the run hashed as read back; returns their sizes by path. */
@@ -372,7 +392,7 @@ async function checkZip(
 }
 
 /** A zip in the storage, read by ranges as yauzl asks for them (sizes checked). */
-function openStoredZip(run: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
+export function openStoredZip(run: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
   return new Promise<yauzl.ZipFile>((resolve, reject) =>
     yauzl.fromRandomAccessReader(
       new StoredFileReader(run, path),

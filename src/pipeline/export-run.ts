@@ -37,6 +37,7 @@ import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
+import { sampleOf } from './sample.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning } from './watermark.ts';
 
@@ -234,6 +235,7 @@ async function exportStudies(
           media: files.media,
           reporter,
           pageGate: (expected, takePage) => pageGate(index, expected, takePage),
+          ...(options.limit === undefined ? {} : { limit: options.limit }),
           detailsSlot: detailsLimit,
         });
         // A bucket's copied rows are written when its last study ends: a row group for the bucket.
@@ -291,8 +293,10 @@ async function describeRun(
   const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
   const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
   const status = partial ? 'partial' : 'complete';
+  const sample = sampleOf(options);
   await writeRunGuide(run.files, {
     config,
+    sample,
     runId: run.id,
     startedAt,
     status,
@@ -323,6 +327,7 @@ async function describeRun(
     media: media ? { ...media.counters(), zip: archived } : null,
     warnings: log.warnings,
     rejects: { count: rejects.count, file: 'rejects.jsonl' },
+    ...(sample ? { sample } : {}),
   };
   await writeManifest(run.files, manifest);
   return {

@@ -57,6 +57,8 @@ export interface ExportStudyInput {
   onIncompleteResponse?: (responseId: string) => void;
   /** Where the study's wide sheet is also written: its current sheet, when it is new there. */
   wideCopy?: Pick<Storage, 'create' | 'describe'>;
+  /** A sample (run --limit): at most this many responses, the first the study lists. */
+  limit?: number;
   /** The study's wide sheet is written: its path in the run and its header (datapackage.json). */
   onWideSheet?: (sheet: { path: string; header: string[] }) => void;
 }
@@ -123,6 +125,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
         spillDir: input.scratchDir,
         maxPages: config.source.max_pages,
         ...(input.claims ? { claims: input.claims } : {}),
+        ...(input.limit === undefined ? {} : { limit: input.limit }),
       },
       studySinks,
     );

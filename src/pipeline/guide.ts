@@ -8,6 +8,7 @@ import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
 import { publicConfig, type StudyOutcome } from '../load/manifest.ts';
 import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
 import type { RunStats } from '../load/run-stats.ts';
+import type { Sample } from '../load/sample.ts';
 import type { Warning } from '../records.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';
 
@@ -16,6 +17,8 @@ export interface RunGuideInput {
   runId: string;
   startedAt: number;
   status: 'complete' | 'partial';
+  /** A sample run (--limit): said as such, first. */
+  sample: Sample | null;
   outcomes: readonly StudyOutcome[];
   stats: RunStats;
   warnings: readonly Warning[];
@@ -42,6 +45,7 @@ export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput
     startedAt,
     finishedAt,
     status: input.status,
+    ...(input.sample ? { sample: input.sample } : {}),
   };
   await files.put(
     REPORT_FILE,

@@ -9,6 +9,7 @@ import { responseCountInDesc, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { AuthError, StudyExportError } from '../errors.ts';
 import { listResponses, listStudies, selectStudies } from '../extract/index.ts';
+import { fillAddedFormatsAlone } from '../publish/added-formats.ts';
 import { pendingRuns } from '../publish/record.ts';
 import type { PreviousRun } from '../publish/run-dir.ts';
 import type { State } from '../publish/state.ts';
@@ -106,6 +107,7 @@ export async function dryRunPlan(
       formats: config.output.formats,
       out: join(config.output.dir, config.name),
       shard: options.shard ?? null,
+      sample: options.limit === undefined ? null : { limit: options.limit },
     };
   } finally {
     await scratch.remove();
@@ -159,7 +161,7 @@ export function expectedResponses(
   let total = 0;
   for (const study of studies) {
     if (sinceFor(study, state, options, config) !== null) return undefined;
-    total += responseCountInDesc(study.desc) ?? 0;
+    total += Math.min(responseCountInDesc(study.desc) ?? 0, options.limit ?? Number.POSITIVE_INFINITY);
   }
   return total;
 }
@@ -225,7 +227,14 @@ export async function planRun(
     studies: listing.studies.length,
     requests: requestCount(client.counters.snapshot().requests),
   };
-  return { result: unchangedResult(unchanged, startedAt) };
+  // A format added since current/ was written is filled in all the same, from current/ itself.
+  const filled = await fillAddedFormatsAlone({
+    storage: input.storage,
+    config,
+    shard: options.shard,
+    runId: latest.runId,
+  });
+  return { result: unchangedResult(filled ? { ...unchanged, filled } : unchanged, startedAt) };
 }
 
 /** A dry run's result: its plan; nothing is written, listing pages are only counted. */

@@ -18,6 +18,7 @@ import {
   CurrentStaging,
   currentOwners,
   descriptorShard,
+  type FormatsFilled,
   sharedWarning,
 } from '../current/index.ts';
 import { ConfigError } from '../errors.ts';
@@ -43,6 +44,7 @@ import { exportRun } from './export-run.ts';
 import { growHeapSlowly } from './heap-growth.ts';
 import { planRun, type StudyListing } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
+import { sampleOf, withSample } from './sample.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import type { PreviousRun, RunOptions, RunOverrides, RunResult, WarningLog } from './types.ts';
@@ -65,8 +67,9 @@ export type {
  */
 const STUDIES_FOR_ONE_LISTING = 16;
 
-export async function runPipeline(options: RunOptions): Promise<RunResult> {
+export async function runPipeline(given: RunOptions): Promise<RunResult> {
   const startedAt = Date.now();
+  const options = withSample(given);
   if (!options.recorded) growHeapSlowly();
   const config = applyOverrides(options.config, options);
   // What earlier versions left in the temporary directory, before anything else.
@@ -184,7 +187,8 @@ async function takeLease(
     pointer: shardNames(options.shard).latest,
   };
   const lease = { scratch, pipelineDir, current, state: output.state, previousRun: null, client: run.client };
-  if (options.recorded) return lease;
+  // A replay or a sample moves nothing of the output's but its own folder.
+  if (!publishes(options)) return lease;
   try {
     const pending = await completePending({ storage, shard: options.shard, stateStore, current });
     // Read again under the lease: another run may have committed since. Then the state and
@@ -221,7 +225,8 @@ async function exportAndPublish(input: {
   const { output, lease, listing, config, options, log, startedAt } = input;
   const { storage } = output;
   const { state, client } = lease;
-  const run = await lease.pipelineDir.createRun(startedAt);
+  const sample = sampleOf(options);
+  const run = await lease.pipelineDir.createRun(startedAt, { sample: sample !== null });
   const staging = await CurrentStaging.open(join(lease.scratch.dir, 'current'));
   const context = {
     ...lease.current,
@@ -230,13 +235,14 @@ async function exportAndPublish(input: {
     // Past a few studies one listing of current/ costs less than one per study's folder.
     ...(listing.studies.length >= STUDIES_FOR_ONE_LISTING ? { listing: new CurrentListing(storage) } : {}),
   };
-  // A replay rebuilds one run's tables; the current dataset follows the service, not replays.
-  const current = options.recorded
-    ? null
-    : new CurrentPreparation(
+  // A replay rebuilds one run's tables; the current dataset follows the service, not replays
+  // nor samples.
+  const current = publishes(options)
+    ? new CurrentPreparation(
         context,
         listing.studies.map((study) => study.id),
-      );
+      )
+    : null;
   // One study per response id, in the run and across runs in current/.
   const claims = new ResponseClaims(
     current
@@ -250,6 +256,7 @@ async function exportAndPublish(input: {
   );
   let publication: Parameters<typeof settleRun>[0];
   let result: RunResult;
+  let filled: FormatsFilled | null = null;
   try {
     const exported = await exportRun({
       ...{ run, client, listing, config, state, options, startedAt, log },
@@ -264,7 +271,7 @@ async function exportAndPublish(input: {
       return result;
     }
     // State moves only for lossless studies, and only once the run is committed.
-    const advanced = options.recorded
+    const advanced = !publishes(options)
       ? null
       : advanceState(state, exported.outcomes, {
           id: run.id,
@@ -276,14 +283,14 @@ async function exportAndPublish(input: {
       current: prepared && {
         context,
         prepared,
+        config,
+        shard: options.shard,
         // A shard leaves current/'s guide to `describe`.
-        guide: options.shard
-          ? null
-          : {
-              config,
-              figures: ownFigures(exported.copied, exported.stats, prepared),
-              warn: (warning) => options.reporter.warn(warning),
-            },
+        guideFigures: options.shard ? null : ownFigures(exported.copied, exported.stats, prepared),
+        onFilled: (formats) => {
+          filled = formats;
+        },
+        warn: (warning) => options.reporter.warn(warning),
       },
       state: advanced && {
         store: output.stateStore,
@@ -303,9 +310,17 @@ async function exportAndPublish(input: {
     await current?.discard();
     await staging.remove();
   }
-  options.onPreviousRun?.({ pointer: shardNames(options.shard).latest, runId: run.id, committedNow: true });
+  if (sample === null) {
+    options.onPreviousRun?.({ pointer: shardNames(options.shard).latest, runId: run.id, committedNow: true });
+  }
   const unfinished = await settleRun(publication);
-  return unfinished.length > 0 ? { ...result, unfinished } : result;
+  const settled = { ...result, ...(sample ? { sample } : {}), ...(filled ? { filled } : {}) };
+  return unfinished.length > 0 ? { ...settled, unfinished } : settled;
+}
+
+/** Whether the run may move the state, current/ and `latest`: not a replay, not a sample. */
+function publishes(options: RunOptions): boolean {
+  return !options.recorded && sampleOf(options) === null;
 }
 
 function warningLog(reporter: ProgressReporter): WarningLog {

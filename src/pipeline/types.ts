@@ -1,6 +1,8 @@
 /** What a run is asked to do and what it reports back (the command line's view of a run). */
 import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
+import type { FormatsFilled } from '../current/index.ts';
+import type { Sample } from '../load/sample.ts';
 import type { PreviousRun } from '../publish/run-dir.ts';
 import type { Warning } from '../records.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -34,6 +36,8 @@ export interface RunOverrides {
   stateFile?: string;
   /** source.base_url may differ from the service the output was written from (source-record.ts). */
   acceptNewSource?: boolean;
+  /** A sample: at most this many responses per study, moving nothing else (sample.ts). */
+  limit?: number;
 }
 
 export interface RunOptions extends RunOverrides {
@@ -83,6 +87,8 @@ export interface DryRunPlan {
   out: string;
   /** The shard this run would take, e.g. { index: 2, count: 3 }; null when not sharded. */
   shard: Shard | null;
+  /** --limit: at most this many responses per study would be exported, as a sample. */
+  sample: Sample | null;
 }
 
 /** An incremental run that found nothing new: no run was written (see nothing-new.ts). */
@@ -96,6 +102,8 @@ export interface NothingNew {
   studies: number;
   /** API requests the run made, every attempt counted. */
   requests: number;
+  /** Formats added since current/ was written, filled in from current/ itself (added-formats.ts). */
+  filled?: FormatsFilled;
 }
 
 export interface RunResult {
@@ -114,6 +122,10 @@ export interface RunResult {
   plan?: DryRunPlan;
   /** Set when status is unchanged. */
   unchanged?: NothingNew;
+  /** Formats added since current/ was written, filled in for what the run did not touch. */
+  filled?: FormatsFilled;
+  /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
+  sample?: Sample;
   /**
    * The run is committed, but part of its publication failed (current/, the state): each
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.

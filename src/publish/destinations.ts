@@ -14,6 +14,7 @@ import {
   type CurrentContext,
   type CurrentOutput,
   countCurrent,
+  type FormatsFilled,
   type PreparedBucket,
   partitionName,
   publishCurrent,
@@ -24,8 +25,10 @@ import {
 } from '../current/index.ts';
 import type { RunStats, StudyStats } from '../load/run-stats.ts';
 import type { Warning } from '../records.ts';
+import type { Shard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
 import { describeSystemError } from '../util/system-errors.ts';
+import { fillAddedFormats } from './added-formats.ts';
 import type { PendingRecord } from './record.ts';
 import { type State, type StateStore, type StudyState, writeStateEntries } from './state.ts';
 
@@ -60,12 +63,13 @@ export interface RunDestinations {
   current: {
     context: CurrentContext;
     prepared: readonly PreparedBucket[];
-    /** For current/'s README.md and report.html; null: not this run's to write (a shard's). */
-    guide: {
-      config: PipelineConfig;
-      figures: ReadonlyMap<string, readonly StudyStats[]>;
-      warn(warning: Warning): void;
-    } | null;
+    config: PipelineConfig;
+    shard: Shard | undefined;
+    /** The figures of current/'s guide already known; null: the guide is not this run's (a shard's). */
+    guideFigures: ReadonlyMap<string, readonly StudyStats[]> | null;
+    /** Told which formats added since current/ was written were filled in. */
+    onFilled(filled: FormatsFilled): void;
+    warn(warning: Warning): void;
   } | null;
   state: { store: StateStore; entries: Record<string, StudyState>; start: State | undefined } | null;
 }
@@ -102,9 +106,12 @@ export function recordedDestinations(current: CurrentOutput, state: StateStore):
   ];
 }
 
-/** current/: the run's new parts beside the old, then the old ones gone and the wide sheets in. */
+/**
+ * current/: the run's new parts beside the old, then the old ones gone, the wide sheets in, and
+ * the formats added since current/ was written filled in for what the run did not touch.
+ */
 function currentDestination(storage: Storage, current: NonNullable<RunDestinations['current']>): Destination {
-  const { context, prepared, guide } = current;
+  const { context, prepared, config, guideFigures: figures, warn } = current;
   let counting: Promise<RunStats> | null = null;
   return {
     what: 'updating current/',
@@ -121,17 +128,32 @@ function currentDestination(storage: Storage, current: NonNullable<RunDestinatio
     async settle() {
       // The guide's figures come from each partition's newest part, which settling keeps, so
       // they are counted while the replaced parts go.
-      counting = guide && countCurrent(storage, guide.figures);
+      counting = figures && countCurrent(storage, figures);
       // Reported by guide(), once current/ is settled.
       counting?.catch(() => {});
       await settleCurrent(context, prepared);
+      // What a failure leaves out, the next run adds.
+      const filled = await fillAddedFormats({
+        storage,
+        config,
+        shard: current.shard,
+        scratchDir: context.scratchDir,
+        runId: context.runId,
+      }).catch((error: unknown) => {
+        warn({
+          code: 'current_formats_failed',
+          message: `current/ was not given the formats added since it was written (the next run adds them): ${messageOf(error)}`,
+        });
+        return null;
+      });
+      if (filled) current.onFilled(filled);
     },
-    ...(guide && {
+    ...(figures && {
       async guide() {
-        await (counting ?? countCurrent(storage, guide.figures))
-          .then((stats) => writeCurrentGuide(storage, guide.config, context.runId, stats))
+        await (counting ?? countCurrent(storage, figures))
+          .then((stats) => writeCurrentGuide(storage, config, context.runId, stats))
           .catch((error: unknown) => {
-            guide.warn({
+            warn({
               code: 'current_guide_failed',
               message: `current/README.md and report.html were not rewritten: ${messageOf(error)}`,
             });

@@ -29,6 +29,9 @@ export interface PreviousRun {
   committedNow?: boolean;
 }
 
+/** Ends the id of a sample run (before a shard's suffix), so runs/ shows which runs are samples. */
+export const SAMPLE_RUN_SUFFIX = '-sample';
+
 /** What a killed run left on object storage is removed once it is this old (docs/object-storage.md). */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
 
@@ -46,8 +49,11 @@ export interface PipelineDirectory {
   storage: Storage;
   /** The run `latest` (or the shard's pointer) names now. */
   latest(): Promise<PreviousRun>;
-  /** Start a run: a fresh, staged folder with a unique run id. */
-  createRun(startedAt: number): Promise<RunDirectory>;
+  /**
+   * Start a run: a fresh, staged folder with a unique run id. A sample's id ends in -sample
+   * and its commit leaves `latest` alone (src/pipeline/sample.ts).
+   */
+  createRun(startedAt: number, options?: { sample?: boolean }): Promise<RunDirectory>;
   release(): Promise<void>;
 }
 
@@ -81,7 +87,7 @@ export async function openPipelineDirectory(
   return {
     storage,
     latest: () => readLatest(storage, options.shard),
-    createRun: (startedAt) => createRun(storage, startedAt, names),
+    createRun: (startedAt, options) => createRun(storage, startedAt, names, options?.sample === true),
     release: () => lease.release(),
   };
 }
@@ -114,12 +120,19 @@ export function ownRun(name: string, runSuffix: string): boolean {
   return runSuffix === '' ? !sharded : name.endsWith(runSuffix);
 }
 
-async function createRun(storage: Storage, startedAt: number, names: ShardNames): Promise<RunDirectory> {
+async function createRun(
+  storage: Storage,
+  startedAt: number,
+  names: ShardNames,
+  sample: boolean,
+): Promise<RunDirectory> {
   const taken = new Set(await storage.listFolders('runs'));
   const time = runIdAt(startedAt);
-  let id = `${time}${names.runSuffix}`;
+  // The shard's suffix last: a shard's runs, samples included, end in it (ownRun).
+  const suffix = `${sample ? SAMPLE_RUN_SUFFIX : ''}${names.runSuffix}`;
+  let id = `${time}${suffix}`;
   // Two runs within one second get distinct ids.
-  for (let n = 2; taken.has(id); n++) id = `${time}-${n}${names.runSuffix}`;
+  for (let n = 2; taken.has(id); n++) id = `${time}-${n}${suffix}`;
   const staged = await storage.stage(`runs/${id}`);
   return {
     id,
@@ -127,7 +140,7 @@ async function createRun(storage: Storage, startedAt: number, names: ShardNames)
     location: staged.finalLocation,
     async commit() {
       await staged.commit();
-      await storage.put(names.latest, `${id}\n`);
+      if (!sample) await storage.put(names.latest, `${id}\n`);
     },
     discard: () => staged.discard(),
   };

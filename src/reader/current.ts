@@ -38,7 +38,8 @@ export class CurrentReader {
     const base = `${CURRENT_DIR}/${table}`;
     const folders = studyId
       ? [partitionName(bucketOf(studyId)), studyFolderName(studyId)]
-      : await this.storage.listFolders(base);
+      : // A hidden folder is one being moved in; its part is not current/'s yet.
+        (await this.storage.listFolders(base)).filter((folder) => !folder.startsWith('.'));
     const parts: CurrentFile[] = [];
     for (const folder of folders.sort()) {
       const files = await listAll(this.storage, `${base}/${folder}`);
@@ -62,6 +63,18 @@ export class CurrentReader {
       (part) => parsePartName(part.path.split('/').at(-1) ?? '')?.runId ?? '',
     );
     return ids.sort(compareRunIds).at(-1) ?? null;
+  }
+
+  /** current/README.md (the codebook), report.html or datapackage.json whole; null when absent. */
+  guide(
+    file: typeof CURRENT_README | typeof CURRENT_REPORT | typeof CURRENT_DATAPACKAGE,
+  ): Promise<Buffer | null> {
+    return this.storage.read(file);
+  }
+
+  /** A file of current/ (a sheet, a workbook, a part) as a stream, by its path in the output. */
+  open(path: string) {
+    return this.storage.readStream(path);
   }
 
   /** The study's wide sheet(s) (current/wide/study_id=<id>/<link_id>.csv). */

@@ -39,6 +39,8 @@ export async function replayRun(options: ReplayOptions): Promise<RunResult> {
       studies: recorded.studyIds,
       out: options.out ?? resolve(options.runDir, '..', '..', '..'),
       media: false,
+      // A replay of a sample is a sample too: it never moves latest.
+      ...(manifest.sample ? { limit: manifest.sample.limit } : {}),
       ...(options.formats === undefined ? {} : { formats: options.formats }),
       recorded,
       reporter: options.reporter,

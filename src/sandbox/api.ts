@@ -64,12 +64,13 @@ function decodeSegments(rawPath: string): string[] | undefined {
 function keyName(context: ApiContext, header: string | string[] | undefined): KeyName | undefined {
   if (header === context.keys.primary) return 'primary';
   if (header === context.keys.secondary) return 'secondary';
+  if (header === context.keys.all) return 'all';
   return undefined;
 }
 
 function findVisibleStudy(context: ApiContext, key: KeyName, linkId: string): StudyRecord | undefined {
   const study = linkId === '' ? undefined : context.data.byLinkId(linkId);
-  return study?.visibleTo.has(key) ? study : undefined;
+  return study && (key === 'all' || study.visibleTo.has(key)) ? study : undefined;
 }
 
 interface ListQuery {

@@ -38,7 +38,11 @@ import {
 } from './text.ts';
 
 export type Modality = 'text' | 'audio' | 'video';
-export type KeyName = 'primary' | 'secondary';
+/**
+ * The keys the sandbox knows: primary and secondary see different, overlapping sets of studies
+ * (for tests of what a key cannot see); all sees every study (the key `study-export sandbox` prints).
+ */
+export type KeyName = 'primary' | 'secondary' | 'all';
 
 export interface Question {
   questionId: string;
@@ -121,7 +125,7 @@ export class DataSet {
   // ---- lookups -------------------------------------------------------------------------
 
   visibleStudies(key: KeyName): StudyRecord[] {
-    return this.sortedStudies().filter((study) => study.visibleTo.has(key));
+    return this.sortedStudies().filter((study) => key === 'all' || study.visibleTo.has(key));
   }
 
   sortedStudies(): StudyRecord[] {

@@ -76,8 +76,11 @@ export interface Sandbox {
   api_key: string;
   storage_url: string;
   stream_url: string;
-  /** Two keys seeing different, overlapping sets of studies; api_key === keys.primary. */
-  keys: { primary: string; secondary: string };
+  /**
+   * Two keys seeing different, overlapping sets of studies (api_key === keys.primary), and one
+   * that sees every study (the one `study-export sandbox` prints).
+   */
+  keys: { primary: string; secondary: string; all: string };
   /** The signing/expiry clock. */
   clock: Clock;
   /** In-memory copy of the request log. */
@@ -121,6 +124,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const keys = {
     primary: `sbx-primary-${stableHex(24, seed, 'key', 'primary')}`,
     secondary: `sbx-secondary-${stableHex(24, seed, 'key', 'secondary')}`,
+    all: `sbx-all-${stableHex(24, seed, 'key', 'all')}`,
   };
   const log = new RequestLog(options.requestLog);
   const shared = { log, overrides: new Overrides(), faults: () => faults, now: () => clock.now() };
@@ -190,7 +194,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         faults = spec ? parseFaults(spec) : noFaults();
       },
       studies(apiKey = keys.primary) {
-        const key = apiKey === keys.primary ? 'primary' : apiKey === keys.secondary ? 'secondary' : undefined;
+        const key = (['primary', 'secondary', 'all'] as const).find((name) => keys[name] === apiKey);
         if (!key) return [];
         return data.visibleStudies(key).map((record) => data.studyPayload(record));
       },
@@ -245,10 +249,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
  * The `study-export sandbox` command: starts the sandbox, prints one JSON line with its
  * addresses and key first, and stops cleanly on SIGINT/SIGTERM.
  */
-export async function runSandboxCommand(options: SandboxOptions): Promise<void> {
+export async function runSandboxCommand(
+  options: SandboxOptions,
+  /** Printed after the first line, e.g. a pipeline file for this sandbox. */
+  after?: (served: { base_url: string }) => string,
+): Promise<void> {
   const sandbox = await startSandbox(options);
-  const { base_url, api_key, storage_url, stream_url } = sandbox;
+  const { base_url, storage_url, stream_url } = sandbox;
+  // The key a person is given sees every study the sandbox serves.
+  const api_key = sandbox.keys.all;
   process.stdout.write(`${JSON.stringify({ base_url, api_key, storage_url, stream_url })}\n`);
+  if (after) process.stdout.write(after({ base_url }));
   await untilStopped();
   await sandbox.close();
 }

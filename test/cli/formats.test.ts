@@ -7,10 +7,12 @@ describe('--formats', () => {
     expect(parseFormats(['parquet', 'XLSX'])).toEqual(['parquet', 'xlsx']);
   });
 
-  it('refuses xlsx alone and unknown formats, naming them', () => {
-    expect(() => parseFormats('xlsx')).toThrow('--formats: expected csv or parquet beside xlsx');
+  it('refuses xlsx alone and unknown formats, naming them and what to type instead', () => {
+    expect(() => parseFormats('xlsx')).toThrow(
+      '--formats: xlsx needs csv or parquet beside it, e.g. --formats csv,xlsx (',
+    );
     expect(() => parseFormats('csv,ods')).toThrow(
-      '--formats: expected one or more of: csv, parquet, xlsx, found "ods"',
+      '--formats: expected csv and/or parquet, plus xlsx for a workbook per study beside them; comma-separated, e.g. csv,xlsx; found "ods"',
     );
   });
 });

@@ -16,6 +16,7 @@ import { validateCommand } from '../../src/cli/commands/validate.ts';
 import { verifyCommand } from '../../src/cli/commands/verify.ts';
 import { viewCommand } from '../../src/cli/commands/view.ts';
 import type { CliContext } from '../../src/cli/context.ts';
+import { parseFormats } from '../../src/cli/usage.ts';
 import { formats } from '../../src/config/schema.ts';
 import { repoRoot, runCli } from '../helpers/cli.ts';
 
@@ -85,9 +86,13 @@ describe('--help of each command', () => {
   it('names the formats the schema has, where the state lives, and what replay leaves alone', async () => {
     const [run, replay] = await Promise.all([runCli(['run', '--help']), runCli(['replay', '--help'])]);
     for (const help of [run.stdout, replay.stdout]) {
+      // What the help says is what parseFormats takes: each format, and xlsx only beside a table format.
       const text = describedAs(help, 'formats');
-      const named = /one or more of ([\w, ]+?), comma-separated/.exec(text)?.[1]?.split(', ');
-      expect(named, text).toEqual([...formats]);
+      expect(text).toContain('csv and/or parquet, plus xlsx for a workbook per study beside them');
+      for (const format of formats) expect(text).toContain(format);
+      const example = /e\.g\. ([\w,]+)/.exec(text)?.[1] ?? '';
+      expect(parseFormats(example)).toEqual(example.split(','));
+      expect(() => parseFormats('xlsx')).toThrow('xlsx needs csv or parquet beside it');
     }
     const state = describedAs(run.stdout, 'state');
     expect(state).toContain('state/ beside the runs, e.g. out/<name>/state/');

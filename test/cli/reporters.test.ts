@@ -181,6 +181,7 @@ describe('formatSummary', () => {
         formats: ['csv'],
         out: 'out/demo',
         shard: { index: 2, count: 3 },
+        sample: null,
       },
     });
     expect(text).toContain('dry run: nothing was written');
@@ -192,6 +193,33 @@ describe('formatSummary', () => {
     expect(text).toContain('media:    off');
     // The desc's total is not what an incremental run exports: the listed changes are.
     expect(text).toMatch(/bikes\s+Bikes\s+5\s+2 changed\s+2026-01-01T00:00:00Z/);
+    expect(text).not.toContain('sample:');
+  });
+
+  it('prints the plan of a sample: at most its limit of each study', () => {
+    const study = {
+      study_id: 's1',
+      link_id: 'cars',
+      title: 'Cars',
+      expected_responses: 120,
+      since: null,
+      changed: null,
+    };
+    const plan = {
+      base_url: 'sandbox',
+      studies: [study],
+      media: true,
+      formats: ['csv' as const],
+      out: 'out/demo',
+    };
+    const text = formatSummary({
+      ...result,
+      status: 'planned',
+      runDir: null,
+      plan: { ...plan, shard: null, sample: { limit: 10 } },
+    });
+    expect(text).toContain('sample:   at most 10 per study (--limit); nothing else would move');
+    expect(text).toMatch(/s1\s+cars\s+Cars\s+120\s+at most 10\s+\(everything\)/);
   });
 });
 

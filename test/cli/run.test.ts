@@ -76,7 +76,9 @@ describe('run', () => {
     expect((await runCli(['verify', runDir], { cwd: work.dir })).code).toBe(0);
     const refused = await runCli(['run', '--formats', 'xlsx'], { cwd: work.dir, env: env() });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('--formats: expected csv or parquet beside xlsx');
+    expect(refused.stderr).toContain(
+      '--formats: xlsx needs csv or parquet beside it, e.g. --formats csv,xlsx',
+    );
   });
 
   it('a rejected record makes the run partial, exit 3', async () => {

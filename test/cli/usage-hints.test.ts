@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { closestOption } from '../../src/cli/usage.ts';
+import { closestName } from '../../src/util/closest.ts';
 import { cleanEnv, repoRoot, runCli, workdir } from '../helpers/cli.ts';
 
 describe('did you mean', () => {
@@ -23,13 +23,13 @@ describe('did you mean', () => {
 
   it('takes one edit per three letters, a swap, or a beginning', () => {
     const known = ['full', 'formats', 'dry-run', 'concurrency', 'no-media', 'media', 'out', 'state'];
-    expect(closestOption('ful', known)).toBe('full');
-    expect(closestOption('dryrun', known)).toBe('dry-run');
-    expect(closestOption('conc', known)).toBe('concurrency');
-    expect(closestOption('sate', known)).toBe('state');
-    expect(closestOption('meida', known)).toBe('media');
-    expect(closestOption('bogus', known)).toBeUndefined();
-    expect(closestOption('x', known)).toBeUndefined();
+    expect(closestName('ful', known)).toBe('full');
+    expect(closestName('dryrun', known)).toBe('dry-run');
+    expect(closestName('conc', known)).toBe('concurrency');
+    expect(closestName('sate', known)).toBe('state');
+    expect(closestName('meida', known)).toBe('media');
+    expect(closestName('bogus', known)).toBeUndefined();
+    expect(closestName('x', known)).toBeUndefined();
   });
 });
 

@@ -113,7 +113,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nsorce:\n  per_page: 10\n');
     const error = await loadError('x');
     expect(error.message).toBe(
-      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (expected one of: name, source, studies, incremental, output, media)`,
+      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, archive)`,
     );
   });
 
@@ -121,7 +121,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nmedia:\n  videos: both\n');
     const error = await loadError('x');
     expect(error.message).toContain(
-      'media: unknown key "videos" (expected one of: enabled, video, concurrency, deadline_ms, max_file_mib)',
+      'media: unknown key "videos" (did you mean video? expected one of: enabled, video, concurrency, deadline_ms, max_file_mib)',
     );
   });
 
@@ -210,6 +210,45 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\noutput:\n  formats: [csv, parquet\nmedia: {}\n');
     const error = await loadError('x');
     expect(error.message).toMatch(/^pipelines[/\\]x\.yaml: line \d+, column \d+: invalid YAML: /);
+  });
+
+  it('names the line to fix: a key indented too deep, an unclosed [ or quote, an unknown alias', async () => {
+    const cases: [string, string][] = [
+      // The library notices these on the line before (the value the deeper key continues)...
+      [
+        'name: x\nsource:\n  base_url: sandbox\n    retries: 1\noutput:\n  dir: out\n',
+        'line 4, column 5: invalid YAML: this key is indented deeper than the keys above it',
+      ],
+      // ...on the line after (the next key), and at the end of the file.
+      [
+        'name: x\noutput:\n  formats: [csv, parquet\n  dir: out\n',
+        'line 3, column 12: invalid YAML: the [ opened here is not closed with ]',
+      ],
+      [
+        'name: x\nsource:\n  base_url: "sandbox\n  retries: 1\noutput:\n  dir: out\n',
+        'line 3, column 13: invalid YAML: the quote opened here is not closed',
+      ],
+      ['name: x\nstudies:\n  include: *all\n', 'line 3, column 12: invalid YAML: Unresolved alias'],
+      // Where the library is right, its own place and words.
+      ['name: x\nsource:\n  per_page 10\n  retries: 1\n', 'line 3, column 3: invalid YAML: Implicit keys'],
+    ];
+    for (const [text, expected] of cases) {
+      await writePipeline('x', text);
+      expect((await loadError('x')).message).toContain(`${path.join('pipelines', 'x.yaml')}: ${expected}`);
+    }
+  });
+
+  it('names the key a misspelt one meant, and the pipeline a misspelt name meant', async () => {
+    await writePipeline('x', 'name: x\nsource:\n  per_pag: 10\noutput:\n  formts: [csv]\n');
+    const message = (await loadError('x')).message;
+    expect(message).toContain(
+      'source: unknown key "per_pag" (did you mean per_page? expected one of: base_url',
+    );
+    expect(message).toContain('output: unknown key "formts" (did you mean formats? expected one of: dir');
+    await writePipeline('nightly', 'name: nightly\n');
+    expect((await loadError('nigthly')).message).toBe(
+      `no pipeline named "nigthly": ${path.join('pipelines', 'nigthly.yaml')} not found (available: nightly, x); did you mean --pipeline nightly?`,
+    );
   });
 
   it('duplicate keys are a YAML error', async () => {

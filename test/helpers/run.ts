@@ -1,7 +1,8 @@
 /** Running the pipeline in-process against a sandbox on loopback. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { parsePipelineConfig } from '../../src/config/load.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import type { Manifest } from '../../src/load/manifest.ts';
@@ -149,4 +150,23 @@ export async function spawnRun(
     child.on('exit', (_code, signal) => resolve(signal)),
   );
   return { child, exited };
+}
+
+/**
+ * Every file under `dir` with its sha256 and modification time (a rewrite changes the time),
+ * and every folder's, `dir`'s own included, with its modification time: a file created and
+ * removed again (a lock, a staged run) changes its folder's.
+ */
+export async function snapshot(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = { '.': `${(await stat(dir)).mtimeMs}` };
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory()) files[relative(dir, path)] = `${(await stat(path)).mtimeMs}`;
+    if (!entry.isFile()) continue;
+    const digest = createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex');
+    files[relative(dir, path)] = `${digest} ${(await stat(path)).mtimeMs}`;
+  }
+  return files;
 }

@@ -5,10 +5,9 @@
  * run without media stay owed.
  */
 
-import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/parts.ts';
@@ -16,7 +15,7 @@ import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';
-import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, snapshot } from '../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {
@@ -25,25 +24,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await sandbox.close();
 });
-
-/**
- * Every file under `dir` with its sha256 and modification time (a rewrite changes the time),
- * and every folder's, `dir`'s own included, with its modification time: a file created and
- * removed again (a lock, a staged run) changes its folder's.
- */
-async function snapshot(dir: string): Promise<Record<string, string>> {
-  const files: Record<string, string> = { '.': `${(await stat(dir)).mtimeMs}` };
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    const path = join(entry.parentPath, entry.name);
-    if (entry.isDirectory()) files[relative(dir, path)] = `${(await stat(path)).mtimeMs}`;
-    if (!entry.isFile()) continue;
-    const digest = createHash('sha256')
-      .update(await readFile(path))
-      .digest('hex');
-    files[relative(dir, path)] = `${digest} ${(await stat(path)).mtimeMs}`;
-  }
-  return files;
-}
 
 const runIdOf = (runDir: string | null) => runDir!.split(/[/\\]/).pop()!;
 const totalResponses = () => sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0);

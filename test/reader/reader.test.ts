@@ -9,7 +9,13 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
-import { type Found, OutputReader, type Recording } from '../../src/reader/index.ts';
+import {
+  CURRENT_README,
+  CURRENT_REPORT,
+  type Found,
+  OutputReader,
+  type Recording,
+} from '../../src/reader/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
@@ -107,6 +113,13 @@ describe('the output reader', () => {
       expect((await output.current.wideSheets(audio.id)).map((f) => f.path)).toEqual([
         expect.stringMatching(/^current\/wide\/study_id=.+\/.+\.csv$/),
       ]);
+
+      expect((await output.current.guide(CURRENT_README))?.toString('utf8')).toContain(`\`${audio.id}\``);
+      expect((await output.current.guide(CURRENT_REPORT))?.toString('utf8')).toContain('<html');
+      const [sheet] = await output.current.wideSheets(audio.id);
+      const sheetBytes: Buffer[] = [];
+      for await (const chunk of await output.current.open(sheet!.path)) sheetBytes.push(chunk as Buffer);
+      expect(Buffer.concat(sheetBytes).length).toBe(sheet!.bytes);
 
       const recordings = await allRecordings(output, audio.id);
       const byResponse = (id: string) => recordings.filter((r) => r.response_id === id);

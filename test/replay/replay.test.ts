@@ -102,10 +102,10 @@ describe('replay', () => {
     expect(result.stderr).toContain('replay needs RUN_DIR, the run directory to rebuild');
   });
 
-  it('names what is wrong when RUN_DIR is not a run', async () => {
+  it('names what is wrong when RUN_DIR is not a run, exit 2', async () => {
     await withTempDir(async (dir) => {
       const result = await runCli(['replay', dir]);
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2);
       expect(result.stderr).toContain(`${join(dir, 'manifest.json')}: cannot read the manifest`);
     });
   });

@@ -27,7 +27,8 @@ describe('runSandboxCommand', () => {
           headers: { 'x-api-key': info['api_key']! },
         });
         expect(reply.status).toBe(200);
-        expect(await reply.json()).toHaveLength(1);
+        // The key it prints sees every study it serves.
+        expect(await reply.json()).toHaveLength(2);
 
         const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
         child.kill(signal);

@@ -3,7 +3,7 @@
  * the same code as `run`, into a new run. Exit 0 complete, 3 partial (the same records rejected).
  */
 import type { CommandModule } from 'yargs';
-import { type Format, formats } from '../../config/schema.ts';
+import { type Format, formatsRule } from '../../config/schema.ts';
 import type { CliContext, LogFormatArgs } from '../context.ts';
 import { reportRun } from '../run-report.ts';
 import { parseFormats } from '../usage.ts';
@@ -34,7 +34,7 @@ export function replayCommand(context: CliContext): CommandModule<object, Replay
           type: 'string',
           requiresArg: true,
           coerce: parseFormats,
-          describe: `one or more of ${formats.join(', ')}, comma-separated (default: the run's)`,
+          describe: `${formatsRule} (default: the run's)`,
         })
         .example(
           '$0 replay out/demo/runs/20261121T235500Z',

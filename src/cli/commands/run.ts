@@ -1,7 +1,7 @@
 /** `study-export run`: the main job. Exit 0 complete (or dry run), 3 partial; errors exit 1 or 2. */
 import type { CommandModule, Options } from 'yargs';
 import { loadPipeline, resolveApiKey } from '../../config/load.ts';
-import { formats, type PipelineConfig, settingBounds } from '../../config/schema.ts';
+import { formatsRule, type PipelineConfig, settingBounds } from '../../config/schema.ts';
 import type { RunOverrides } from '../../pipeline/run.ts';
 import { redact, registerSecret } from '../../redact.ts';
 import {
@@ -48,7 +48,7 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     type: 'string',
     requiresArg: true,
     coerce: parseFormats,
-    describe: `one or more of ${formats.join(', ')}, comma-separated (instead of output.formats)`,
+    describe: `${formatsRule} (instead of output.formats)`,
   },
   media: { flag: 'media', type: 'boolean', describe: 'archive audio and video (--no-media to skip)' },
   concurrency: {
@@ -70,6 +70,14 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     requiresArg: true,
     describe:
       'one state file for every study (default: one file per study in state/ beside the runs, e.g. out/<name>/state/)',
+  },
+  limit: {
+    flag: 'limit',
+    type: 'number',
+    requiresArg: true,
+    coerce: integerOption('limit', 1),
+    describe:
+      'a sample: at most N responses per study, into a run marked as one; the state, current/ and latest stay as they were',
   },
   acceptNewSource: {
     flag: 'accept-new-source',
@@ -103,6 +111,7 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
         .example('$0 run --pipeline nightly-incremental', 'run pipelines/nightly-incremental.yaml')
         .example('$0 run --study cars-2024 --no-media', 'one study, without media')
         .example('$0 run --shard 2/3 --dry-run', 'the studies the second of three shards would take')
+        .example('$0 run --pipeline acme --limit 10', 'try a service on 10 responses per study first')
         .epilog(
           'Exit codes: 0 complete (or nothing new: no run written, latest unchanged), 3 finished but partial ' +
             '(rejects, failed media or a lost listing, listed in the manifest; or committed but not all of its ' +
@@ -141,7 +150,11 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
 
 /** The first line: which pipeline, and what happens before the first bar (sandbox, listing). */
 function startLine(config: PipelineConfig, args: RunArgs): string {
-  const what = args['dry-run'] ? `dry run of ${config.name}` : `run ${config.name}`;
+  const what = args['dry-run']
+    ? `dry run of ${config.name}`
+    : args.limit !== undefined
+      ? `sample run of ${config.name} (at most ${args.limit} per study)`
+      : `run ${config.name}`;
   if (config.source.base_url === 'sandbox') {
     return `${what}: starting the embedded sandbox (source.base_url is "sandbox"), then listing its studies`;
   }

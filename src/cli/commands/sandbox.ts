@@ -1,5 +1,6 @@
 /** `study-export sandbox`: serve the reference service on loopback until stopped. */
 import type { CommandModule } from 'yargs';
+import { pipelineTemplate } from '../../config/template.ts';
 import { parseFaults } from '../../sandbox/faults.ts';
 import type { SandboxOptions } from '../../sandbox/index.ts';
 import { integerOption, positiveNumberOption } from '../usage.ts';
@@ -15,7 +16,11 @@ interface SandboxArgs {
   'request-log'?: string;
   'media-scale'?: number;
   'clock-offset-min'?: number;
+  'print-pipeline'?: boolean;
 }
+
+/** The name of the pipeline --print-pipeline prints: its output goes to out/sandbox/. */
+const PRINTED_PIPELINE = 'sandbox';
 
 export function sandboxCommand(): CommandModule<object, SandboxArgs> {
   return {
@@ -85,13 +90,38 @@ export function sandboxCommand(): CommandModule<object, SandboxArgs> {
           coerce: integerOption('clock-offset-min', -525_600, 525_600),
           describe: "runs the service's clock this many minutes from this machine's (negative: behind)",
         })
+        .option('print-pipeline', {
+          type: 'boolean',
+          describe: `after the first line, print a pipeline file for this sandbox (save it as pipelines/${PRINTED_PIPELINE}.yaml)`,
+        })
         .example('$0 sandbox --port 8080', 'serve on http://127.0.0.1:8080')
-        .epilog('The first line on stdout is JSON: base_url, api_key and the media hosts.') as never,
+        .example('$0 sandbox --port 8080 --print-pipeline', 'and print a pipeline file that runs against it')
+        .epilog(
+          'The first line on stdout is JSON: base_url, api_key (it sees every study served) and the media hosts.',
+        ) as never,
     handler: async (args) => {
       const { runSandboxCommand } = await import('../../sandbox/index.ts');
-      await runSandboxCommand(sandboxOptions(args));
+      await runSandboxCommand(
+        sandboxOptions(args),
+        args['print-pipeline'] ? ({ base_url }) => sandboxPipeline(base_url) : undefined,
+      );
     },
   };
+}
+
+/** A pipeline file for a running sandbox: every setting at its default, base_url its address. */
+export function sandboxPipeline(baseUrl: string): string {
+  return pipelineTemplate({
+    name: PRINTED_PIPELINE,
+    values: { source: { base_url: baseUrl } },
+    header: [
+      `A pipeline for \`study-export sandbox\` at ${baseUrl}. Save it as pipelines/${PRINTED_PIPELINE}.yaml, then:`,
+      '  export STUDY_API_KEY=<api_key of the first line>   # it sees every study',
+      `  study-export run --pipeline ${PRINTED_PIPELINE} --limit 10   # a sample first, then without --limit`,
+      'The output (out/sandbox/) remembers this address: a sandbox on another port is another service',
+      '(exit 2) unless the run is given --accept-new-source; --port keeps it the same.',
+    ],
+  });
 }
 
 function sandboxOptions(args: SandboxArgs): SandboxOptions {

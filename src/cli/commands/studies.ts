@@ -3,6 +3,7 @@ import type { CommandModule } from 'yargs';
 import { responseCountInDesc } from '../../api/resources.ts';
 import { loadPipeline } from '../../config/load.ts';
 import { registerSecret } from '../../redact.ts';
+import { toIsoUtc } from '../../util/timestamp.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
 import { alignRows } from '../format.ts';
 import { formatWarning } from '../reporters.ts';
@@ -71,7 +72,8 @@ async function fetchStudies(
       id: study.id,
       link_id: study.link_id,
       title: study.title,
-      created_at: study.created_at,
+      // UTC, as in every table and file the tool writes (the service may send any offset).
+      created_at: toIsoUtc(study.created_at),
       responses: responseCountInDesc(study.desc),
     }));
   } finally {

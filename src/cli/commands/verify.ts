@@ -1,5 +1,8 @@
-/** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1. */
+/** `study-export verify RUN_DIR`: re-check a finished run; every problem named, exit 0 or 1
+ * (2, as any usage error, when RUN_DIR is not a run: report.ts). */
 import type { CommandModule } from 'yargs';
+import type { BagCheck } from '../../archive/verify.ts';
+import { exitCodes } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { verifyExitCode } from '../report.ts';
 
@@ -11,7 +14,8 @@ interface VerifyArgs {
 export function verifyCommand(context: CliContext): CommandModule<object, VerifyArgs> {
   return {
     command: 'verify <run_dir>',
-    describe: 'Re-check a finished run: sha256 of every file, row counts, keys, foreign keys, the zip',
+    describe:
+      'Re-check a finished run (sha256 of every file, row counts, keys, foreign keys, the zip) or a bag made by archive',
     builder: (yargs) =>
       yargs
         .positional('run_dir', {
@@ -27,6 +31,12 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
         })
         .demandOption('run_dir') as never,
     handler: async (args) => {
+      const s3 = args.endpoint ? { endpoint: args.endpoint } : {};
+      const { isBag, verifyBag } = await import('../../archive/verify.ts');
+      if (await isBag(args.run_dir, s3)) {
+        reportBag(context, args.run_dir, await verifyBag(args.run_dir, s3));
+        return;
+      }
       const { verifyRun } = await import('../../load/verify.ts');
       const result = await verifyRun(args.run_dir, args.endpoint ? { endpoint: args.endpoint } : {});
       const { files, tables, rows, zipEntries } = result.checked;
@@ -43,4 +53,25 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
       context.exitCode = verifyExitCode(result.problems.length);
     },
   };
+}
+
+/** A bag's check: problems fail it (exit 1); recordings it lists as missing make it partial (3). */
+function reportBag(context: CliContext, location: string, check: BagCheck): void {
+  const checked = `${check.checked.files} files, ${check.checked.bytes} payload bytes`;
+  for (const note of check.notes) context.stdout.write(`note: ${note}\n`);
+  if (!check.ok) {
+    context.stdout.write(`${check.problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
+    context.stderr.write(
+      `study-export: ${location}: ${check.problems.length} problem${check.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
+    );
+    context.exitCode = verifyExitCode(check.problems.length);
+    return;
+  }
+  context.stdout.write(`${location}: a valid bag (checked ${checked})\n`);
+  if (check.missing > 0) {
+    context.stderr.write(
+      `study-export: ${location}: ${check.missing} recording(s) missing from the bag (notes above)\n`,
+    );
+    context.exitCode = exitCodes.partial;
+  }
 }

@@ -1,0 +1,135 @@
+/**
+ * The bag's pages for people: data/README.md (what the bag is, which file is for whom, the
+ * codebook of every table from the declarations in tables.ts, how to check and open it),
+ * data/report.html (the study's report, as current/'s) and data/index.html, the way in: the
+ * study's facts, the list of conversations and each conversation with its recordings
+ * playing next to its turns, from the folder, with no server and no network.
+ */
+import { markdownText } from '../load/codebook.ts';
+import { reportHtml } from '../load/report-html.ts';
+import { RunStats } from '../load/run-stats.ts';
+import { escapeHtml as e } from '../load/svg-charts.ts';
+import { type Row, tableNames } from '../tables/index.ts';
+import { tableSection } from '../tables/markdown.ts';
+import { type Conversation, conversationHtml, conversationTitle, htmlPage } from './conversation.ts';
+import type { StudyRows } from './payload.ts';
+
+export interface GuideFacts {
+  pipeline: string;
+  service: string;
+  /** The newest run the bag's contents came from. */
+  runId: string;
+  baggedAt: string;
+  studyRows: StudyRows;
+  missing: number;
+  recordings: number;
+}
+
+export function readme(facts: GuideFacts): string {
+  const study = facts.studyRows.studies[0];
+  const lines = [
+    `# ${markdownText(study?.title ?? '')} (${markdownText(study?.link_id ?? '')})`,
+    '',
+    '<!-- Written by study-export archive from its table declarations. -->',
+    '',
+    `This bag holds one study exported by study-export from the Study Responses service at`,
+    `${markdownText(facts.service)}: every response in its newest copy, every recording the runs`,
+    `archived, and where each came from. Study id \`${study?.study_id ?? ''}\`; newest run`,
+    `\`${facts.runId}\` (${facts.baggedAt}).`,
+    '',
+    `${facts.studyRows.responses.length} responses, ${facts.recordings - facts.missing} recordings in the bag` +
+      (facts.missing > 0 ? `, ${facts.missing} missing (listed in recordings.csv with the reason).` : '.'),
+    '',
+    '## Which file is for whom',
+    '',
+    '- **index.html**: open first, in any browser: every conversation, its recordings next to its turns.',
+    '- **conversations/**: each conversation as a page (`.html`) and as plain text (`.txt`).',
+    '- **recordings/<response>/<turn>-<kind>.<ext>**: every recording in its original format;',
+    '  an HLS video is one MPEG-TS (`.ts`) file (VLC, mpv, ffplay).',
+    '- **recordings.csv**: every recording: its file here, the run it came from, or why it is missing.',
+    '- **wide/** and **xlsx/**: one row per response, one column per question, for spreadsheets.',
+    '- **tables/<table>.csv** and **.parquet**: the tidy tables below (DuckDB, pandas, R, Spark);',
+    '  **datapackage.json** describes them (Frictionless Data).',
+    '- **report.html**: responses over time, answered and skipped questions, recordings.',
+    '- **provenance/**: runs.json (the runs, their times, the service; never a key) and',
+    "  raw/<run id>/<operation>.jsonl.gz, the study's payloads as the service sent them.",
+    '',
+    '## Checking the bag',
+    '',
+    'The folder above data/ is a BagIt 1.0 bag (RFC 8493): `sha256sum -c manifest-sha256.txt`',
+    '(or `sha512sum -c manifest-sha512.txt`) in that folder checks every file; any BagIt tool',
+    "(bagit-python, the Library of Congress's validators) checks the whole bag.",
+    '',
+    '## Tables',
+    '',
+    'Times are UTC. In CSV, an empty cell is a missing value; a cell a spreadsheet would run as a',
+    "formula may start with an added '. answers and transcript join on (response_id, answer_id).",
+    '',
+    ...tableNames.flatMap((table) => tableSection(table, 3)),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export function report(facts: GuideFacts): string {
+  const stats = new RunStats();
+  for (const table of tableNames) stats.add(table, facts.studyRows[table] as Row<typeof table>[]);
+  const study = facts.studyRows.studies[0];
+  return reportHtml({
+    kind: 'current',
+    pipeline: facts.pipeline,
+    service: facts.service,
+    runId: facts.runId,
+    startedAt: facts.baggedAt,
+    finishedAt: facts.baggedAt,
+    studies: study ? [{ study_id: study.study_id, link_id: study.link_id, title: study.title }] : [],
+    stats,
+    warnings: [],
+    mediaEnabled: true,
+  });
+}
+
+/** index.html's head and study facts, before the conversations. */
+export function indexStart(facts: GuideFacts, conversations: readonly Conversation[]): string {
+  const study = facts.studyRows.studies[0];
+  const list = conversations
+    .map(
+      (c) =>
+        `<li><a href="#${e(c.name)}">${e(conversationTitle(c.response))}</a> ${e(c.response.created_at)}` +
+        ` (<a href="conversations/${e(c.name)}.html">page</a>, <a href="conversations/${e(c.name)}.txt">text</a>)</li>`,
+    )
+    .join('\n');
+  const head = htmlPage(study?.title ?? 'Study', '').replace(/\n<\/body><\/html>\n$/, '');
+  return `${head}<h1>${e(study?.title ?? '')}</h1>
+<dl><dt>link_id</dt><dd>${e(study?.link_id ?? '')}</dd><dt>Study id</dt><dd>${e(study?.study_id ?? '')}</dd>
+<dt>Created</dt><dd>${e(study?.created_at ?? '')} UTC</dd><dt>Responses</dt><dd>${conversations.length}</dd>
+<dt>Recordings</dt><dd>${facts.recordings - facts.missing} in this bag${facts.missing ? `, ${facts.missing} missing (see <a href="recordings.csv">recordings.csv</a>)` : ''}</dd>
+<dt>Service</dt><dd>${e(facts.service)}</dd><dt>Newest run</dt><dd>${e(facts.runId)}</dd></dl>
+<p>Also here: <a href="README.md">README.md</a> (what each file is), <a href="report.html">the report</a>,
+the tables in <a href="tables/">tables/</a>.</p>
+<h2>Conversations</h2>
+<ol class="conversations">
+${list}
+</ol>
+`;
+}
+
+/** One conversation's section of index.html. */
+export function indexSection(conversation: Conversation): string {
+  return `<section class="conversation" id="${e(conversation.name)}">
+<h2>${e(conversationTitle(conversation.response))}</h2>
+${conversationHtml(conversation, '')}
+</section>
+`;
+}
+
+export const indexEnd = '</body></html>\n';
+
+/** A conversation's own page under conversations/. */
+export function conversationPage(conversation: Conversation, studyTitle: string): string {
+  return htmlPage(
+    `${conversationTitle(conversation.response)}: ${studyTitle}`,
+    `<p><a href="../index.html">${e(studyTitle)}</a></p>
+<h1>${e(conversationTitle(conversation.response))}</h1>
+${conversationHtml(conversation, '../')}`,
+  );
+}

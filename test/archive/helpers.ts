@@ -1,0 +1,133 @@
+/**
+ * A bag checked by readers this project did not write: sha256sum and sha512sum on its
+ * manifests, DuckDB and the Frictionless library on data/, ffprobe on every recording, and
+ * Debian's chromium opening data/index.html from the file system with the network off.
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import Papa from 'papaparse';
+import { expect } from 'vitest';
+import { validateDataPackage } from '../helpers/frictionless.ts';
+import { duckdb } from '../helpers/readers.ts';
+import type { Browser } from '../view/browser.ts';
+
+const run = promisify(execFile);
+
+/** `sha256sum -c` and `sha512sum -c` inside the bag: every payload file, none failing. */
+export async function checksumTools(bag: string): Promise<number> {
+  let files = 0;
+  for (const tool of ['sha256sum', 'sha512sum']) {
+    const manifest = `manifest-${tool.replace('sum', '')}.txt`;
+    const { stdout } = await run(tool, ['-c', '--strict', manifest], { cwd: bag, maxBuffer: 1 << 26 });
+    const lines = stdout.trim().split('\n');
+    expect(lines.every((line) => line.endsWith(': OK'))).toBe(true);
+    files = lines.length;
+    const tags = `tag${manifest}`;
+    await run(tool, ['-c', '--strict', tags], { cwd: bag });
+  }
+  return files;
+}
+
+export interface RecordingListRow {
+  response_id: string;
+  turn: string;
+  kind: string;
+  in_bag: string;
+  file: string;
+  run_id: string;
+  source_entry: string;
+  note: string;
+}
+
+export async function recordingList(bag: string): Promise<RecordingListRow[]> {
+  const text = await readFile(join(bag, 'data', 'recordings.csv'), 'utf8');
+  return Papa.parse<RecordingListRow>(text, { header: true, skipEmptyLines: true }).data;
+}
+
+/** DuckDB reads every table of data/tables in both formats, with the same row counts. */
+export async function duckdbCounts(bag: string): Promise<Record<string, number>> {
+  const tables = ['studies', 'responses', 'questions', 'answers', 'transcript', 'attributes', 'media'];
+  return duckdb(async (query) => {
+    const counts: Record<string, number> = {};
+    for (const table of tables) {
+      const path = join(bag, 'data', 'tables', table);
+      const [parquet] = await query(`select count(*)::int as n from read_parquet('${path}.parquet')`);
+      const [csv] = await query(
+        `select count(*)::int as n from read_csv('${path}.csv', header = true, all_varchar = true)`,
+      );
+      expect(csv?.n, table).toBe(parquet?.n);
+      counts[table] = Number(parquet?.n);
+    }
+    return counts;
+  });
+}
+
+export async function frictionless(bag: string): Promise<void> {
+  const report = await validateDataPackage(join(bag, 'data'));
+  expect(report.errors).toEqual([]);
+}
+
+export async function ffprobeDuration(path: string): Promise<number> {
+  const { stdout } = await run('ffprobe', [
+    '-v',
+    'error',
+    '-show_entries',
+    'format=duration',
+    '-of',
+    'default=noprint_wrappers=1:nokey=1',
+    path,
+  ]);
+  return Number(stdout.trim());
+}
+
+/**
+ * data/index.html from the file system, every request that is not file:// refused and the
+ * context offline: it lists `responses` conversations, and its first recording of `kind`
+ * plays (its metadata loads and time passes).
+ */
+export async function openIndexOffline(
+  browser: Browser,
+  bag: string,
+  responses: number,
+  kind: 'audio' | 'video',
+): Promise<{ conversations: number; duration: number; played: number }> {
+  const page = await browser.context.newPage();
+  await browser.context.setOffline(true);
+  const outside: string[] = [];
+  await page.route(/^(?!file:)/, (route) => {
+    outside.push(route.request().url());
+    return route.abort();
+  });
+  try {
+    await page.goto(pathToFileURL(join(bag, 'data', 'index.html')).href);
+    const conversations = await page.locator('section.conversation').count();
+    expect(await page.locator('ol.conversations > li').count()).toBe(responses);
+    const element = page.locator(`${kind}[data-kind="${kind}"]`).first();
+    const result = await element.evaluate(
+      (node) =>
+        new Promise<{ duration: number; played: number }>((resolve, reject) => {
+          const media = node as unknown as {
+            duration: number;
+            currentTime: number;
+            muted: boolean;
+            play(): Promise<void>;
+            addEventListener(type: string, listener: () => void): void;
+          };
+          media.muted = true;
+          media.addEventListener('timeupdate', () => {
+            if (media.currentTime > 0) resolve({ duration: media.duration, played: media.currentTime });
+          });
+          media.addEventListener('error', () => reject(new Error('the recording does not play')));
+          media.play().catch(reject);
+        }),
+    );
+    expect(outside).toEqual([]);
+    return { conversations, ...result };
+  } finally {
+    await page.close();
+    await browser.context.setOffline(false);
+  }
+}
