@@ -145,8 +145,8 @@ async function workbookOf(
     const bytes = files.find((file) => file.name === name)?.bytes;
     return name === null || bytes === undefined ? null : { store, path: `${folder}/${name}`, bytes };
   };
-  const [studies, questions, responses, answers, transcript] = await Promise.all(
-    (['studies', 'questions', 'responses', 'answers', 'transcript'] as const).map(newest),
+  const [studies, questions, responses, answers, transcript, attributes] = await Promise.all(
+    (['studies', 'questions', 'responses', 'answers', 'transcript', 'attributes'] as const).map(newest),
   );
   if (!studies || !questions || !responses || !answers || !transcript) return null;
   const only = { studies: new Set([studyId]) };
@@ -165,6 +165,8 @@ async function workbookOf(
     responses,
     answers,
     transcript,
+    // A bucket whose parts predate the attributes table has none.
+    ...(attributes ? { attributes } : {}),
     scratchDir: await mkdtemp(join(scratchDir, 'xlsx-')),
   });
 }
