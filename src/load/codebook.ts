@@ -62,8 +62,18 @@ export function markdownText(value: string): string {
 
 export function codebookMarkdown(input: CodebookInput): string {
   const files = new Set([...input.files, ...(input.alsoWritten ?? [])]);
-  const has = (path: string) => files.has(path);
   const hasUnder = (folder: string) => [...files].some((path) => path.startsWith(`${folder}/`));
+  const lines = [
+    ...introLines(input),
+    ...studyLines(input),
+    ...fileLines(input, (path) => files.has(path), hasUnder),
+    ...referenceLines(hasUnder('wide') || hasUnder('xlsx')),
+  ];
+  return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** The title, and what the folder is: one run, or the current dataset. */
+function introLines(input: CodebookInput): string[] {
   const full = input.studies.every((study) => study.since === null);
   const lines: string[] = [];
   const title =
@@ -89,6 +99,12 @@ export function codebookMarkdown(input: CodebookInput): string {
       '',
     );
   }
+  return lines;
+}
+
+/** The studies, each with its responses (and, in a run, since when). */
+function studyLines(input: CodebookInput): string[] {
+  const lines: string[] = [];
   lines.push('## Studies', '');
   lines.push(
     input.kind === 'run'
@@ -107,6 +123,16 @@ export function codebookMarkdown(input: CodebookInput): string {
     lines.push(`| ${cells.join(' | ')} |`);
   }
   if (input.studies.length === 0) lines.push('', 'No study was exported.');
+  return lines;
+}
+
+/** Which file is for whom: only the files the folder has. */
+function fileLines(
+  input: CodebookInput,
+  has: (path: string) => boolean,
+  hasUnder: (folder: string) => boolean,
+): string[] {
+  const lines: string[] = [];
   lines.push('', '## Which file is for whom', '');
   if (has('report.html'))
     lines.push(
@@ -157,6 +183,12 @@ export function codebookMarkdown(input: CodebookInput): string {
     lines.push(
       '- **../../current/**: every response once, newest copy, across runs (this run holds only what it exported).',
     );
+  return lines;
+}
+
+/** Times, joins, recordings and every table's columns (and the wide sheets', where there are any). */
+function referenceLines(wide: boolean): string[] {
+  const lines: string[] = [];
   lines.push(
     '',
     '## Times',
@@ -189,6 +221,6 @@ export function codebookMarkdown(input: CodebookInput): string {
     '',
   );
   for (const name of tableNames) lines.push(...tableSection(name, 3));
-  if (hasUnder('wide') || hasUnder('xlsx')) lines.push(...wideSheetSection(3));
-  return `${lines.join('\n').trimEnd()}\n`;
+  if (wide) lines.push(...wideSheetSection(3));
+  return lines;
 }

@@ -105,43 +105,13 @@ export async function createTableWriters(
   // Only a group with a copy needs row groups of its own; the others' rows share the table's
   // (a row group per study of two responses is mostly its metadata, kept until the footer).
   const copiedGroupOf = (row: Row<TableName>) => groupOf.get(String(row.study_id)) ?? '';
-  // Every file opened at once; if one cannot be, those that were are removed.
-  const opening = tableNames.map((table) =>
-    Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
+  const states = await openTables(storage, options, formats, (table) =>
+    perStudy.has(table) ? copiedGroupOf : wholeTable,
   );
-  const opened = await Promise.all(opening);
-  const states = new Map<TableName, TableState>();
-  tableNames.forEach((table, index) => {
-    const writers = (opened[index] ?? []).flatMap((result) =>
-      result.status === 'fulfilled' ? [result.value] : [],
-    );
-    states.set(table, {
-      table,
-      writers,
-      rows: 0,
-      queue: Promise.resolve(),
-      blocks: new Map(),
-      blockOf: perStudy.has(table) ? copiedGroupOf : wholeTable,
-      bufferedBytes: 0,
-      where: storage.describe(writers[0]?.path ?? table),
-    });
-  });
-  const failure = opened.flat().find((result) => result.status === 'rejected');
-  if (failure) {
-    await abortAll(states);
-    throw failure.reason;
-  }
-
   const stateOf = (table: TableName): TableState => {
     const state = states.get(table);
     if (!state) throw new Error(`unknown table ${table}`);
     return state;
-  };
-
-  /** Chained after the table's writes: a failed one poisons the table for later ones and close. */
-  const enqueue = (state: TableState, work: () => Promise<void>): Promise<void> => {
-    state.queue = state.queue.then(work);
-    return state.queue;
   };
 
   async function writeBlock(state: TableState, key: string): Promise<void> {
@@ -209,19 +179,69 @@ export async function createTableWriters(
       groupOf.delete(studyId);
       if (endsGroup) copies.delete(key);
     },
-    // All at once: one file's last row group is encoded while another's bytes are written.
-    close: () =>
-      allSettled(
-        [...states].map(async ([table, state]): Promise<TableFiles> => {
-          await enqueue(state, async () => {
-            for (const key of [...state.blocks.keys()]) await writeBlock(state, key);
-          });
-          await allSettled(state.writers.map((writer) => writer.close()));
-          return { table, rows: state.rows, files: state.writers.map((w) => w.path) };
-        }),
-      ),
+    close: () => closeTables(states, writeBlock),
     abort: () => abortAll(states),
   };
+}
+
+/** Every table's files opened at once; if one cannot be, those that were are removed. */
+async function openTables(
+  storage: Storage,
+  options: TableWritersOptions,
+  formats: readonly TableFormat[],
+  blockOf: (table: TableName) => TableState['blockOf'],
+): Promise<Map<TableName, TableState>> {
+  const opening = tableNames.map((table) =>
+    Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
+  );
+  const opened = await Promise.all(opening);
+  const states = new Map<TableName, TableState>();
+  tableNames.forEach((table, index) => {
+    const writers = (opened[index] ?? []).flatMap((result) =>
+      result.status === 'fulfilled' ? [result.value] : [],
+    );
+    states.set(table, {
+      table,
+      writers,
+      rows: 0,
+      queue: Promise.resolve(),
+      blocks: new Map(),
+      blockOf: blockOf(table),
+      bufferedBytes: 0,
+      where: storage.describe(writers[0]?.path ?? table),
+    });
+  });
+  const failure = opened.flat().find((result) => result.status === 'rejected');
+  if (failure) {
+    await abortAll(states);
+    throw failure.reason;
+  }
+  return states;
+}
+
+/**
+ * Every table's last blocks written and its files closed, all at once: one file's last row
+ * group is encoded while another's bytes are written.
+ */
+function closeTables(
+  states: ReadonlyMap<TableName, TableState>,
+  writeBlock: (state: TableState, key: string) => Promise<void>,
+): Promise<TableFiles[]> {
+  return allSettled(
+    [...states].map(async ([table, state]): Promise<TableFiles> => {
+      await enqueue(state, async () => {
+        for (const key of [...state.blocks.keys()]) await writeBlock(state, key);
+      });
+      await allSettled(state.writers.map((writer) => writer.close()));
+      return { table, rows: state.rows, files: state.writers.map((w) => w.path) };
+    }),
+  );
+}
+
+/** Chained after the table's writes: a failed one poisons the table for later ones and close. */
+function enqueue(state: TableState, work: () => Promise<void>): Promise<void> {
+  state.queue = state.queue.then(work);
+  return state.queue;
 }
 
 function largest(blocks: ReadonlyMap<string, ColumnBuffers>): string {

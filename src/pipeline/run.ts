@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import {
+  type CurrentContext,
   CurrentListing,
   type CurrentOutput,
   CurrentPreparation,
@@ -19,6 +20,7 @@ import {
   currentOwners,
   descriptorShard,
   type FormatsFilled,
+  type PreparedBucket,
   sharedWarning,
 } from '../current/index.ts';
 import { ConfigError } from '../errors.ts';
@@ -30,7 +32,7 @@ import {
   discardUnchanged,
   settleRun,
 } from '../publish/commit.ts';
-import { destinationsOf, ownFigures } from '../publish/destinations.ts';
+import { type Destination, destinationsOf, ownFigures } from '../publish/destinations.ts';
 import { openPipelineDirectory, type PipelineDirectory, readLatest, shardNames } from '../publish/run-dir.ts';
 import { type State, type StateStore, stateFileStore } from '../publish/state.ts';
 import { inShard } from '../shard.ts';
@@ -40,7 +42,7 @@ import { removeOldSpills, upgradeOutput, upgradingStateStore } from '../upgrade/
 import { openScratch, type Scratch, scratchFull } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
-import { exportRun } from './export-run.ts';
+import { type ExportedRun, exportRun } from './export-run.ts';
 import { growHeapSlowly } from './heap-growth.ts';
 import { planRun, type StudyListing } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
@@ -212,8 +214,8 @@ async function takeLease(
   }
 }
 
-/** The run exported into its staged folder, then published (src/publish/commit.ts). */
-async function exportAndPublish(input: {
+/** What exporting a run and publishing it work with. */
+interface RunWork {
   output: Output;
   lease: Lease;
   listing: StudyListing;
@@ -221,46 +223,23 @@ async function exportAndPublish(input: {
   options: RunOptions;
   log: WarningLog;
   startedAt: number;
-}): Promise<RunResult> {
-  const { output, lease, listing, config, options, log, startedAt } = input;
+}
+
+/** The run exported into its staged folder, then published (src/publish/commit.ts). */
+async function exportAndPublish(work: RunWork): Promise<RunResult> {
+  const { output, lease, listing, config, options, log, startedAt } = work;
   const { storage } = output;
   const { state, client } = lease;
   const sample = sampleOf(options);
   const run = await lease.pipelineDir.createRun(startedAt, { sample: sample !== null });
-  const staging = await CurrentStaging.open(join(lease.scratch.dir, 'current'));
-  const context = {
-    ...lease.current,
-    runId: run.id,
-    staging,
-    // Past a few studies one listing of current/ costs less than one per study's folder.
-    ...(listing.studies.length >= STUDIES_FOR_ONE_LISTING ? { listing: new CurrentListing(storage) } : {}),
-  };
-  // A replay rebuilds one run's tables; the current dataset follows the service, not replays
-  // nor samples.
-  const current = publishes(options)
-    ? new CurrentPreparation(
-        context,
-        listing.studies.map((study) => study.id),
-      )
-    : null;
-  // One study per response id, in the run and across runs in current/.
-  const claims = new ResponseClaims(
-    current
-      ? () =>
-          currentOwners(
-            storage,
-            (id) => state.studies[id]?.link_id,
-            (shared) => log.warn(sharedWarning(shared)),
-          )
-      : undefined,
-  );
+  const { context, current, claims } = await currentOfRun(work, run.id);
   let publication: Parameters<typeof settleRun>[0];
   let result: RunResult;
-  let filled: FormatsFilled | null = null;
+  const found: { filled: FormatsFilled | null } = { filled: null };
   try {
     const exported = await exportRun({
-      ...{ run, client, listing, config, state, options, startedAt, log },
-      ...{ scratchDir: lease.scratch.dir, staging, current, previousRun: lease.previousRun, claims },
+      ...{ run, client, listing, config, state, options, startedAt, log, claims, current },
+      ...{ scratchDir: lease.scratch.dir, staging: context.staging, previousRun: lease.previousRun },
     });
     result = exported.result;
     // Each study's parts were prepared as it ended; the last ones while the run closed.
@@ -270,34 +249,7 @@ async function exportAndPublish(input: {
       await discardUnchanged(run, lease.current, prepared ?? []);
       return result;
     }
-    // State moves only for lossless studies, and only once the run is committed.
-    const advanced = !publishes(options)
-      ? null
-      : advanceState(state, exported.outcomes, {
-          id: run.id,
-          startedAt,
-          media: config.media.enabled,
-          serviceSkewMs: client.serviceClock?.skewMs ?? null,
-        });
-    const destinations = destinationsOf(storage, {
-      current: prepared && {
-        context,
-        prepared,
-        config,
-        shard: options.shard,
-        // A shard leaves current/'s guide to `describe`.
-        guideFigures: options.shard ? null : ownFigures(exported.copied, exported.stats, prepared),
-        onFilled: (formats) => {
-          filled = formats;
-        },
-        warn: (warning) => options.reporter.warn(warning),
-      },
-      state: advanced && {
-        store: output.stateStore,
-        entries: changedEntries(state, advanced),
-        start: options.shard ? undefined : state,
-      },
-    });
+    const destinations = destinationsFor(work, { runId: run.id, context, prepared, exported, found });
     publication = { storage, pipelineDir: lease.pipelineDir, run, destinations };
     // The service this output belongs to is recorded before its first run is.
     if (output.source.toRecord !== null)
@@ -308,14 +260,99 @@ async function exportAndPublish(input: {
     throw scratchFull(error) ?? describeSystemError(error, { path: run.location });
   } finally {
     await current?.discard();
-    await staging.remove();
+    await context.staging.remove();
   }
   if (sample === null) {
     options.onPreviousRun?.({ pointer: shardNames(options.shard).latest, runId: run.id, committedNow: true });
   }
   const unfinished = await settleRun(publication);
-  const settled = { ...result, ...(sample ? { sample } : {}), ...(filled ? { filled } : {}) };
+  const settled = {
+    ...result,
+    ...(sample ? { sample } : {}),
+    ...(found.filled ? { filled: found.filled } : {}),
+  };
   return unfinished.length > 0 ? { ...settled, unfinished } : settled;
+}
+
+/**
+ * The run's side of the current dataset: where its studies' rows are staged, each bucket's
+ * preparation (none for a replay or a sample: current/ follows the service), and the claims
+ * that keep one study per response id, in the run and across runs in current/.
+ */
+async function currentOfRun(
+  work: RunWork,
+  runId: string,
+): Promise<{ context: CurrentContext; current: CurrentPreparation | null; claims: ResponseClaims }> {
+  const { output, lease, listing, options, log } = work;
+  const { storage } = output;
+  const context = {
+    ...lease.current,
+    runId,
+    staging: await CurrentStaging.open(join(lease.scratch.dir, 'current')),
+    // Past a few studies one listing of current/ costs less than one per study's folder.
+    ...(listing.studies.length >= STUDIES_FOR_ONE_LISTING ? { listing: new CurrentListing(storage) } : {}),
+  };
+  const current = publishes(options)
+    ? new CurrentPreparation(
+        context,
+        listing.studies.map((study) => study.id),
+      )
+    : null;
+  const claims = new ResponseClaims(
+    current
+      ? () =>
+          currentOwners(
+            storage,
+            (id) => lease.state.studies[id]?.link_id,
+            (shared) => log.warn(sharedWarning(shared)),
+          )
+      : undefined,
+  );
+  return { context, current, claims };
+}
+
+/** Where the run's output goes besides its folder: current/ and the state (src/publish/destinations.ts). */
+function destinationsFor(
+  work: RunWork,
+  run: {
+    runId: string;
+    context: CurrentContext;
+    prepared: PreparedBucket[] | null;
+    exported: ExportedRun;
+    found: { filled: FormatsFilled | null };
+  },
+): Destination[] {
+  const { output, lease, config, options } = work;
+  const { state, client } = lease;
+  const { prepared, exported } = run;
+  // State moves only for lossless studies, and only once the run is committed.
+  const advanced = !publishes(options)
+    ? null
+    : advanceState(state, exported.outcomes, {
+        id: run.runId,
+        startedAt: work.startedAt,
+        media: config.media.enabled,
+        serviceSkewMs: client.serviceClock?.skewMs ?? null,
+      });
+  return destinationsOf(output.storage, {
+    current: prepared && {
+      context: run.context,
+      prepared,
+      config,
+      shard: options.shard,
+      // A shard leaves current/'s guide to `describe`.
+      guideFigures: options.shard ? null : ownFigures(exported.copied, exported.stats, prepared),
+      onFilled: (formats) => {
+        run.found.filled = formats;
+      },
+      warn: (warning) => options.reporter.warn(warning),
+    },
+    state: advanced && {
+      store: output.stateStore,
+      entries: changedEntries(state, advanced),
+      start: options.shard ? undefined : state,
+    },
+  });
 }
 
 /** Whether the run may move the state, current/ and `latest`: not a replay, not a sample. */

@@ -170,18 +170,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     );
     listeners.push(api);
 
-    const study = (linkIdOrId: string): StudyRecord => {
-      const found = data.byLinkIdOrId(linkIdOrId);
-      if (!found) throw new Error(`sandbox: no study with link_id or id "${linkIdOrId}"`);
-      return found;
-    };
-    const entryOf = (linkId: string, responseId: string) => {
-      const record = study(linkId);
-      const entry = record.byId.get(responseId);
-      if (!entry) throw new Error(`sandbox: study "${linkId}" has no response "${responseId}"`);
-      return { record, entry };
-    };
-
     return {
       base_url: api.url,
       api_key: keys.primary,
@@ -193,43 +181,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       setFaults(spec) {
         faults = spec ? parseFaults(spec) : noFaults();
       },
-      studies(apiKey = keys.primary) {
-        const key = (['primary', 'secondary', 'all'] as const).find((name) => keys[name] === apiKey);
-        if (!key) return [];
-        return data.visibleStudies(key).map((record) => data.studyPayload(record));
-      },
-      responses(linkId) {
-        const record = study(linkId);
-        return record.entries.map((entry) => listItemOf(context, record, entry) as ListedResponse);
-      },
-      renameStudy(linkIdOrId, newLinkId) {
-        if (data.byLinkId(newLinkId)) throw new Error(`sandbox: link_id "${newLinkId}" is already taken`);
-        study(linkIdOrId).linkId = newLinkId;
-      },
-      touchResponse(linkId, responseId, at) {
-        entryOf(linkId, responseId).entry.updatedMs = at ? at.getTime() : clock.now();
-      },
-      addResponse(linkId) {
-        return data.addResponse(study(linkId)).id;
-      },
-      deleteResponse(linkId, responseId) {
-        const { record, entry } = entryOf(linkId, responseId);
-        record.entries.splice(record.entries.indexOf(entry), 1);
-        record.byId.delete(entry.id);
-      },
-      addStudy(spec) {
-        if (data.byLinkId(spec.link_id))
-          throw new Error(`sandbox: link_id "${spec.link_id}" is already taken`);
-        return data.studyPayload(data.addStudy(spec));
-      },
-      mutateListItem(linkId, responseId, fn) {
-        const { record, entry } = entryOf(linkId, responseId);
-        context.listMutations.set(mutationKey(record, entry.id), fn);
-      },
-      mutateDetail(linkId, responseId, fn) {
-        const { record, entry } = entryOf(linkId, responseId);
-        context.detailMutations.set(mutationKey(record, entry.id), fn);
-      },
+      ...dataControls(data, context, clock, keys),
       overrideNext(match, reply, times = 1) {
         shared.overrides.add(match, reply, times);
       },
@@ -243,6 +195,75 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     await log.close();
     throw error;
   }
+}
+
+/** What a test does to the sandbox's data: read it as served, rename, touch, add, delete, mutate. */
+function dataControls(
+  data: DataSet,
+  context: ApiContext,
+  clock: Clock,
+  keys: Sandbox['keys'],
+): Pick<
+  Sandbox,
+  | 'studies'
+  | 'responses'
+  | 'renameStudy'
+  | 'touchResponse'
+  | 'addResponse'
+  | 'deleteResponse'
+  | 'addStudy'
+  | 'mutateListItem'
+  | 'mutateDetail'
+> {
+  const study = (linkIdOrId: string): StudyRecord => {
+    const found = data.byLinkIdOrId(linkIdOrId);
+    if (!found) throw new Error(`sandbox: no study with link_id or id "${linkIdOrId}"`);
+    return found;
+  };
+  const entryOf = (linkId: string, responseId: string) => {
+    const record = study(linkId);
+    const entry = record.byId.get(responseId);
+    if (!entry) throw new Error(`sandbox: study "${linkId}" has no response "${responseId}"`);
+    return { record, entry };
+  };
+  return {
+    studies(apiKey = keys.primary) {
+      const key = (['primary', 'secondary', 'all'] as const).find((name) => keys[name] === apiKey);
+      if (!key) return [];
+      return data.visibleStudies(key).map((record) => data.studyPayload(record));
+    },
+    responses(linkId) {
+      const record = study(linkId);
+      return record.entries.map((entry) => listItemOf(context, record, entry) as ListedResponse);
+    },
+    renameStudy(linkIdOrId, newLinkId) {
+      if (data.byLinkId(newLinkId)) throw new Error(`sandbox: link_id "${newLinkId}" is already taken`);
+      study(linkIdOrId).linkId = newLinkId;
+    },
+    touchResponse(linkId, responseId, at) {
+      entryOf(linkId, responseId).entry.updatedMs = at ? at.getTime() : clock.now();
+    },
+    addResponse(linkId) {
+      return data.addResponse(study(linkId)).id;
+    },
+    deleteResponse(linkId, responseId) {
+      const { record, entry } = entryOf(linkId, responseId);
+      record.entries.splice(record.entries.indexOf(entry), 1);
+      record.byId.delete(entry.id);
+    },
+    addStudy(spec) {
+      if (data.byLinkId(spec.link_id)) throw new Error(`sandbox: link_id "${spec.link_id}" is already taken`);
+      return data.studyPayload(data.addStudy(spec));
+    },
+    mutateListItem(linkId, responseId, fn) {
+      const { record, entry } = entryOf(linkId, responseId);
+      context.listMutations.set(mutationKey(record, entry.id), fn);
+    },
+    mutateDetail(linkId, responseId, fn) {
+      const { record, entry } = entryOf(linkId, responseId);
+      context.detailMutations.set(mutationKey(record, entry.id), fn);
+    },
+  };
 }
 
 /**

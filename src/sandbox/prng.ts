@@ -54,3 +54,13 @@ export function pick<T>(random: Random, items: readonly T[]): T {
 export function intBetween(random: Random, min: number, max: number): number {
   return min + Math.floor(random() * (max - min + 1));
 }
+
+/** A version-4-shaped uuid drawn from `random`. */
+export function uuidFrom(random: Random): string {
+  let hex = '';
+  while (hex.length < 32)
+    hex += Math.floor(random() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
