@@ -3,7 +3,7 @@
  * unsigned big-endian integer, modulo BUCKETS. The same on every machine and Node version, and
  * fixed for the study's life (permanent ids never change). current/ keeps the rows of all the
  * studies of a bucket in one part per table (current/parts.ts), so that a study of two responses
- * does not cost the files of a large one; shards own whole buckets (pipeline/shard.ts), so no
+ * does not cost the files of a large one; shards own whole buckets (src/shard.ts), so no
  * two shards ever write the same part.
  */
 import { createHash } from 'node:crypto';

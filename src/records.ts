@@ -138,7 +138,7 @@ export interface WideRow {
   response_number: number | null;
   created_at: string;
   updated_at: string | null;
-  /** responseStatus(summary), src/load/tables.ts. */
+  /** responseStatus(summary), src/tables/index.ts. */
   status: 'complete' | 'in progress';
   modality: string | null;
   summary: string | null;

@@ -76,7 +76,7 @@ export interface LookAheadInput {
   /** Rejects and warnings so far (the study list's included). */
   rejects: number;
   warnings: () => number;
-  /** Whether the shard's earlier runs left records to finish (publication.ts). */
+  /** Whether the shard's earlier runs left records to finish (src/publish/record.ts). */
   pending: () => Promise<boolean>;
   perPage: number;
   includeInProgress: boolean;
@@ -91,7 +91,7 @@ export interface LookAheadInput {
  * `sinceRun`. Else the run goes on with `client`, which answers each study's first listing
  * request with the answer already received, so that the look-ahead costs a run with something
  * new no request. A page asked for after the run started is as good as one asked for later:
- * the watermarks a run records are its start time (state.ts); the run asks again only when
+ * the watermarks a run records are its start time (watermark.ts); the run asks again only when
  * another run committed in between (run.ts), whose copies could be newer.
  */
 export async function lookAhead(

@@ -3,7 +3,7 @@
  * lease keeps two runs of one pipeline from writing the same state at once; a run is staged
  * (runs/.tmp-<run id> renamed to runs/<run id> on a file system; written in place on object
  * storage, where its manifest, written last, makes it a run), and `latest` is rewritten only
- * after that. What comes before and after `latest` (current/, the state) is publication.ts's.
+ * after that. What comes before and after `latest` (current/, the state) is commit.ts's.
  *
  * Shard K of N owns its own objects: run ids end in -shard-K-of-N, its lock is
  * .lock-shard-K-of-N and its pointer latest-shard-K-of-N, and it clears only its own

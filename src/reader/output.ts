@@ -14,7 +14,7 @@ import { type Recording, RecordingFinder } from './recordings.ts';
 import { openRun, type RunReader } from './run.ts';
 
 export const RUNS_DIR = 'runs';
-/** Where a run's commit record waits while the run is being published (pipeline/publication.ts). */
+/** Where a run's commit record waits while the run is being published (src/publish/commit.ts). */
 const PENDING_DIR = '.pending';
 
 export interface LatestPointer {

@@ -1,4 +1,4 @@
-/** The tables reference as Markdown, rendered from the declarations in tables.ts. */
+/** The tables reference as Markdown, rendered from the declarations in index.ts. */
 import { type Column, type TableName, tableNames, tables, wideSheet } from './index.ts';
 
 export const typeNames = {
@@ -13,7 +13,7 @@ export function tablesMarkdown(): string {
   const parts = [
     '# Tables',
     '',
-    '<!-- Generated from src/load/tables.ts by `npm run docs`; do not edit by hand. -->',
+    '<!-- Generated from src/tables/index.ts by `npm run docs`; do not edit by hand. -->',
     '',
     'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
     'cell is a missing value, booleans are `true` or `false`, and timestamps are ISO 8601 UTC',
