@@ -139,7 +139,9 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
     const columns = wideColumns(questions.all(), chosenAttributes(attributeKeys, input));
     if (outcome.responses > 0) {
-      input.onWideSheet?.(await wide.finish(columns));
+      // Finished whether or not a caller listens: an optional call would skip its argument too.
+      const sheet = await wide.finish(columns);
+      input.onWideSheet?.(sheet);
       await workbook?.finish(columns);
     } else {
       // Nothing exported (an incremental run with nothing new for the study): no sheet or
