@@ -165,8 +165,11 @@ describe('responseRows', () => {
       response_number: 7,
       created_at: '2026-11-21T23:55:00.000Z',
       updated_at: '2026-11-22T00:00:00.000Z',
+      status: 'complete',
+      modality: 'text',
       summary: 'Likes coffee.',
       cells: { [questionKey('dgq-1', null)]: 'Daily', [questionKey('dgq-2', 'concept-A')]: 'Any' },
+      attributes: { id: 'panel-17', source: 'newsletter', utm_campaign: 'fall' },
     });
   });
 });
@@ -206,9 +209,9 @@ describe('wideColumns', () => {
     ];
     const columns = wideColumns(questions);
     expect(columns).toEqual([
-      { key: questionKey('d1', 'concept-A'), header: 'What do you think? [d1 / concept-A]' },
-      { key: questionKey('d1', 'concept-B'), header: 'What do you think? [d1 / concept-B]' },
-      { key: questionKey('d2', null), header: 'Other' },
+      { key: questionKey('d1', 'concept-A'), header: 'What do you think? [d1 / concept-A]', of: 'question' },
+      { key: questionKey('d1', 'concept-B'), header: 'What do you think? [d1 / concept-B]', of: 'question' },
+      { key: questionKey('d2', null), header: 'Other', of: 'question' },
     ]);
     expect(wideColumns([...questions].reverse())).toEqual(columns);
   });
