@@ -130,9 +130,10 @@ export class LocalStorage implements Storage {
     // Readers see the old content or the new, never a torn one; an unseen folder has no readers.
     const written = this.options.unseen ? absolute : hiddenPathFor(absolute);
     await inFolderOf(absolute, () => writeFile(written, content));
-    if (written !== absolute) await rename(written, absolute);
-    const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
-    return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
+    if (written === absolute) return stored(path, content);
+    killPoint('local-put-written');
+    await rename(written, absolute);
+    return stored(path, content);
   }
 
   async putIfAbsent(path: string, content: string): Promise<boolean> {
@@ -287,6 +288,11 @@ export class LocalStorage implements Storage {
       cutoff: Date.now() - options.graceMs,
     });
   }
+}
+
+function stored(path: string, content: string | Uint8Array): StoredFile {
+  const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
+  return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
 }
 
 function ifMissing<T>(fallback: T): (error: unknown) => T {

@@ -6,7 +6,7 @@
  * completes.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inShard } from '../../src/pipeline/shard.ts';
@@ -117,7 +117,6 @@ describe('a run killed while it copies a part into current/', () => {
         left.map(async (path) => (await stat(join(root, 'current', path))).size),
       );
       expect(Math.max(...sizes)).toBeGreaterThan(0);
-      const copy = left[0] as string;
 
       const next = await runAgain(dir, tmp);
       expect(next, next.stderr).toMatchObject({ code: 0 });
@@ -125,10 +124,15 @@ describe('a run killed while it copies a part into current/', () => {
       expect(await hiddenFiles(root)).toEqual([]);
       expect(await scratchFolders(tmp)).toEqual([]);
 
-      // One left where no run folder, record or lock says a run was killed (its state being
-      // written, say): a run with nothing new finds it by its name alone and removes it.
-      const name = basename(copy).replace(/-part-.+$/, '-study.json.writing');
-      await writeFile(join(root, 'state', name), '{"private": "text"}');
+      // Killed as it writes its first small file (its record in .pending/), before the rename:
+      // the next run with nothing new finds the file by its name and removes it.
+      const second = await spawnRun(sandbox, dir, out, {
+        args: ['--full'],
+        env: { TMPDIR: tmp, STUDY_EXPORT_KILL_AT: 'local-put-written' },
+      });
+      expect(await second.exited).toBe('SIGKILL');
+      const record = (await hiddenFiles(root)).filter((path) => TEMPORARY.test(basename(path)));
+      expect(record).toEqual([expect.stringMatching(new RegExp(`^\\.pending/\\.${second.child.pid}-`))]);
       const again = await runAgain(dir, tmp);
       expect(again, again.stderr).toMatchObject({ code: 0 });
       expect(again.stdout).toMatch(/^nothing new since run /);
@@ -149,8 +153,8 @@ describe('a run killed while it copies a part into current/', () => {
         expect(await first.exited).toBe(null);
       }
 
-      // Shard 1 stopped mid-copy (live), then shard 2 killed mid-copy: the killed run, as it
-      // took its lock, cleared what was left behind, and left the live run's copy alone.
+      // Shard 1 stopped mid-copy (live); then shard 2, which clears what killed runs left as it
+      // takes its lock (and must leave shard 1's copy), killed mid-copy.
       const live = await spawnRun(sandbox, dir, out, {
         args: ['--shard', '1/2', '--full'],
         env: { TMPDIR: tmp, STUDY_EXPORT_STOP_AT: 'local-copy-written' },
