@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inShard } from '../../src/pipeline/shard.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../cli/helpers.ts';
-import { KEY_ENV, spawnRun, withTempDir } from './helpers.ts';
+import { KEY_ENV, letFinish, spawnRun, stopped, withTempDir } from './helpers.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -56,33 +56,6 @@ function runAgain(dir: string, tmp: string, args: string[] = []) {
 /** Resolves with the exit code (null when killed by a signal). */
 function exitCode(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-}
-
-/** Whether the process is stopped (SIGSTOP): state T in /proc. */
-async function isStopped(pid: number): Promise<boolean> {
-  return /^State:\s+T/m.test(await readFile(`/proc/${pid}/status`, 'utf8').catch(() => ''));
-}
-
-/** Waits until the process is stopped. */
-async function stopped(pid: number): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await isStopped(pid)) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`process ${pid} never stopped`);
-}
-
-/** Lets a process stopped at a stop point go on, at that point and every later one, until it exits. */
-async function letFinish(child: ChildProcess, exit: Promise<number | null>): Promise<number | null> {
-  let done = false;
-  void exit.then(() => {
-    done = true;
-  });
-  while (!done) {
-    if (await isStopped(child.pid as number)) child.kill('SIGCONT');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return exit;
 }
 
 async function scratchFolders(tmp: string): Promise<string[]> {
