@@ -34,7 +34,7 @@ import {
   storedFile,
 } from './payload.ts';
 import { filterRaw, PROVENANCE_DIR, runsJson } from './provenance.ts';
-import { type PlannedRecording, planRecording } from './recording-files.ts';
+import { addRecording, type PlannedRecording } from './recording-files.ts';
 import type { BagSink } from './sink.ts';
 import { writeTagFiles } from './tag-writer.ts';
 
@@ -79,7 +79,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
   const rows = await studyRows(input.study);
   const tableFiles = await addTables(payload, rows, input.scratch, input.escapeFormulae);
   const sheets = await addSheets(payload, input);
-  const planned = await addRecordings(payload, input.study);
+  const planned = await addRecordings(payload, input.study, input.scratch);
   const conversations = conversationsOf(rows, planned);
   const newest = input.runs.at(-1);
   const facts: GuideFacts = {
@@ -158,13 +158,23 @@ async function addSheets(payload: Payload, input: StudyBagInput) {
   return { wide, workbooks };
 }
 
-async function addRecordings(payload: Payload, study: StudyReader): Promise<PlannedRecording[]> {
+/**
+ * Every recording, response by response. An MPEG-TS recording gets a copy browsers play unless
+ * its turn's MP4 recording is in the bag (`media.video: both`), which they play already.
+ */
+async function addRecordings(
+  payload: Payload,
+  study: StudyReader,
+  scratch: string,
+): Promise<PlannedRecording[]> {
   const planned: PlannedRecording[] = [];
   for await (const group of study.recordings()) {
+    const withMp4 = new Set(
+      group.filter((r) => r.kind === 'video' && !('reason' in r.located)).map((r) => r.turn),
+    );
     for (const recording of group) {
-      const plan = await planRecording(recording);
-      if (plan.file) await payload.add(plan.file);
-      planned.push(plan);
+      const copyTo = withMp4.has(recording.turn) ? null : join(scratch, 'browser-copy.mp4');
+      planned.push(await addRecording(payload, recording, copyTo));
     }
   }
   return planned;
@@ -202,6 +212,7 @@ function conversationsOf(rows: StudyRows, planned: readonly PlannedRecording[]):
         turn: plan.recording.turn,
         kind: plan.recording.kind,
         file: plan.path,
+        copy: plan.copyPath,
         note: plan.note,
       }),
     ),
@@ -235,6 +246,7 @@ const recordingColumns = [
   'in_bag',
   'file',
   'bytes',
+  'browser_copy',
   'run_id',
   'source_entry',
   'source_sha256',
@@ -244,7 +256,7 @@ const recordingColumns = [
 
 /** recordings.csv: every recording, where it is in the bag and where it came from, or why it is missing. */
 async function addRecordingList(payload: Payload, scratch: string, planned: readonly PlannedRecording[]) {
-  const records = planned.map(({ recording, path, note }) => {
+  const records = planned.map(({ recording, path, copyPath, note }) => {
     const found = 'reason' in recording.located ? null : recording.located;
     const row: Row<'media'> | null = found?.row ?? recording.row;
     return [
@@ -254,6 +266,7 @@ async function addRecordingList(payload: Payload, scratch: string, planned: read
       path ? 'yes' : 'no',
       path,
       path ? (payload.digestsOf(path)?.bytes ?? null) : null,
+      copyPath,
       found?.runId ?? null,
       found?.entry.name ?? null,
       row?.sha256 ?? null,

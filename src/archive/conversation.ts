@@ -15,6 +15,8 @@ export interface TurnRecording {
   kind: string;
   /** Path relative to data/ ("recordings/…"); null when the bag does not hold it. */
   file: string | null;
+  /** A copy browsers play of an MPEG-TS file, relative to data/; null when there is none. */
+  copy: string | null;
   /** Why it is missing, or a note on the copy included. */
   note: string | null;
 }
@@ -87,7 +89,7 @@ function turnHtml(conversation: Conversation, turn: Row<'transcript'>, toData: s
 ${recordings.join('\n')}</li>`;
 }
 
-/** Audio, then MP4, then HLS: what a browser plays first (an MPEG-TS file few browsers play). */
+/** Audio, then MP4, then HLS: what a browser plays first (an MPEG-TS file, if not its MP4 copy). */
 const kindOrder = ['audio', 'video', 'hls'];
 
 function recordingsOf(conversation: Conversation, turn: number): TurnRecording[] {
@@ -105,10 +107,13 @@ function playerHtml(recording: TurnRecording, toData: string): string {
   const label = kindLabel[recording.kind] ?? recording.kind;
   const note = recording.note ? `<p class="note">${e(label)}: ${e(recording.note)}</p>` : '';
   if (!recording.file) return `<p class="note">${e(label)}: not in this bag: ${e(recording.note ?? '')}</p>`;
-  const src = e(`${toData}${recording.file}`);
+  const href = (path: string) => e(`${toData}${path}`);
   const element = recording.kind === 'audio' ? 'audio' : 'video';
-  return `<figure><${element} controls preload="none" src="${src}" data-kind="${e(recording.kind)}"></${element}>
-<figcaption>${e(label)}: <a href="${src}">${e(recording.file)}</a></figcaption></figure>${note}`;
+  const copy = recording.copy
+    ? `; played here: its copy as MP4, <a href="${href(recording.copy)}">${e(recording.copy)}</a>`
+    : '';
+  return `<figure><${element} controls preload="none" src="${href(recording.copy ?? recording.file)}" data-kind="${e(recording.kind)}"></${element}>
+<figcaption>${e(label)}: <a href="${href(recording.file)}">${e(recording.file)}</a>${copy}</figcaption></figure>${note}`;
 }
 
 /** The same conversation as plain text: a heading, its facts, then each turn. */
@@ -135,7 +140,7 @@ export function conversationText(conversation: Conversation, studyTitle: string)
     for (const recording of recordingsOf(conversation, turn.turn)) {
       lines.push(
         recording.file
-          ? `Recording (${recording.kind}): ${recording.file}${recording.note ? ` (${oneLine(recording.note)})` : ''}`
+          ? `Recording (${recording.kind}): ${recording.file}${recording.copy ? `, its copy as MP4: ${recording.copy}` : ''}${recording.note ? ` (${oneLine(recording.note)})` : ''}`
           : `Recording (${recording.kind}) not in this bag: ${oneLine(recording.note ?? '')}`,
       );
     }

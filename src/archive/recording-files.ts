@@ -3,12 +3,15 @@
  * media.zip of the run that archived it (src/reader finds which). An HLS recording is gathered
  * into one file: its archived playlist's initialisation section (EXT-X-MAP), if any, then its
  * segments in order, byte for byte; MPEG-TS segments so joined are one MPEG-TS stream, and
- * fragmented MP4 after its init section one MP4, files VLC, mpv, ffplay and browsers open.
+ * fragmented MP4 after its init section one MP4. Browsers play no MPEG-TS, so a `.ts` file whose
+ * turn has no MP4 recording in the bag gets, beside it, a copy they play (browser-copy.ts), made
+ * as its bytes pass.
  */
 import { parsePlaylist } from '../media/hls.ts';
 import { nameOf } from '../names.ts';
 import type { Found, Recording, ZipEntry } from '../reader/index.ts';
-import type { BagFile } from './sink.ts';
+import { BrowserCopy } from './browser-copy.ts';
+import type { Payload } from './payload.ts';
 
 export const RECORDINGS_DIR = 'recordings';
 
@@ -17,27 +20,60 @@ export interface PlannedRecording {
   recording: Recording;
   /** Under data/; null when missing. */
   path: string | null;
-  file: BagFile | null;
-  /** Why it is missing, or the reader's note on the copy included. */
+  /** A copy browsers play of an MPEG-TS original, under data/; null when there is none. */
+  copyPath: string | null;
+  /** Why it is missing, or notes on the copy included. */
   note: string | null;
 }
 
-export async function planRecording(recording: Recording): Promise<PlannedRecording> {
+/**
+ * Adds `recording` to the bag (or notes why it is missing). `copyTo`, a scratch file, asks for
+ * a copy browsers play when the recording is MPEG-TS.
+ */
+export async function addRecording(
+  payload: Payload,
+  recording: Recording,
+  copyTo: string | null,
+): Promise<PlannedRecording> {
   const { located } = recording;
-  if ('reason' in located) return { recording, path: null, file: null, note: located.reason };
+  if ('reason' in located) return { recording, path: null, copyPath: null, note: located.reason };
   const folder = `${RECORDINGS_DIR}/${nameOf(recording.response_id)}`;
   const entries = recording.kind === 'hls' ? await hlsEntries(located) : [located.entry];
   const last = entries.at(-1)?.name ?? '';
   const extension =
     recording.kind === 'hls' && entries.length > 1 && isMp4(entries) ? 'mp4' : extensionOf(last);
-  const path = `${folder}/${recording.turn}-${nameOf(recording.kind)}.${extension}`;
-  const size = entries.reduce((sum, entry) => sum + entry.size, 0);
-  const file: BagFile = {
-    path: `data/${path}`,
-    size,
-    open: async () => joined(located, entries),
-  };
-  return { recording, path, file, note: recording.note };
+  const base = `${folder}/${recording.turn}-${nameOf(recording.kind)}`;
+  const wantsCopy = copyTo !== null && recording.kind === 'hls' && extension === 'ts';
+  let copy = null as BrowserCopy | null;
+  await payload.add({
+    path: `data/${base}.${extension}`,
+    size: entries.reduce((sum, entry) => sum + entry.size, 0),
+    open: async () => {
+      copy = wantsCopy && copyTo ? new BrowserCopy(copyTo) : null;
+      return joined(located, entries, copy);
+    },
+  });
+  const planned = { recording, path: `${base}.${extension}`, copyPath: null, note: recording.note };
+  return copy ? addCopy(payload, planned, copy, `${base}.mp4`) : planned;
+}
+
+async function addCopy(
+  payload: Payload,
+  planned: PlannedRecording,
+  copy: BrowserCopy,
+  path: string,
+): Promise<PlannedRecording> {
+  const made = await copy.finish();
+  if ('reason' in made) {
+    const note = `no copy browsers play, as ${made.reason}; VLC, mpv and ffplay play the .ts file`;
+    return { ...planned, note: [planned.note, note].filter(Boolean).join('; ') };
+  }
+  try {
+    await payload.add({ path: `data/${path}`, ...made.file });
+  } finally {
+    await made.remove();
+  }
+  return { ...planned, copyPath: path };
 }
 
 /** The playlist's init section and segments, in order (an encryption key is not media). */
@@ -60,6 +96,17 @@ function extensionOf(name: string): string {
   return /^[a-z0-9]{1,8}$/.test(extension) ? extension : 'bin';
 }
 
-async function* joined(found: Found, entries: readonly ZipEntry[]): AsyncIterable<Uint8Array> {
-  for (const entry of entries) yield* await found.zip.open(entry);
+/** The entries' bytes one after another; a browser copy, if any, sees them segment by segment. */
+async function* joined(
+  found: Found,
+  entries: readonly ZipEntry[],
+  copy: BrowserCopy | null,
+): AsyncIterable<Uint8Array> {
+  for (const entry of entries) {
+    for await (const chunk of await found.zip.open(entry)) {
+      copy?.push(chunk as Uint8Array);
+      yield chunk as Uint8Array;
+    }
+    await copy?.endSegment();
+  }
 }

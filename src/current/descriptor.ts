@@ -22,10 +22,11 @@ import { CURRENT_PACKAGE, currentPackage, type PackageScope, SHARD_PACKAGE } fro
 import {
   CURRENT_DIR,
   newestPart,
-  parsePartName,
+  ofUncommittedRun,
   partitionName,
   readPart,
   STUDY_FOLDER_PREFIX,
+  type UncommittedRuns,
 } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { studyFolderName } from './wide.ts';
@@ -52,7 +53,7 @@ export interface DescriptorInput {
   /** The pointers (latest, latest-shard-K-of-N) and the runs they named: what it is as of. */
   runs: Record<string, string | null>;
   /** Runs whose parts are left out: published by a run that was never committed. */
-  uncommitted?: ReadonlySet<string>;
+  uncommitted?: UncommittedRuns;
 }
 
 /** The descriptor a shard (or, without one, a whole-dataset writer) writes. */
@@ -85,9 +86,11 @@ export async function writeCurrentDescriptor(input: DescriptorInput): Promise<vo
   if (!input.shard) await removeStaleShardDescriptors(store);
 }
 
-function wholeScope(runs: Record<string, string | null>, uncommitted?: ReadonlySet<string>): PackageScope {
+function wholeScope(runs: Record<string, string | null>, uncommitted?: UncommittedRuns): PackageScope {
   return {
-    ...(uncommitted && uncommitted.size > 0 ? { keep: (path: string) => !ofRuns(path, uncommitted) } : {}),
+    ...(uncommitted && uncommitted.size > 0
+      ? { keep: (path: string) => !ofUncommittedRun(path, uncommitted) }
+      : {}),
     covers: { buckets: 'all', runs },
   };
 }
@@ -102,7 +105,7 @@ async function shardScope(
     shard.owns(bucket),
   );
   const owned = new Set(buckets.map(partitionName));
-  const folders = await studyFoldersOf(store, owned);
+  const folders = await studyFoldersOf(store, owned, input.uncommitted);
   const ownedPartition = (partition: string) =>
     owned.has(partition) ||
     (partition.startsWith(STUDY_FOLDER_PREFIX) &&
@@ -111,7 +114,7 @@ async function shardScope(
     keep(path) {
       const [top, folder] = path.split('/');
       if (top === undefined || folder === undefined) return false;
-      if (input.uncommitted && ofRuns(path, input.uncommitted)) return false;
+      if (input.uncommitted && ofUncommittedRun(path, input.uncommitted)) return false;
       if ((tableNames as string[]).includes(top)) return ownedPartition(folder);
       return (top === 'wide' || top === 'xlsx') && folders.has(folder);
     },
@@ -121,7 +124,11 @@ async function shardScope(
 }
 
 /** The sheet folders (study_id=<id>) of the studies whose rows the buckets' `studies` parts hold. */
-async function studyFoldersOf(store: CurrentStore, buckets: ReadonlySet<string>): Promise<Set<string>> {
+async function studyFoldersOf(
+  store: CurrentStore,
+  buckets: ReadonlySet<string>,
+  uncommitted?: UncommittedRuns,
+): Promise<Set<string>> {
   const parts = new Map<string, { name: string; bytes: number }[]>();
   for await (const file of store.list(`${CURRENT_DIR}/studies`)) {
     const [partition, name] = file.path.split('/');
@@ -130,7 +137,14 @@ async function studyFoldersOf(store: CurrentStore, buckets: ReadonlySet<string>)
   }
   const folders = new Set<string>();
   for (const [partition, files] of parts) {
-    const newest = files.find((file) => file.name === newestPart(files.map((f) => f.name)));
+    const newest = files.find(
+      (file) =>
+        file.name ===
+        newestPart(
+          files.map((f) => f.name),
+          uncommitted,
+        ),
+    );
     if (!newest) continue;
     const path = `${CURRENT_DIR}/studies/${partition}/${newest.name}`;
     for await (const rows of readPart(store, path, newest.bytes, 'studies')) {
@@ -138,12 +152,6 @@ async function studyFoldersOf(store: CurrentStore, buckets: ReadonlySet<string>)
     }
   }
   return folders;
-}
-
-/** Whether `path` is a part of one of `runs`. */
-function ofRuns(path: string, runs: ReadonlySet<string>): boolean {
-  const part = parsePartName(path.slice(path.lastIndexOf('/') + 1));
-  return part !== null && runs.has(part.runId);
 }
 
 /** Shards' descriptors that name a file no longer in current/ (their shard count changed). */

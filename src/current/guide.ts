@@ -14,7 +14,15 @@ import { RunStats, type StudyStats } from '../load/run-stats.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 import { currentFormats } from './package.ts';
-import { CURRENT_DIR, newestPart, parsePartName, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
+import {
+  CURRENT_DIR,
+  newestPart,
+  parsePartName,
+  STUDY_COLUMN,
+  storeBuffer,
+  studyIdIn,
+  type UncommittedRuns,
+} from './parts.ts';
 
 /** The columns RunStats reads, per table. */
 const needed: Partial<Record<TableName, string[]>> = {
@@ -36,21 +44,22 @@ const needed: Partial<Record<TableName, string[]>> = {
 };
 
 /**
- * The figures of current/, counted from each partition's newest part. `known`: partitions (by
- * folder name, bucket=NN) whose newest parts, in every table counted, hold exactly the rows
- * the given figures were counted from, those of all their studies; their parts are not read.
- * Reads only each partition's newest part, which settling current/ keeps, so it may run while
- * the parts the run's replace are removed.
+ * The figures of current/, counted from each partition's newest part (of a committed run, when
+ * `uncommitted` names runs that were not: the part current/'s descriptor names). `known`:
+ * partitions (by folder name, bucket=NN) whose newest parts, in every table counted, hold
+ * exactly the rows the given figures were counted from, those of all their studies; their parts
+ * are not read. Reads only each partition's newest part, which settling current/ keeps, so it
+ * may run while the parts the run's replace are removed.
  */
 export async function countCurrent(
   storage: Storage,
   known: ReadonlyMap<string, readonly StudyStats[]> = new Map(),
+  uncommitted?: UncommittedRuns,
 ): Promise<RunStats> {
   const store = storage.at(CURRENT_DIR);
   const stats = new RunStats();
-  const listed = (
-    await Promise.all((Object.keys(needed) as TableName[]).map((table) => newestParts(store, table)))
-  ).flat();
+  const tables = Object.keys(needed) as TableName[];
+  const listed = (await Promise.all(tables.map((table) => newestParts(store, table, uncommitted)))).flat();
   const parts = listed.filter((part) => !known.has(part.folder));
   for (const folder of new Set(listed.map((part) => part.folder))) {
     for (const study of known.get(folder) ?? []) stats.studies.set(study.study_id, study);
@@ -122,8 +131,12 @@ interface NewestPart {
   bytes: number;
 }
 
-/** The newest part of each folder (bucket) of `table`. */
-async function newestParts(store: Storage, table: TableName): Promise<NewestPart[]> {
+/** The newest part of each folder (bucket) of `table`, of a run not among `uncommitted`. */
+async function newestParts(
+  store: Storage,
+  table: TableName,
+  uncommitted?: UncommittedRuns,
+): Promise<NewestPart[]> {
   const byFolder = new Map<string, { name: string; bytes: number }[]>();
   for await (const file of store.list(table)) {
     const [folder, name] = file.path.split('/');
@@ -134,7 +147,10 @@ async function newestParts(store: Storage, table: TableName): Promise<NewestPart
   }
   const parts: NewestPart[] = [];
   for (const [folder, files] of byFolder) {
-    const newest = newestPart(files.map((f) => f.name));
+    const newest = newestPart(
+      files.map((f) => f.name),
+      uncommitted,
+    );
     const part = files.find((f) => f.name === newest);
     if (part) parts.push({ table, folder, path: `${table}/${folder}/${part.name}`, bytes: part.bytes });
   }

@@ -50,12 +50,30 @@ export function parsePartName(name: string): { runId: string; format: Format } |
   return match ? { runId: match[1] as string, format: match[2] as Format } : null;
 }
 
-/** The Parquet part of the latest run (run ids order as the runs started). */
-export function newestPart(names: readonly string[]): string | null {
+/**
+ * Runs that published parts into current/ and were never committed (killed before `latest`
+ * named them). Their parts stay beside the committed ones until their shard's next run removes
+ * them; until then they are no part of current/ to its descriptor or its guide.
+ */
+export type UncommittedRuns = ReadonlySet<string>;
+
+const NO_RUNS: UncommittedRuns = new Set();
+
+/** Whether the file `path` (or its bare name) is a part of one of the `uncommitted` runs. */
+export function ofUncommittedRun(path: string, uncommitted: UncommittedRuns): boolean {
+  const part = parsePartName(path.slice(path.lastIndexOf('/') + 1));
+  return part !== null && uncommitted.has(part.runId);
+}
+
+/**
+ * The Parquet part of the latest run (run ids order as the runs started), among those of runs
+ * that were committed when `uncommitted` names the others.
+ */
+export function newestPart(names: readonly string[], uncommitted = NO_RUNS): string | null {
   let newest: { name: string; runId: string } | null = null;
   for (const name of names) {
     const part = parsePartName(name);
-    if (part?.format !== 'parquet') continue;
+    if (part?.format !== 'parquet' || uncommitted.has(part.runId)) continue;
     if (!newest || compareRunIds(newest.runId, part.runId) < 0) newest = { name, runId: part.runId };
   }
   return newest?.name ?? null;

@@ -16,4 +16,4 @@ export type CurrentStore = Pick<
 >;
 
 /** Temporary names of parts being written on a file system (the local storage's). */
-export { WRITING_SUFFIX } from '../storage/local-file.ts';
+export { WRITING_SUFFIX } from '../storage/local-temporaries.ts';

@@ -2,14 +2,15 @@
  * What a killed run (SIGKILL: an OOM kill, a cancelled runner) leaves, cleared by every run
  * that follows, the ones that find nothing new included: its scratch folder in $TMPDIR
  * (listing spills and media bodies, respondents' text), its temporary run folder (or, on object
- * storage, its staged objects and unfinished uploads) and its lock or lease.
+ * storage, its staged objects and unfinished uploads), its lock or lease, and on a file system
+ * the files it was writing under temporary names (a part being copied into current/).
  *
  * A run that writes clears them as it starts (openScratch, openPipelineDirectory). A run with
  * nothing new takes no lease for itself, so it looks first, reading only: when its shard's lock
  * is held by a live run, everything is that run's and nothing is touched; when the lock was left
- * by a dead run, or a killed run's folder is there, it takes the lease for the moment it clears
- * them (which takes a dead run's lock over), then releases it. Scratch folders carry their
- * owner's pid, so those of live runs are never touched.
+ * by a dead run, or a killed run's folder or temporary file is there, it takes the lease for the
+ * moment it clears them (which takes a dead run's lock over), then releases it. Scratch folders
+ * and temporary files carry their writer's pid, so those of live runs are never touched.
  */
 import { ConfigError } from '../errors.ts';
 import { leftoverOptions, openPipelineDirectory, RUNS_FOLDER, shardNames } from '../publish/run-dir.ts';

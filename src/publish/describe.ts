@@ -4,7 +4,7 @@
  * current/descriptor.ts). It runs alone: should any run of the pipeline hold its lock, it stops
  * and changes nothing. What the files say is as of the runs the pointers name (`latest`,
  * `latest-shard-K-of-N`), recorded in the descriptor's `covers`; parts that a killed run
- * published but never committed are left out (its shard's next run removes them).
+ * published but never committed are left out of all three (its shard's next run removes them).
  */
 import {
   CURRENT_DIR,
@@ -64,7 +64,7 @@ export async function describeCurrent(storage: Storage): Promise<Described> {
     if (!(await isCommitted(storage, shardOfRun(runId), runId))) uncommitted.add(runId);
   }
   // The guide first, so that the descriptor lists it.
-  await writeCurrentGuide(storage, config, newest, await countCurrent(storage));
+  await writeCurrentGuide(storage, config, newest, await countCurrent(storage, undefined, uncommitted));
   await writeCurrentDescriptor({
     store: storage,
     name: config.name,

@@ -5,11 +5,12 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { RunError } from '../errors.ts';
 import { makeDirectory } from '../util/fs.ts';
 import { describeSystemError, isSystemError } from '../util/system-errors.ts';
+import { hiddenPathFor } from './local-temporaries.ts';
 import { type ByteSink, HashedOutputFile } from './output-file.ts';
 import type { CreateOptions } from './types.ts';
 
@@ -55,17 +56,6 @@ class LocalByteSink implements ByteSink {
     this.stream.destroy();
     await rm(this.absolutePath, { force: true });
   }
-}
-
-/** Temporary names of files being written; never read, removed when found (src/current). */
-export const WRITING_SUFFIX = '.writing';
-
-/** The hidden name a file is written under, beside `absolutePath`, until it is renamed into place. */
-export function hiddenPathFor(absolutePath: string): string {
-  return join(
-    dirname(absolutePath),
-    `.${process.pid}-${Date.now()}-${basename(absolutePath)}${WRITING_SUFFIX}`,
-  );
 }
 
 /**

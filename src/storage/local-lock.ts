@@ -12,6 +12,7 @@
 import { link, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { ConfigError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
+import { hiddenPathFor } from './local-temporaries.ts';
 import type { LeaseState } from './types.ts';
 
 /** Creates the lock for this process, taking over a stale one; fails naming a live holder. */
@@ -48,7 +49,7 @@ export async function lockState(lockPath: string): Promise<LeaseState> {
 export async function removeStaleLock(lockPath: string): Promise<boolean> {
   const judged = await readHolder(lockPath);
   if (judged === null || (judged.pid !== process.pid && isProcessAlive(judged.pid))) return false;
-  const aside = `${lockPath}.stale-${process.pid}`;
+  const aside = hiddenPathFor(lockPath);
   try {
     await rename(lockPath, aside);
   } catch (error) {
@@ -69,11 +70,11 @@ export async function removeStaleLock(lockPath: string): Promise<boolean> {
 
 /**
  * The lock appears with its pid in it, never empty (a reader would take an empty one for a dead
- * run's): written under a name of this process's, then linked to the lock's name, which fails
+ * run's): written under a temporary name of this process's, then linked to the lock's name, which fails
  * when the lock exists.
  */
 async function createLock(lockPath: string): Promise<boolean> {
-  const written = `${lockPath}.${process.pid}.new`;
+  const written = hiddenPathFor(lockPath);
   await writeFile(written, String(process.pid));
   try {
     await link(written, lockPath);

@@ -11,9 +11,11 @@ import { Readable } from 'node:stream';
 import { ConfigError } from '../errors.ts';
 import { removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
+import { killPoint } from '../util/kill-point.ts';
 import { diskFullError } from '../util/system-errors.ts';
-import { hiddenPathFor, openLocalFile } from './local-file.ts';
+import { openLocalFile } from './local-file.ts';
 import { acquireLock, lockState } from './local-lock.ts';
+import { hiddenPathFor, temporariesLeftBehind } from './local-temporaries.ts';
 import type {
   CreateOptions,
   Lease,
@@ -96,6 +98,7 @@ export class LocalStorage implements Storage {
     const hidden = hiddenPathFor(absolute);
     try {
       await copyFile(localPath, hidden);
+      killPoint('local-copy-written');
       await rename(hidden, absolute);
     } catch (error) {
       await rm(hidden, { force: true });
@@ -125,11 +128,12 @@ export class LocalStorage implements Storage {
   async put(path: string, content: string | Uint8Array): Promise<StoredFile> {
     const absolute = this.describe(path);
     // Readers see the old content or the new, never a torn one; an unseen folder has no readers.
-    const written = this.options.unseen ? absolute : `${absolute}.${process.pid}.tmp`;
+    const written = this.options.unseen ? absolute : hiddenPathFor(absolute);
     await inFolderOf(absolute, () => writeFile(written, content));
-    if (written !== absolute) await rename(written, absolute);
-    const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
-    return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
+    if (written === absolute) return stored(path, content);
+    killPoint('local-put-written');
+    await rename(written, absolute);
+    return stored(path, content);
   }
 
   async putIfAbsent(path: string, content: string): Promise<boolean> {
@@ -254,14 +258,22 @@ export class LocalStorage implements Storage {
     return lockState(this.describe(path));
   }
 
-  /** Under the lock nobody else owns a temporary run folder: each was left by a killed run. */
+  /**
+   * Under the lock nobody else owns a temporary run folder: each was left by a killed run. So
+   * is a file under a temporary name (local-temporaries.ts) whose process is gone, anywhere but
+   * in the run folders (written under their own names, and never again once committed).
+   */
   async removeLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<void> {
     for (const name of await this.#leftovers(runsPrefix, options))
       await this.deleteAll(`${runsPrefix}/${name}`);
+    for (const path of await this.#temporaries(runsPrefix, options)) await rm(path, { force: true });
   }
 
   async hasLeftovers(runsPrefix: string, options: LeftoverOptions): Promise<boolean> {
-    return (await this.#leftovers(runsPrefix, options)).length > 0;
+    return (
+      (await this.#leftovers(runsPrefix, options)).length > 0 ||
+      (await this.#temporaries(runsPrefix, options)).length > 0
+    );
   }
 
   async #leftovers(runsPrefix: string, options: LeftoverOptions): Promise<string[]> {
@@ -269,6 +281,18 @@ export class LocalStorage implements Storage {
       (name) => name.startsWith(TEMP_RUN_PREFIX) && options.owns(name.slice(TEMP_RUN_PREFIX.length)),
     );
   }
+
+  #temporaries(runsPrefix: string, options: LeftoverOptions): Promise<string[]> {
+    return temporariesLeftBehind(this.location, {
+      skip: [runsPrefix],
+      cutoff: Date.now() - options.graceMs,
+    });
+  }
+}
+
+function stored(path: string, content: string | Uint8Array): StoredFile {
+  const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
+  return { path, bytes, sha256: createHash('sha256').update(content).digest('hex') };
 }
 
 function ifMissing<T>(fallback: T): (error: unknown) => T {

@@ -68,7 +68,10 @@ export interface Lease {
 export type LeaseState = { held: 'no' } | { held: 'dead' } | { held: 'live'; by: string };
 
 export interface LeftoverOptions {
-  /** On object storage, what a run left is removed only once it is this old. */
+  /**
+   * What a run of another machine left (its process cannot be asked whether it lives) is
+   * removed only once it is this old: a staged run on object storage, a temporary file.
+   */
   graceMs: number;
   /** The file whose presence makes a run folder a committed run. */
   manifest: string;

@@ -2,7 +2,8 @@
  * `study-export archive` on outputs of the sandbox: a bag of an audio study (a folder), of a
  * video study with MP4 and HLS (zip and tar), each checked by readers the project did not
  * write (sha256sum/sha512sum -c, unzip -t, tar -t, DuckDB, Frictionless, ffprobe, chromium by
- * file:// offline); the same output archived twice gives the same bytes; `verify` names a
+ * file:// offline); an HLS-only study whose MPEG-TS recordings get MP4 copies chromium plays;
+ * the same output archived twice gives the same bytes; `verify` names a
  * tampered and a missing file; a recording that failed is listed and the command exits 3.
  */
 import { execFile } from 'node:child_process';
@@ -14,22 +15,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archiveOutput, verifyBag } from '../../src/archive/index.ts';
 import { OutputReader } from '../../src/reader/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { runCli } from '../helpers/cli.ts';
-import { runAgainst, sandboxConfig } from '../helpers/run.ts';
-import {
-  type Browser,
-  ffprobeDuration as ffprobeEntryDuration,
-  ffprobeHlsDuration,
-  launchBrowser,
-} from '../view/browser.ts';
 import {
   checksumTools,
   duckdbCounts,
   ffprobeDuration,
   frictionless,
   openIndexOffline,
+  playConversationOffline,
   recordingList,
-} from './helpers.ts';
+} from '../helpers/bag.ts';
+import {
+  type Browser,
+  ffprobeDuration as ffprobeEntryDuration,
+  ffprobeHlsDuration,
+  launchBrowser,
+} from '../helpers/browser.ts';
+import { runCli } from '../helpers/cli.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 const run = promisify(execFile);
 
@@ -48,6 +50,10 @@ beforeAll(async () => {
     sandbox,
     sandboxConfig(sandbox, join(out, 'exports'), { media: { enabled: true, video: 'both' } }),
   );
+  await runAgainst(
+    sandbox,
+    sandboxConfig(sandbox, join(out, 'exports-hls'), { media: { enabled: true, video: 'hls' } }),
+  );
   const output = await OutputReader.open(join(out, 'exports', 'test'));
   for (const study of await output.studies()) {
     const responses = await (await output.study(study.study_id)).all('responses');
@@ -63,14 +69,22 @@ afterAll(async () => {
 });
 
 const outputDir = () => join(out, 'exports', 'test');
+const hlsOutputDir = () => join(out, 'exports-hls', 'test');
 
-/** Every recording of the bag: ffprobe's duration equals that of its source in the run's media.zip. */
-async function durationsMatch(bag: string): Promise<number> {
+/**
+ * Every recording of the bag: ffprobe's duration equals that of its source in the run's
+ * media.zip, and a browser copy's that of the file it copies.
+ */
+async function durationsMatch(bag: string, output = outputDir()): Promise<number> {
   let checked = 0;
   for (const row of await recordingList(bag)) {
     expect(row.in_bag, `${row.response_id} ${row.turn} ${row.kind}`).toBe('yes');
     const duration = await ffprobeDuration(join(bag, 'data', row.file));
-    const zip = join(outputDir(), 'runs', row.run_id, 'media.zip');
+    if (row.browser_copy)
+      expect(Math.abs((await ffprobeDuration(join(bag, 'data', row.browser_copy))) - duration)).toBeLessThan(
+        0.05,
+      );
+    const zip = join(output, 'runs', row.run_id, 'media.zip');
     const source =
       row.kind === 'hls'
         ? await ffprobeHlsDuration(zip, row.source_entry)
@@ -173,6 +187,8 @@ describe('study-export archive', () => {
     const list = await recordingList(bag);
     expect(new Set(list.map((row) => row.kind))).toEqual(new Set(['video', 'hls']));
     expect(list.filter((row) => row.kind === 'hls').every((row) => row.file.endsWith('.ts'))).toBe(true);
+    // Browsers play the MP4 recording of the same turn: no copy of the MPEG-TS file is made.
+    expect(list.every((row) => row.browser_copy === '')).toBe(true);
     await durationsMatch(bag);
     const page = await openIndexOffline(browser, bag, studies.video.responses, 'video');
     expect(page.duration).toBeGreaterThan(0);
@@ -181,6 +197,44 @@ describe('study-export archive', () => {
     await mkdir(untarred, { recursive: true });
     await run('tar', ['-xf', tar, '-C', untarred]);
     await run('diff', ['-r', bag, join(untarred, studies.video.link_id)]);
+  });
+
+  it('gives each MPEG-TS recording of an HLS-only study an MP4 copy that chromium plays offline', async () => {
+    const bagOf = async (to: string) =>
+      (
+        await archiveOutput({
+          output: hlsOutputDir(),
+          studies: [studies.video.id],
+          to,
+          form: 'folder',
+          info: {},
+        })
+      ).bags[0]!.location;
+    const bag = await bagOf(join(out, 'bags-hls'));
+    await checksumTools(bag);
+    expect((await verifyBag(bag)).ok).toBe(true);
+    const list = await recordingList(bag);
+    expect(list.length).toBeGreaterThan(0);
+    for (const row of list) {
+      expect(row.kind).toBe('hls');
+      expect(row.file).toMatch(/\.ts$/);
+      expect(row.browser_copy).toBe(row.file.replace(/\.ts$/, '.mp4'));
+    }
+    expect(await durationsMatch(bag, hlsOutputDir())).toBe(list.length);
+
+    // Every HLS recording of one conversation plays from its copy, as long as the joined file.
+    const played = await playConversationOffline(browser, bag, 'hls');
+    expect(played.length).toBeGreaterThan(1);
+    for (const { src, duration, played: time } of played) {
+      expect(src).toMatch(/-hls\.mp4$/);
+      const file = list.find((row) => src.endsWith(row.browser_copy))!.file;
+      expect(Math.abs(duration - (await ffprobeDuration(join(bag, 'data', file)))), file).toBeLessThan(0.1);
+      expect(time).toBeGreaterThan(0);
+    }
+
+    const again = await bagOf(join(out, 'bags-hls-again'));
+    for (const file of ['manifest-sha256.txt', 'manifest-sha512.txt', 'bag-info.txt'])
+      expect(await readFile(join(again, file), 'utf8'), file).toBe(await readFile(join(bag, file), 'utf8'));
   });
 
   it('names a tampered byte and a missing file, and lists a failed recording with exit 3', async () => {

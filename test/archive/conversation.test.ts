@@ -39,8 +39,9 @@ function conversation(): Conversation {
     answers: new Map([['a-1', { answer_id: 'a-1', position: 1, question: `Why ${HOSTILE}?` } as never]]),
     attributes: [{ key: 'utm"source', value: HOSTILE } as never],
     recordings: [
-      { turn: 2, kind: 'audio', file: 'recordings/r-1/2-audio.mp3', note: null },
-      { turn: 1, kind: 'audio', file: null, note: `the download failed: ${HOSTILE}` },
+      { turn: 2, kind: 'audio', file: 'recordings/r-1/2-audio.mp3', copy: null, note: null },
+      { turn: 2, kind: 'hls', file: 'recordings/r-1/2-hls.ts', copy: 'recordings/r-1/2-hls.mp4', note: null },
+      { turn: 1, kind: 'audio', file: null, copy: null, note: `the download failed: ${HOSTILE}` },
     ],
   };
 }
@@ -57,6 +58,10 @@ describe('a conversation in the bag', () => {
     expect(turns[0]).toContain('not in this bag: the download failed');
     expect(turns[1]).toContain('Question 1: Why');
     expect(turns[1]).toContain('<audio controls preload="none" src="../recordings/r-1/2-audio.mp3"');
+    // An MPEG-TS recording plays from its MP4 copy, and links to both files.
+    expect(turns[1]).toContain('<video controls preload="none" src="../recordings/r-1/2-hls.mp4"');
+    expect(turns[1]).toContain('<a href="../recordings/r-1/2-hls.ts">');
+    expect(turns[1]).toContain('<a href="../recordings/r-1/2-hls.mp4">');
   });
 
   it('reads as plain text, turn by turn', () => {
@@ -64,6 +69,9 @@ describe('a conversation in the bag', () => {
     expect(text).toMatch(/^Response #7 of "Title"\n/);
     expect(text.indexOf('--- Turn 1, introduction')).toBeLessThan(text.indexOf('--- Turn 2, question 1:'));
     expect(text).toContain('Recording (audio): recordings/r-1/2-audio.mp3');
+    expect(text).toContain(
+      'Recording (hls): recordings/r-1/2-hls.ts, its copy as MP4: recordings/r-1/2-hls.mp4',
+    );
     expect(text).toContain('Recording (audio) not in this bag: the download failed:');
   });
 });

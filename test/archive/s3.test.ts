@@ -10,10 +10,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archiveOutput, verifyBag } from '../../src/archive/index.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { checksumTools, duckdbCounts, recordingList } from '../helpers/bag.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { type S3Server, startSandboxAndS3 } from '../helpers/s3.ts';
-import { checksumTools, duckdbCounts, recordingList } from './helpers.ts';
 
 const run = promisify(execFile);
 

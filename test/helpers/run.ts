@@ -104,6 +104,33 @@ export async function waitFor(condition: () => boolean, what: string): Promise<v
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** Whether the process is stopped (SIGSTOP): state T in /proc. */
+export async function isStopped(pid: number): Promise<boolean> {
+  return /^State:\s+T/m.test(await readFile(`/proc/${pid}/status`, 'utf8').catch(() => ''));
+}
+
+/** Waits until the process is stopped. */
+export async function stopped(pid: number): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (await isStopped(pid)) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`process ${pid} never stopped`);
+}
+
+/** Lets a process stopped at a stop point go on, at that point and every later one, until it exits. */
+export async function letFinish(child: ChildProcess, exit: Promise<number | null>): Promise<number | null> {
+  let done = false;
+  void exit.then(() => {
+    done = true;
+  });
+  while (!done) {
+    if (await isStopped(child.pid as number)) child.kill('SIGCONT');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return exit;
+}
+
 /** Detail (single-response) requests the sandbox has answered since `from`. */
 export function detailRequests(sandbox: Sandbox, from = 0): number {
   return sandbox.requests

@@ -17,10 +17,10 @@ import {
   type Recording,
 } from '../../src/reader/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { extractEntry } from '../helpers/browser.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { startSandboxAndS3 } from '../helpers/s3.ts';
-import { extractEntry } from '../view/browser.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

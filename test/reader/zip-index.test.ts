@@ -12,8 +12,8 @@ import { openMediaArchive } from '../../src/media/archive.ts';
 import { ZipIndex } from '../../src/reader/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { parseRange } from '../../src/view/server.ts';
+import { extractEntry } from '../helpers/browser.ts';
 import { localFile } from '../helpers/storage.ts';
-import { extractEntry } from '../view/browser.ts';
 
 let dir: string;
 beforeEach(async () => {

@@ -5,8 +5,8 @@
  * and after `study-export describe` current/datapackage.json, downloaded with the plain SDK,
  * are read by the Frictionless reference library: every file they name is in the bucket.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { inShard } from '../../src/shard.ts';
@@ -14,7 +14,7 @@ import { runCli } from '../helpers/cli.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { validateDataPackage } from '../helpers/frictionless.ts';
 import { KEY_ENV } from '../helpers/run.ts';
-import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
+import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 import { startWriteLog, type WriteLog } from '../storage/write-log.ts';
 
 let sandbox: Sandbox;
@@ -38,12 +38,8 @@ function env(endpoint: string): NodeJS.ProcessEnv {
 }
 
 /** current/ of the bucket downloaded into `dir`. */
-async function downloadCurrent(dir: string): Promise<void> {
-  for (const key of await s3.keys('exports', `${root}/current/`)) {
-    const path = join(dir, key.slice(`${root}/current/`.length));
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, await s3.get('exports', key));
-  }
+function downloadCurrent(dir: string): Promise<void> {
+  return downloadObjects(s3, 'exports', `${root}/current/`, dir);
 }
 
 describe('two shards at once into one bucket', () => {

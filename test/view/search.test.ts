@@ -15,9 +15,9 @@ import { formulaPattern } from '../../src/load/csv.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer, type ViewServer } from '../../src/view/server.ts';
+import { type Browser, launchBrowser, screenshotPath } from '../helpers/browser.ts';
 import { readCsv, readHyparquet } from '../helpers/readers.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
-import { type Browser, launchBrowser, screenshotPath } from './browser.ts';
 
 interface Anchor {
   pathname: string;

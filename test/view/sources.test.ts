@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer } from '../../src/view/server.ts';
+import { extractEntry } from '../helpers/browser.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { type S3Server, startSandboxAndS3 } from '../helpers/s3.ts';
-import { extractEntry } from './browser.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;

@@ -15,8 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer, type ViewRequest, type ViewServer } from '../../src/view/server.ts';
-import { readHyparquet } from '../helpers/readers.ts';
-import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import {
   type Browser,
   extractEntry,
@@ -24,7 +22,9 @@ import {
   ffprobeHlsDuration,
   launchBrowser,
   screenshotPath,
-} from './browser.ts';
+} from '../helpers/browser.ts';
+import { readHyparquet } from '../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
 /** What the page's elements offer here (the project's types have no DOM). */
 interface Anchor {

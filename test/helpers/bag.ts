@@ -9,10 +9,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import Papa from 'papaparse';
+import type { Locator, Page } from 'playwright-core';
 import { expect } from 'vitest';
-import { validateDataPackage } from '../helpers/frictionless.ts';
-import { duckdb } from '../helpers/readers.ts';
-import type { Browser } from '../view/browser.ts';
+import type { Browser } from './browser.ts';
+import { validateDataPackage } from './frictionless.ts';
+import { duckdb } from './readers.ts';
 
 const run = promisify(execFile);
 
@@ -37,6 +38,7 @@ export interface RecordingListRow {
   kind: string;
   in_bag: string;
   file: string;
+  browser_copy: string;
   run_id: string;
   source_entry: string;
   note: string;
@@ -83,17 +85,21 @@ export async function ffprobeDuration(path: string): Promise<number> {
   return Number(stdout.trim());
 }
 
+interface Played {
+  src: string;
+  duration: number;
+  played: number;
+}
+
 /**
  * data/index.html from the file system, every request that is not file:// refused and the
- * context offline: it lists `responses` conversations, and its first recording of `kind`
- * plays (its metadata loads and time passes).
+ * context offline; `use` gets the page, and no request left the file system.
  */
-export async function openIndexOffline(
+async function withIndexOffline<T>(
   browser: Browser,
   bag: string,
-  responses: number,
-  kind: 'audio' | 'video',
-): Promise<{ conversations: number; duration: number; played: number }> {
+  use: (page: Page) => Promise<T>,
+): Promise<T> {
   const page = await browser.context.newPage();
   await browser.context.setOffline(true);
   const outside: string[] = [];
@@ -103,31 +109,68 @@ export async function openIndexOffline(
   });
   try {
     await page.goto(pathToFileURL(join(bag, 'data', 'index.html')).href);
-    const conversations = await page.locator('section.conversation').count();
-    expect(await page.locator('ol.conversations > li').count()).toBe(responses);
-    const element = page.locator(`${kind}[data-kind="${kind}"]`).first();
-    const result = await element.evaluate(
-      (node) =>
-        new Promise<{ duration: number; played: number }>((resolve, reject) => {
-          const media = node as unknown as {
-            duration: number;
-            currentTime: number;
-            muted: boolean;
-            play(): Promise<void>;
-            addEventListener(type: string, listener: () => void): void;
-          };
-          media.muted = true;
-          media.addEventListener('timeupdate', () => {
-            if (media.currentTime > 0) resolve({ duration: media.duration, played: media.currentTime });
-          });
-          media.addEventListener('error', () => reject(new Error('the recording does not play')));
-          media.play().catch(reject);
-        }),
-    );
+    const result = await use(page);
     expect(outside).toEqual([]);
-    return { conversations, ...result };
+    return result;
   } finally {
     await page.close();
     await browser.context.setOffline(false);
   }
+}
+
+/** Plays a media element muted until its time passes: its src, duration, and the time reached. */
+function play(element: Locator): Promise<Played> {
+  return element.evaluate(
+    (node) =>
+      new Promise<Played>((resolve, reject) => {
+        const media = node as unknown as {
+          src: string;
+          duration: number;
+          currentTime: number;
+          muted: boolean;
+          play(): Promise<void>;
+          addEventListener(type: string, listener: () => void): void;
+        };
+        media.muted = true;
+        media.addEventListener('timeupdate', () => {
+          if (media.currentTime > 0)
+            resolve({ src: media.src, duration: media.duration, played: media.currentTime });
+        });
+        media.addEventListener('error', () => reject(new Error(`${media.src} does not play`)));
+        media.play().catch(reject);
+      }),
+  );
+}
+
+/**
+ * index.html offline lists `responses` conversations, and its first recording of `kind` plays
+ * (its metadata loads and time passes).
+ */
+export async function openIndexOffline(
+  browser: Browser,
+  bag: string,
+  responses: number,
+  kind: 'audio' | 'video',
+): Promise<{ conversations: number; duration: number; played: number }> {
+  return withIndexOffline(browser, bag, async (page) => {
+    const conversations = await page.locator('section.conversation').count();
+    expect(await page.locator('ol.conversations > li').count()).toBe(responses);
+    const { duration, played } = await play(page.locator(`${kind}[data-kind="${kind}"]`).first());
+    return { conversations, duration, played };
+  });
+}
+
+/** Every player of recordings of `kind` in index.html's first conversation that has one, played offline. */
+export async function playConversationOffline(
+  browser: Browser,
+  bag: string,
+  kind: string,
+): Promise<Played[]> {
+  return withIndexOffline(browser, bag, async (page) => {
+    const conversation = page.locator('section.conversation', { has: page.locator(`[data-kind="${kind}"]`) });
+    const players = conversation.first().locator(`[data-kind="${kind}"]`);
+    const played: Played[] = [];
+    for (let i = 0; i < (await players.count()); i++) played.push(await play(players.nth(i)));
+    return played;
+  });
 }
