@@ -30,7 +30,7 @@ interface Request {
 
 function described(request: IncomingMessage): Request {
   const url = new URL(request.url ?? '/', 'http://s3');
-  const [, , ...key] = url.pathname.split('/');
+  const [, , ...key] = url.pathname.split('/').filter((part, index) => index < 2 || part !== '');
   const list = request.method === 'GET' && key.length === 0;
   const prefix = url.searchParams.get('prefix') ?? '';
   return { method: request.method ?? '', key: list ? prefix : decodeURIComponent(key.join('/')), list };
@@ -62,11 +62,13 @@ describe('a rerun with nothing new to s3://, many studies', () => {
     expect(requests.filter((r) => r.method !== 'GET' && r.method !== 'HEAD')).toEqual([]);
     const currentReads = requests.filter((r) => r.key.startsWith('many/test/current'));
     const stateReads = requests.filter((r) => !r.list && r.key.startsWith('many/test/state/'));
-    expect(currentReads).toEqual([]);
+    // current/ is listed once (a format added to the pipeline since would be missing from it:
+    // pipeline/added-formats.ts), and none of its objects is read.
+    expect(currentReads).toEqual([{ method: 'GET', key: 'many/test/current/', list: true }]);
     expect(stateReads).toHaveLength(studies);
-    // Beyond the state, eight reads for the run: the listing of state/, a state.json of before,
+    // Beyond the state, nine reads for the run: the listing of state/, a state.json of before,
     // latest, source.json and the listing of the shards' sources/, the listing of .pending/,
-    // and what a killed run may have left: the lease and the listing of .staged/.
-    expect(requests.length - stateReads.length, all).toBeLessThanOrEqual(8);
+    // what a killed run may have left (the lease and the listing of .staged/), and that of current/.
+    expect(requests.length - stateReads.length, all).toBeLessThanOrEqual(9);
   }, 300_000);
 });
