@@ -4,19 +4,15 @@
  * when a bag lists recordings the runs never archived.
  */
 import type { CommandModule } from 'yargs';
-import { loadPipeline } from '../../config/load.ts';
-import type { PipelineConfig } from '../../config/schema.ts';
 import { exitCodes } from '../../errors.ts';
-import { locationOf } from '../../storage/index.ts';
-import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
+import type { CliContext } from '../context.ts';
+import { chosenOutput, endpointOption, type OutputArgs, outputOptions } from '../output.ts';
 
-interface ArchiveArgs extends PipelineArgs {
-  output?: string;
+interface ArchiveArgs extends OutputArgs {
   study?: string[];
   to?: string;
   zip?: boolean;
   tar?: boolean;
-  endpoint?: string;
   'source-organization'?: string;
   'contact-name'?: string;
   'contact-email'?: string;
@@ -27,11 +23,7 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
     command: 'archive [output]',
     describe: 'Pack each study of an output (newest rows, every recording) into a BagIt bag for a repository',
     builder: (yargs) =>
-      pipelineOptions(yargs)
-        .positional('output', {
-          type: 'string',
-          describe: "an output, out/<name> or s3://bucket/prefix/<name> (default: the pipeline's)",
-        })
+      outputOptions(yargs)
         .option('study', {
           type: 'string',
           array: true,
@@ -45,11 +37,10 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
         })
         .option('zip', { type: 'boolean', describe: 'each bag as one .zip file', conflicts: 'tar' })
         .option('tar', { type: 'boolean', describe: 'each bag as one .tar file' })
-        .option('endpoint', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'for s3:// on an S3-compatible server: its URL (AWS_ENDPOINT_URL also works)',
-        })
+        .option(
+          'endpoint',
+          endpointOption('for s3:// on an S3-compatible server: its URL (AWS_ENDPOINT_URL also works)'),
+        )
         .option('source-organization', {
           type: 'string',
           requiresArg: true,
@@ -65,14 +56,12 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
           'With OUTPUT and no --config or --pipeline, no pipeline file is read; otherwise its output and its archive: section (the options above win).',
         ) as never,
     handler: async (args) => {
-      const config = await pipelineIfNeeded(args, context);
-      const output =
-        args.output ?? locationOf((config as PipelineConfig).output.dir, (config as PipelineConfig).name);
-      const endpoint = args.endpoint ?? config?.output.s3?.endpoint;
+      // The pipeline file is read beside OUTPUT too when named: its archive: section.
+      const { output, s3, config } = await chosenOutput(args, context, { alsoNamed: true });
       const { archiveOutput } = await import('../../archive/index.ts');
       const result = await archiveOutput({
         output,
-        s3: { ...config?.output.s3, ...(endpoint ? { endpoint } : {}) },
+        s3,
         studies: args.study ?? [],
         to: args.to ?? context.cwd,
         form: args.zip ? 'zip' : args.tar ? 'tar' : 'folder',
@@ -100,10 +89,4 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
       }
     },
   };
-}
-
-async function pipelineIfNeeded(args: ArchiveArgs, context: CliContext): Promise<PipelineConfig | null> {
-  if (args.output !== undefined && args.config === undefined && args.pipeline === undefined) return null;
-  const { config } = await loadPipeline({ ...pipelineSelection(args), cwd: context.cwd, env: context.env });
-  return config;
 }

@@ -4,16 +4,13 @@
  * key: it reads only what the output holds (current/ and the runs' media.zip).
  */
 import type { CommandModule } from 'yargs';
-import { loadPipeline } from '../../config/load.ts';
-import { locationOf } from '../../storage/index.ts';
-import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from '../context.ts';
+import type { CliContext } from '../context.ts';
 import { formatBytes } from '../format.ts';
+import { chosenOutput, endpointOption, type OutputArgs, outputOptions } from '../output.ts';
 
-interface QdpxArgs extends PipelineArgs {
-  output?: string;
+interface QdpxArgs extends OutputArgs {
   study?: string[];
   to: string;
-  endpoint?: string;
 }
 
 export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs> {
@@ -22,11 +19,7 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
     describe:
       'Write each study as a REFI-QDA project (.qdpx) for NVivo, ATLAS.ti, MAXQDA and QualCoder: conversations, recordings, respondents as cases, questions as codes',
     builder: (yargs) =>
-      pipelineOptions(yargs)
-        .positional('output', {
-          type: 'string',
-          describe: "an output, out/<name> or s3://bucket/prefix/<name> (default: the pipeline's)",
-        })
+      outputOptions(yargs)
         .option('study', {
           type: 'string',
           array: true,
@@ -39,25 +32,11 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
           default: '.',
           describe: 'folder for the .qdpx files',
         })
-        .option('endpoint', {
-          type: 'string',
-          requiresArg: true,
-          describe: 'for an s3:// output on an S3-compatible server: its URL (AWS_ENDPOINT_URL also works)',
-        })
+        .option('endpoint', endpointOption())
         .example('$0 qdpx out/demo --study checkout-express-test-round-2-ef35 --to projects', '') as never,
     handler: async (args) => {
       const { exportQdpx } = await import('../../qdpx/export.ts');
-      let output = args.output;
-      let s3 = args.endpoint ? { endpoint: args.endpoint } : {};
-      if (output === undefined) {
-        const { config } = await loadPipeline({
-          ...pipelineSelection(args),
-          cwd: context.cwd,
-          env: context.env,
-        });
-        output = locationOf(config.output.dir, config.name);
-        s3 = { ...config.output.s3, ...s3 };
-      }
+      const { output, s3 } = await chosenOutput(args, context);
       await exportQdpx({
         output,
         studies: args.study ?? [],
