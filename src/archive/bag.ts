@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { csvText } from '../load/csv.ts';
 import { dataPackage } from '../load/datapackage.ts';
 import { nameOf } from '../names.ts';
-import type { OutputReader, RunReader, StudyReader } from '../reader/index.ts';
+import { byResponse, type OutputReader, type RunReader, type StudyReader } from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import type { Row } from '../tables/index.ts';
 import { tableNames } from '../tables/index.ts';
@@ -182,15 +182,6 @@ async function addRecordings(
 
 /** Responses in the order people number them; each with its rows and recordings. */
 function conversationsOf(rows: StudyRows, planned: readonly PlannedRecording[]): Conversation[] {
-  const byResponse = <T extends { response_id: string }>(list: readonly T[]) => {
-    const map = new Map<string, T[]>();
-    for (const row of list) {
-      const rows = map.get(row.response_id);
-      if (rows) rows.push(row);
-      else map.set(row.response_id, [row]);
-    }
-    return map;
-  };
   const transcript = byResponse(rows.transcript);
   const answers = byResponse(rows.answers);
   const attributes = byResponse(rows.attributes);

@@ -9,7 +9,7 @@
  * naming why.
  */
 
-import type { Recording, StudyReader } from '../reader/index.ts';
+import { byResponse, type Recording, type StudyReader } from '../reader/index.ts';
 import type { Row } from '../tables/index.ts';
 import type { QdpxRecording, QdpxResponse, QdpxStudy, QdpxWarning } from './types.ts';
 
@@ -62,16 +62,6 @@ function responseOrder(a: Row<'responses'>, b: Row<'responses'>): number {
     (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0) ||
     (a.response_id < b.response_id ? -1 : a.response_id > b.response_id ? 1 : 0)
   );
-}
-
-function byResponse<T extends { response_id: string }>(rows: readonly T[]): Map<string, T[]> {
-  const map = new Map<string, T[]>();
-  for (const row of rows) {
-    const list = map.get(row.response_id) ?? [];
-    list.push(row);
-    map.set(row.response_id, list);
-  }
-  return map;
 }
 
 /** One recording per turn and medium: audio, and the MP4 (else the HLS stream) of a video. */

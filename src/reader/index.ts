@@ -9,6 +9,7 @@ import { RunError } from '../errors.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import { openRun, type RunReader } from './run.ts';
 
+export { byResponse } from './by-response.ts';
 export {
   CURRENT_DATAPACKAGE,
   CURRENT_README,

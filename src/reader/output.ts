@@ -9,6 +9,7 @@ import { compareRunIds } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
+import { byResponse } from './by-response.ts';
 import { CurrentReader } from './current.ts';
 import { type Recording, RecordingFinder } from './recordings.ts';
 import { openRun, type RunReader } from './run.ts';
@@ -148,22 +149,12 @@ export class OutputReader {
       rows,
       all,
       async *recordings() {
-        const media = groupBy(await all('media'));
-        const transcript = groupBy(await all('transcript'));
+        const media = byResponse(await all('media'));
+        const transcript = byResponse(await all('transcript'));
         const responses = (await all('responses')).map((r) => r.response_id).sort();
         for (const response of responses)
           yield await finder.recordingsOf(id, media.get(response) ?? [], transcript.get(response) ?? []);
       },
     };
   }
-}
-
-function groupBy<T extends { response_id: string }>(rows: readonly T[]): Map<string, T[]> {
-  const map = new Map<string, T[]>();
-  for (const row of rows) {
-    const list = map.get(row.response_id) ?? [];
-    list.push(row);
-    map.set(row.response_id, list);
-  }
-  return map;
 }

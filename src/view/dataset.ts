@@ -8,7 +8,14 @@
  */
 import { dirname, resolve } from 'node:path';
 import { RunError } from '../errors.ts';
-import { CURRENT_REPORT, type Located, OutputReader, openRun, RecordingFinder } from '../reader/index.ts';
+import {
+  byResponse,
+  CURRENT_REPORT,
+  type Located,
+  OutputReader,
+  openRun,
+  RecordingFinder,
+} from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
@@ -74,12 +81,7 @@ function build(
   extra: { hasReport: boolean },
 ): ViewData {
   const group = <T extends { response_id: string }>(list: T[], order: (a: T, b: T) => number) => {
-    const map = new Map<string, T[]>();
-    for (const row of list) {
-      const rowsOf = map.get(row.response_id) ?? [];
-      rowsOf.push(row);
-      map.set(row.response_id, rowsOf);
-    }
+    const map = byResponse(list);
     for (const rowsOf of map.values()) rowsOf.sort(order);
     return map;
   };
