@@ -1,6 +1,7 @@
 /**
  * What the commands that read an output share (describe, qdpx, archive): OUTPUT, by default
- * the pipeline file's output, and --endpoint for an s3:// output on an S3-compatible server.
+ * the pipeline file's output, --endpoint for an s3:// output on an S3-compatible server, and
+ * --study to choose among its studies.
  */
 import type { Argv } from 'yargs';
 import { loadPipeline } from '../config/load.ts';
@@ -26,6 +27,11 @@ export function endpointOption(
   describe = 'for an s3:// output on an S3-compatible server: its URL (AWS_ENDPOINT_URL also works)',
 ) {
   return { type: 'string', requiresArg: true, describe } as const;
+}
+
+/** --study, repeatable: the studies of the output to take, by permanent id or link_id. */
+export function studyOption(describe: string) {
+  return { type: 'string', array: true, requiresArg: true, describe } as const;
 }
 
 export interface ChosenOutput {

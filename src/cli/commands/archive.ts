@@ -6,7 +6,7 @@
 import type { CommandModule } from 'yargs';
 import { exitCodes } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
-import { chosenOutput, endpointOption, type OutputArgs, outputOptions } from '../output.ts';
+import { chosenOutput, endpointOption, type OutputArgs, outputOptions, studyOption } from '../output.ts';
 
 interface ArchiveArgs extends OutputArgs {
   study?: string[];
@@ -24,12 +24,10 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
     describe: 'Pack each study of an output (newest rows, every recording) into a BagIt bag for a repository',
     builder: (yargs) =>
       outputOptions(yargs)
-        .option('study', {
-          type: 'string',
-          array: true,
-          requiresArg: true,
-          describe: 'a permanent study id or link_id (repeatable; default: every study of the output)',
-        })
+        .option(
+          'study',
+          studyOption('a permanent study id or link_id (repeatable; default: every study of the output)'),
+        )
         .option('to', {
           type: 'string',
           requiresArg: true,

@@ -6,7 +6,7 @@
 import type { CommandModule } from 'yargs';
 import type { CliContext } from '../context.ts';
 import { formatBytes } from '../format.ts';
-import { chosenOutput, endpointOption, type OutputArgs, outputOptions } from '../output.ts';
+import { chosenOutput, endpointOption, type OutputArgs, outputOptions, studyOption } from '../output.ts';
 
 interface QdpxArgs extends OutputArgs {
   study?: string[];
@@ -20,12 +20,7 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
       'Write each study as a REFI-QDA project (.qdpx) for NVivo, ATLAS.ti, MAXQDA and QualCoder: conversations, recordings, respondents as cases, questions as codes',
     builder: (yargs) =>
       outputOptions(yargs)
-        .option('study', {
-          type: 'string',
-          array: true,
-          requiresArg: true,
-          describe: 'a study by permanent id or link_id (repeatable; default: every study)',
-        })
+        .option('study', studyOption('a study by permanent id or link_id (repeatable; default: every study)'))
         .option('to', {
           type: 'string',
           requiresArg: true,
