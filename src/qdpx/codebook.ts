@@ -3,12 +3,14 @@
  * text ("Q3 What do you like…"), the slots of a concept-specific question grouped under a code
  * for their concept, and a code for the service's summary.
  *
- * The service gives a concept only as an id, so its group is named "Concept <id>". Code names
- * are unique across the whole book (QualCoder keeps one code per name and silently drops the
- * codings of a second): positions are unique within a study, so are "Q<n> …" names, and the
- * other names have prefixes of their own.
+ * The service gives a concept only as an id, so its group is named as the report and the viewer
+ * name it ("Concept A" for "concept-a": concept-name.ts), or "Concept <id>" where two of a
+ * study's ids would get one name. Code names are unique across the whole book (QualCoder keeps
+ * one code per name and silently drops the codings of a second): positions are unique within a
+ * study, so are "Q<n> …" names, and the other names have prefixes of their own.
  */
 
+import { conceptName } from '../concept-name.ts';
 import type { Row } from '../tables/index.ts';
 import { questionKey } from '../transform/questions.ts';
 import { guidOf } from './guids.ts';
@@ -94,16 +96,30 @@ function codeBookXml(studyId: string, slots: { row: Row<'questions'>; code: Code
     }
     members.push(code);
   }
+  const groupName = conceptGroupNames(
+    entries.flatMap((entry) => ('concept' in entry ? [entry.concept] : [])),
+  );
   const codes = entries.map((entry) => {
     if ('code' in entry) return codeXml(entry.code, true);
     const group: Code = {
       guid: guidOf('concept', studyId, entry.concept),
-      name: `Concept ${displayName(entry.concept, '(empty id)')}`,
+      name: groupName(entry.concept),
       description: `The question slots asked about concept ${entry.concept}.`,
     };
     return codeXml(group, false, entry.members.map((code) => codeXml(code, true)).join(''));
   });
   return `<CodeBook><Codes>${codes.join('')}${codeXml(summary, true)}</Codes></CodeBook>`;
+}
+
+/** Each concept's group name: its name for people, else (two ids, one name) its id. */
+function conceptGroupNames(conceptIds: readonly string[]): (conceptId: string) => string {
+  const named = (id: string) => {
+    const name = conceptName(id);
+    return `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
+  };
+  const uses = new Map<string, number>();
+  for (const id of conceptIds) uses.set(named(id), (uses.get(named(id)) ?? 0) + 1);
+  return (id) => ((uses.get(named(id)) ?? 0) > 1 ? `Concept ${displayName(id, '(empty id)')}` : named(id));
 }
 
 function codeXml(code: Code, codable: boolean, children = ''): string {

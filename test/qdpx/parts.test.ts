@@ -134,8 +134,12 @@ describe('qdpx parts', () => {
     const unknown = { ...answer('x', 'y', 1), discussion_guide_question_id: 'dg-9', question: 'New?' };
     expect(book.codeOf(unknown).name).toBe('Q4 New?');
     const xml = book.xml();
-    expect(xml.match(/name="Concept concept-a" isCodable="false">.*?<Code [^>]*name="Q2 /)).not.toBeNull();
+    expect(xml.match(/name="Concept A" isCodable="false">.*?<Code [^>]*name="Q2 /)).not.toBeNull();
     expect(xml).toContain('name="Summary"');
+    // Two ids that one name would fit keep their ids: code names stay unique.
+    const twins = codeBook('s1', [q(1, 'dg-3', 'concept-a'), q(2, 'dg-3', 'concept_A')]).xml();
+    const groups = [...twins.matchAll(/name="(Concept [^"]*)" isCodable="false"/g)].map((m) => m[1]);
+    expect(groups).toEqual(['Concept concept-a', 'Concept concept_A']);
   });
 
   it('keeps XML and file names safe', () => {
