@@ -18,7 +18,6 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import {
   checksumTools,
   duckdbCounts,
-  ffprobeDuration,
   frictionless,
   openIndexOffline,
   playConversationOffline,
@@ -27,6 +26,7 @@ import {
 import {
   type Browser,
   ffprobeDuration as ffprobeEntryDuration,
+  ffprobeFileDuration,
   ffprobeHlsDuration,
   launchBrowser,
 } from '../helpers/browser.ts';
@@ -79,11 +79,11 @@ async function durationsMatch(bag: string, output = outputDir()): Promise<number
   let checked = 0;
   for (const row of await recordingList(bag)) {
     expect(row.in_bag, `${row.response_id} ${row.turn} ${row.kind}`).toBe('yes');
-    const duration = await ffprobeDuration(join(bag, 'data', row.file));
+    const duration = await ffprobeFileDuration(join(bag, 'data', row.file));
     if (row.browser_copy)
-      expect(Math.abs((await ffprobeDuration(join(bag, 'data', row.browser_copy))) - duration)).toBeLessThan(
-        0.05,
-      );
+      expect(
+        Math.abs((await ffprobeFileDuration(join(bag, 'data', row.browser_copy))) - duration),
+      ).toBeLessThan(0.05);
     const zip = join(output, 'runs', row.run_id, 'media.zip');
     const source =
       row.kind === 'hls'
@@ -228,7 +228,9 @@ describe('study-export archive', () => {
     for (const { src, duration, played: time } of played) {
       expect(src).toMatch(/-hls\.mp4$/);
       const file = list.find((row) => src.endsWith(row.browser_copy))!.file;
-      expect(Math.abs(duration - (await ffprobeDuration(join(bag, 'data', file)))), file).toBeLessThan(0.1);
+      expect(Math.abs(duration - (await ffprobeFileDuration(join(bag, 'data', file)))), file).toBeLessThan(
+        0.1,
+      );
       expect(time).toBeGreaterThan(0);
     }
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BrowserCopy } from '../../src/archive/browser-copy.ts';
-import { ffprobeDuration } from '../helpers/bag.ts';
+import { ffprobeFileDuration } from '../helpers/browser.ts';
 
 const run = promisify(execFile);
 
@@ -82,7 +82,9 @@ describe('an MP4 copy of MPEG-TS segments', () => {
     ]);
     const copy = await copyOf('av', segments);
     expect(copy).toMatch(/\.mp4$/);
-    expect(Math.abs((await ffprobeDuration(copy)) - (await ffprobeDuration(joined)))).toBeLessThan(0.01);
+    expect(Math.abs((await ffprobeFileDuration(copy)) - (await ffprobeFileDuration(joined)))).toBeLessThan(
+      0.01,
+    );
     const start = (streams: { codec_name: string; start_time: string }[], codec: string) =>
       Number(streams.find((s) => s.codec_name === codec)?.start_time);
     const [source, copied] = [await ffprobeStreams(joined), await ffprobeStreams(copy)];

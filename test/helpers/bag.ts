@@ -72,19 +72,6 @@ export async function frictionless(bag: string): Promise<void> {
   expect(report.errors).toEqual([]);
 }
 
-export async function ffprobeDuration(path: string): Promise<number> {
-  const { stdout } = await run('ffprobe', [
-    '-v',
-    'error',
-    '-show_entries',
-    'format=duration',
-    '-of',
-    'default=noprint_wrappers=1:nokey=1',
-    path,
-  ]);
-  return Number(stdout.trim());
-}
-
 interface Played {
   src: string;
   duration: number;

@@ -63,7 +63,7 @@ export async function extractEntry(zipPath: string, entry: string): Promise<Buff
 }
 
 /** The duration ffprobe reports for a media file or playlist, in seconds. */
-async function ffprobeFileDuration(path: string): Promise<number> {
+export async function ffprobeFileDuration(path: string): Promise<number> {
   const { stdout } = await run('ffprobe', [
     '-v',
     'error',
