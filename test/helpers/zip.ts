@@ -11,15 +11,30 @@ export interface ZipEntryInfo {
   text: string | null;
 }
 
-export function readZip(path: string, textSuffixes: string[] = ['.m3u8']): Promise<ZipEntryInfo[]> {
-  return readWithCallbacks(path, textSuffixes, []);
+export async function readZip(path: string, textSuffixes: string[] = ['.m3u8']): Promise<ZipEntryInfo[]> {
+  return eachEntry(
+    path,
+    (entry) => textSuffixes.some((suffix) => entry.fileName.endsWith(suffix)),
+    (entry, read) => ({
+      name: entry.fileName,
+      compressionMethod: entry.compressionMethod,
+      size: entry.uncompressedSize,
+      sha256: read.sha256,
+      text: read.text,
+    }),
+  );
 }
 
-function readWithCallbacks(
+/**
+ * Every entry with yauzl, each read to its end (which checks its size and CRC-32), in order:
+ * its SHA-256, and its text where `keepText` asks for it.
+ */
+function eachEntry<T>(
   path: string,
-  textSuffixes: string[],
-  entries: ZipEntryInfo[],
-): Promise<ZipEntryInfo[]> {
+  keepText: (entry: yauzl.Entry) => boolean,
+  describe: (entry: yauzl.Entry, read: { sha256: string; text: string | null }) => T,
+): Promise<T[]> {
+  const described: T[] = [];
   return new Promise((resolve, reject) => {
     yauzl.open(
       path,
@@ -27,26 +42,23 @@ function readWithCallbacks(
       (openError, zip) => {
         if (openError || !zip) return reject(openError);
         zip.on('error', reject);
-        zip.on('end', () => resolve(entries));
+        zip.on('end', () => resolve(described));
         zip.on('entry', (entry: yauzl.Entry) => {
           zip.openReadStream(entry, (streamError, stream) => {
             if (streamError || !stream) return reject(streamError);
             const hash = createHash('sha256');
             const chunks: Buffer[] = [];
-            const keepText = textSuffixes.some((suffix) => entry.fileName.endsWith(suffix));
+            const text = keepText(entry);
             stream.on('data', (chunk: Buffer) => {
               hash.update(chunk);
-              if (keepText) chunks.push(chunk);
+              if (text) chunks.push(chunk);
             });
             stream.on('error', reject);
             stream.on('end', () => {
-              entries.push({
-                name: entry.fileName,
-                compressionMethod: entry.compressionMethod,
-                size: entry.uncompressedSize,
-                sha256: hash.digest('hex'),
-                text: keepText ? Buffer.concat(chunks).toString('utf8') : null,
-              });
+              const sha256 = hash.digest('hex');
+              described.push(
+                describe(entry, { sha256, text: text ? Buffer.concat(chunks).toString('utf8') : null }),
+              );
               zip.readEntry();
             });
           });
@@ -72,39 +84,19 @@ export interface ZipEntryFacts {
 
 /** Every entry as yauzl reads it (central directory values, each entry's bytes read to its end). */
 export function zipFactsByYauzl(path: string): Promise<ZipEntryFacts[]> {
-  const facts: ZipEntryFacts[] = [];
-  return new Promise((resolve, reject) => {
-    yauzl.open(
-      path,
-      { lazyEntries: true, validateEntrySizes: true, strictFileNames: true },
-      (openError, zip) => {
-        if (openError || !zip) return reject(openError);
-        zip.on('error', reject);
-        zip.on('end', () => resolve(facts));
-        zip.on('entry', (entry: yauzl.Entry) => {
-          zip.openReadStream(entry, (streamError, stream) => {
-            if (streamError || !stream) return reject(streamError);
-            const hash = createHash('sha256');
-            stream.on('data', (chunk: Buffer) => hash.update(chunk));
-            stream.on('error', reject);
-            stream.on('end', () => {
-              facts.push({
-                name: entry.fileName,
-                size: entry.uncompressedSize,
-                compressedSize: entry.compressedSize,
-                crc32: entry.crc32,
-                offset: entry.relativeOffsetOfLocalHeader,
-                extraIds: entry.extraFields.map((field) => field.id),
-                sha256: hash.digest('hex'),
-              });
-              zip.readEntry();
-            });
-          });
-        });
-        zip.readEntry();
-      },
-    );
-  });
+  return eachEntry(
+    path,
+    () => false,
+    (entry, read) => ({
+      name: entry.fileName,
+      size: entry.uncompressedSize,
+      compressedSize: entry.compressedSize,
+      crc32: entry.crc32,
+      offset: entry.relativeOffsetOfLocalHeader,
+      extraIds: entry.extraFields.map((field) => field.id),
+      sha256: read.sha256,
+    }),
+  );
 }
 
 /**
