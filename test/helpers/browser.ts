@@ -9,7 +9,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { type BrowserContext, chromium } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 const run = promisify(execFile);
 
@@ -20,6 +21,14 @@ export const screenshotDir = join(process.cwd(), 'test-output', 'view');
 export interface Browser {
   context: BrowserContext;
   close(): Promise<void>;
+}
+
+/** A new page at `path` of the server at `base`, which answered 200. */
+export async function openPage(browser: Browser, base: string, path: string): Promise<Page> {
+  const page = await browser.context.newPage();
+  const response = await page.goto(new URL(path, base).href);
+  expect(response?.status()).toBe(200);
+  return page;
 }
 
 export async function launchBrowser(): Promise<Browser> {

@@ -15,7 +15,7 @@ import { formulaPattern } from '../../src/load/csv.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer, type ViewServer } from '../../src/view/server.ts';
-import { type Browser, launchBrowser, screenshotPath } from '../helpers/browser.ts';
+import { type Browser, launchBrowser, openPage, screenshotPath } from '../helpers/browser.ts';
 import { readCsv, readHyparquet } from '../helpers/readers.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
@@ -93,11 +93,8 @@ afterAll(async () => {
   if (out) await rm(out, { recursive: true, force: true });
 });
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.context.newPage();
-  const response = await page.goto(new URL(path, server.url).href);
-  expect(response?.status()).toBe(200);
-  return page;
+function open(path: string): Promise<Page> {
+  return openPage(browser, server.url, path);
 }
 
 async function search(page: Page): Promise<string[]> {

@@ -21,6 +21,7 @@ import {
   ffprobeDuration,
   ffprobeHlsDuration,
   launchBrowser,
+  openPage,
   screenshotPath,
 } from '../helpers/browser.ts';
 import { readHyparquet } from '../helpers/readers.ts';
@@ -110,11 +111,8 @@ afterAll(async () => {
   if (out) await rm(out, { recursive: true, force: true });
 });
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.context.newPage();
-  const response = await page.goto(new URL(path, server.url).href);
-  expect(response?.status()).toBe(200);
-  return page;
+function open(path: string): Promise<Page> {
+  return openPage(browser, server.url, path);
 }
 
 describe('report.html opened from disk', () => {
