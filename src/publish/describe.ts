@@ -20,6 +20,7 @@ import {
 import { readRunManifest } from '../output/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
 import { type Shard, shardLabel } from '../shard.ts';
+import { outputBusy } from '../storage/lease-holder.ts';
 import type { Storage } from '../storage/types.ts';
 import { isCommitted } from './commit.ts';
 import { pendingRuns } from './record.ts';
@@ -37,9 +38,10 @@ export async function describeCurrent(storage: Storage): Promise<Described> {
     const lock = shardNames(shard).lock;
     const state = await storage.leaseState(lock);
     if (state.held === 'live') {
-      throw new RunError(
-        `${storage.describe(lock)} is held by ${state.by}: a run of this pipeline is in progress; describe current/ once every shard has finished`,
-        { context: { file: storage.describe(lock) } },
+      throw outputBusy(
+        storage.describe(lock),
+        state.by,
+        'describe current/ once every shard has finished (exit 75: try again later)',
       );
     }
   }
