@@ -5,6 +5,7 @@
  * what people read about it: `study-export init` writes it as the key's comment (template.ts).
  */
 import { z } from 'zod';
+import { type VideoMode, videoModes } from '../media/types.ts';
 
 export const formats = ['csv', 'parquet', 'xlsx'] as const;
 export type Format = (typeof formats)[number];
@@ -18,8 +19,7 @@ export const tableFormatMissing =
 /** What --formats takes, said once for every command that has it (and checked by parseFormats). */
 export const formatsRule = `${tableFormats.join(' and/or ')}, plus xlsx for a workbook per study beside them; comma-separated, e.g. csv,xlsx`;
 
-export const videoModes = ['mp4', 'hls', 'both'] as const;
-export type VideoMode = (typeof videoModes)[number];
+export { type VideoMode, videoModes };
 
 /**
  * The range of every numeric setting, declared once: the pipeline file's schema and the

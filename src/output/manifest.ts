@@ -3,7 +3,6 @@
  * its bytes and sha256 so `study-export verify` can re-check it later. Nothing secret goes
  * in: the config carries the name of the key's environment variable, never the key.
  */
-import type { PipelineConfig } from '../config/schema.ts';
 import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
@@ -12,6 +11,18 @@ import { MANIFEST_FILE, runPath } from './layout.ts';
 
 /** A file of the run with its size and sha256, as counted while it was written. */
 export type ManifestFile = StoredFile;
+
+/**
+ * The pipeline file as the run read it: src/config/schema.ts's PipelineConfig, key for key,
+ * with a base_url that never keeps user:password or a query. Named here by the keys readers of
+ * an output use, since a manifest may be an earlier version's.
+ */
+export interface RecordedConfig {
+  name: string;
+  source: { base_url: string; [key: string]: unknown };
+  output: { formats: readonly string[]; csv?: { escape_formulae?: boolean; bom?: boolean } };
+  [key: string]: unknown;
+}
 
 export interface StudyOutcome {
   study_id: string;
@@ -41,7 +52,7 @@ export interface Manifest {
   started_at: string;
   finished_at: string;
   timings_ms: Record<string, number>;
-  config: PipelineConfig;
+  config: RecordedConfig;
   studies: StudyOutcome[];
   tables: Record<string, number>;
   files: ManifestFile[];
@@ -59,7 +70,7 @@ export async function writeManifest(run: Storage, manifest: Manifest): Promise<v
 }
 
 /** The config as it may be recorded: a base_url never keeps user:password or a query. */
-export function publicConfig(config: PipelineConfig): PipelineConfig {
+export function publicConfig<Config extends RecordedConfig>(config: Config): Config {
   return { ...config, source: { ...config.source, base_url: redact(config.source.base_url) } };
 }
 
