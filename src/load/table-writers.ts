@@ -11,17 +11,17 @@
  * of their own, written when the group's last study ends; all other rows share one block.
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
-import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import { allSettled, nextTurn } from '../util/concurrency.ts';
-import { ColumnBuffers } from './column-buffers.ts';
-import { type CsvOptions, createTableCsvWriter } from './csv.ts';
+import { ColumnBuffers } from '../output/formats/column-buffers.ts';
+import { type CsvOptions, createTableCsvWriter } from '../output/formats/csv.ts';
 import {
   createParquetWriter,
   defaultRowGroupBytes,
   defaultRowGroupSize,
   type EncodedRowGroup,
-} from './parquet.ts';
+} from '../output/formats/parquet.ts';
+import type { Storage } from '../storage/types.ts';
+import { type Row, type TableName, tableNames } from '../tables/index.ts';
+import { allSettled, nextTurn } from '../util/concurrency.ts';
 
 export interface TableWritersOptions {
   formats: readonly Format[];

@@ -19,8 +19,8 @@ import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hypa
 import Papa from 'papaparse';
 import yauzl from 'yauzl';
 import { ConfigError } from '../errors.ts';
-import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import { XLSX_DIR } from '../output/formats/xlsx.ts';
 import { MANIFEST_FILE, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';

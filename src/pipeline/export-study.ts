@@ -17,9 +17,9 @@ import {
 } from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { TableWriters } from '../load/table-writers.ts';
-import { createWideWriter, type WideWriter } from '../load/wide.ts';
-import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
+import { createWideWriter, type WideWriter } from '../output/formats/wide.ts';
+import { createXlsxWriter, cutMessage, type XlsxWriter } from '../output/formats/xlsx.ts';
 import type { StudyOutcome } from '../output/manifest.ts';
 import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';

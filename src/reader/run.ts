@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import Papa from 'papaparse';
-import { readPart } from '../current/index.ts';
+import { readPart } from '../output/formats/parquet-read.ts';
 import { isRawFile, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, type ManifestFile, readManifest } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';

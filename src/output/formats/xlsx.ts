@@ -12,21 +12,18 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
-import { type WideColumn, type WideRow, wideValue } from '../records.ts';
-import { copyInto } from '../storage/copy.ts';
-import { openLocalFile } from '../storage/local-file.ts';
-import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables, wideColumnDescription, wideSheet } from '../tables/index.ts';
+import { type WideColumn, type WideRow, wideValue } from '../../records.ts';
+import { copyInto } from '../../storage/copy.ts';
+import { openLocalFile } from '../../storage/local-file.ts';
+import type { OutputFile, Storage } from '../../storage/types.ts';
+import { type Row, type TableName, tables, wideColumnDescription, wideSheet } from '../../tables/index.ts';
+import type { StudyFormatModule, StudyRows } from './format.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
 
-export interface StudyRows {
-  wide: WideRow;
-  answers: readonly Row<'answers'>[];
-  transcript: readonly Row<'transcript'>[];
-}
+export type { StudyRows };
 
 export interface XlsxWriter {
   add(rows: StudyRows): Promise<void>;
@@ -62,7 +59,7 @@ export function createXlsxWriter(
   name: string,
   onCut: (cut: CutReport) => void,
 ): XlsxWriter {
-  const file = `${XLSX_DIR}/${name}.xlsx`;
+  const file = studyFileOf(name);
   const spill = `xlsx-${scratchName(name)}`;
   const spillPath = (sheet: Spilled) => join(scratchDir, `${spill}.${sheet}.jsonl`);
   const wide = wideRowSpill(scratchDir, `${spill}.wide`);
@@ -264,3 +261,31 @@ async function* mapRows<T>(
 ): AsyncIterable<SheetValue[]> {
   for await (const row of rows) yield toValues(row);
 }
+
+const studyFileOf = (fileName: string): string => `${XLSX_DIR}/${fileName}.xlsx`;
+
+export const xlsxFormat = {
+  name: 'xlsx',
+  kind: 'study',
+  selectable: true,
+  help: 'a workbook per study',
+  datapackage: {
+    format: 'xlsx',
+    mediatype: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  },
+  folder: XLSX_DIR,
+  description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
+  studyFile: studyFileOf,
+  codebookLine: (holder) =>
+    `- **${holder === 'run' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
+  open(input) {
+    const writer = createXlsxWriter(input.storage, input.scratchDir, input.study, input.fileName, (cut) =>
+      input.warn('xlsx_cell_cut', cutMessage(cut)),
+    );
+    return {
+      add: (rows) => writer.add(rows),
+      finish: async (columns) => ({ path: await writer.finish(columns) }),
+      abort: () => writer.abort(),
+    };
+  },
+} as const satisfies StudyFormatModule;
