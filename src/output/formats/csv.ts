@@ -178,6 +178,8 @@ export const csvFormat = {
   selectable: true,
   help: 'every table as <table>.csv',
   datapackage: { format: 'csv', mediatype: 'text/csv' },
+  currentStore: false,
+  codebookRank: 4,
   resourceSuffix: '',
   resource: { profile: 'tabular-data-resource', encoding: 'utf-8', dialect: csvDialect },
   tableFile: tableFileOf,

@@ -35,6 +35,8 @@ interface FormatBase {
   /** What it adds, in a few words, for --formats' help and the pipeline file's comment. */
   readonly help: string;
   readonly datapackage: PackageEntry;
+  /** Where its line stands in the codebook's "Which file is for whom" (lower first). */
+  readonly codebookRank: number;
   /** Its line of the codebook (README.md) under "Which file is for whom". */
   codebookLine(holder: Holder): string;
 }
@@ -57,6 +59,11 @@ export interface TableFileWriter {
 
 export interface TableFormatModule extends FormatBase {
   readonly kind: 'table';
+  /**
+   * Whether current/ keeps its parts in this format whatever output.formats says: its merges
+   * read them (one format does; the others are written beside it when asked for).
+   */
+  readonly currentStore: boolean;
   /** datapackage.json: the resource name of a table in this format ('' keeps the bare name). */
   readonly resourceSuffix: string;
   /** datapackage.json: profile and the fields beside the schema (a CSV's dialect). */

@@ -4,6 +4,7 @@
  * that makes it part of runs, current/, the codebooks, datapackage.json, verify and the
  * handoffs (docs/architecture.md: how to add a format).
  */
+import type { TableName } from '../../tables/index.ts';
 import { csvFormat } from './csv.ts';
 import type { FormatModule, StudyFormatModule, TableFormatModule } from './format.ts';
 import { parquetFormat } from './parquet.ts';
@@ -48,6 +49,11 @@ export const studyFormats: readonly StudyFormatModule[] = outputFormats.filter(
   (format): format is Extract<Registered, { kind: 'study' }> => format.kind === 'study',
 );
 
+/** The table formats in the order a reader prefers them: current/'s (typed) first. */
+export const tableFormatsToRead: readonly TableFormatModule[] = [...tableFormats].sort(
+  (a, b) => Number(b.currentStore) - Number(a.currentStore),
+);
+
 export function isTableFormat(name: string): name is TableFormat {
   return tableFormats.some((format) => format.name === name);
 }
@@ -57,6 +63,20 @@ export function formatNamed(name: string): FormatModule {
   const format = outputFormats.find((candidate) => candidate.name === name);
   if (!format) throw new Error(`no output format named ${name}`);
   return format;
+}
+
+/** The table format of that name. */
+export function tableFormatNamed(name: TableFormat): TableFormatModule {
+  const format = tableFormats.find((candidate) => candidate.name === name);
+  if (!format) throw new Error(`no table format named ${name}`);
+  return format;
+}
+
+/** The format of a table's file in a run (by its name, as the format writes it). */
+export function tableFormatOfFile(table: TableName, path: string): TableFormat {
+  const format = tableFormats.find((candidate) => candidate.tableFile(table) === path);
+  if (!format) throw new Error(`${path}: not a file of table ${table} in any table format`);
+  return format.name as TableFormat;
 }
 
 /** The table formats among `names`, in the registry's order. */

@@ -327,6 +327,8 @@ export const parquetFormat = {
   selectable: true,
   help: 'every table as <table>.parquet, typed',
   datapackage: { format: 'parquet', mediatype: 'application/vnd.apache.parquet' },
+  currentStore: true,
+  codebookRank: 3,
   resourceSuffix: '-parquet',
   // v1 reserves the tabular profile for CSV: a Parquet file is a data resource with a schema.
   resource: { profile: 'data-resource' },

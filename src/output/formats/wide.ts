@@ -156,6 +156,7 @@ export const wideFormat = {
   selectable: false,
   help: 'one row per response, one column per question (always written)',
   datapackage: { format: 'csv', mediatype: 'text/csv' },
+  codebookRank: 1,
   folder: 'wide',
   description: 'One row per response, one column per question and attribute.',
   studyFile: studyFileOf,

@@ -16,7 +16,7 @@ import { type WideColumn, type WideRow, wideValue } from '../../records.ts';
 import { copyInto } from '../../storage/copy.ts';
 import { openLocalFile } from '../../storage/local-file.ts';
 import type { OutputFile, Storage } from '../../storage/types.ts';
-import { type Row, type TableName, tables, wideColumnDescription, wideSheet } from '../../tables/index.ts';
+import { type TableName, tables, wideColumnDescription, wideSheet } from '../../tables/index.ts';
 import type { StudyFormatModule, StudyRows } from './format.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
@@ -273,6 +273,7 @@ export const xlsxFormat = {
     format: 'xlsx',
     mediatype: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   },
+  codebookRank: 2,
   folder: XLSX_DIR,
   description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
   studyFile: studyFileOf,
