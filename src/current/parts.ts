@@ -5,10 +5,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { BUCKETS } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import { idOf } from '../names.ts';
 import {
   type CsvOptions,
   type CsvWriter,
@@ -19,8 +17,7 @@ import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../outpu
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
-import { columnNames, type Row, type TableName, tables } from '../tables/index.ts';
-import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
+import { columnNames, type Row, type TableName } from '../tables/index.ts';
 import type { CurrentStore } from './store.ts';
 
 /** The partition folder of a bucket: bucket=00 to bucket=63. */

@@ -6,12 +6,12 @@
  */
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
+import type { StudyCopy } from '../output/formats/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
 import { type BucketStart, prepareBucket, startBucket } from './bucket.ts';
 import type { CurrentContext, CurrentStudy, PreparedBucket } from './context.ts';
 import type { ResponseTable } from './merge.ts';
-import { type StudyCopy } from '../output/formats/index.ts';
 
 /**
  * Buckets prepared at once: one while preparation keeps up with the export (it then fills the

@@ -12,11 +12,12 @@
  * RegExp; matching cells are prefixed with ' and quoted. Its built-in pattern misses \0
  * and, being anchored at both ends without the s flag, multi-line values, hence ours.
  */
+import type { Readable } from 'node:stream';
 import Papa from 'papaparse';
 import type { Storage } from '../../storage/types.ts';
 import { columnNames, type Row, type TableName, tables } from '../../tables/index.ts';
 import type { ColumnBuffers } from './column-buffers.ts';
-import type { TableFormatModule } from './format.ts';
+import type { TableFormatModule, VerifyRow } from './format.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
 export const formulaPattern = /^[=+\-@\t\r\0]/;
@@ -172,12 +173,46 @@ export async function readCsvTable<T extends TableName>(
 
 const tableFileOf = (table: TableName): string => `${table}.csv`;
 
+async function verifyCsvRows(
+  input: Readable,
+  table: TableName,
+  file: string,
+  problems: string[],
+  visit: (row: VerifyRow) => void,
+): Promise<void> {
+  const expectedHeader = tables[table].columns.map((c) => c.name);
+  await new Promise<void>((resolve, reject) => {
+    let headerChecked = false;
+    const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, skipEmptyLines: true });
+    parser.on('data', (row: Record<string, string>) => {
+      if (!headerChecked) {
+        headerChecked = true;
+        const header = Object.keys(row).map((h) => h.replace(/^\ufeff/, ''));
+        if (header.join(',') !== expectedHeader.join(',')) {
+          problems.push(`${file}: header is ${header.join(',')}, expected ${expectedHeader.join(',')}`);
+        }
+      }
+      const values: VerifyRow = {};
+      for (const [key, value] of Object.entries(row))
+        values[key.replace(/^\ufeff/, '')] = value === '' ? null : value;
+      visit(values);
+    });
+    parser.on('end', () => resolve());
+    parser.on('error', reject);
+    // Decoded before papaparse sees it: it decodes each chunk alone, which breaks a
+    // character that straddles two chunks.
+    input.setEncoding('utf8');
+    input.on('error', reject).pipe(parser);
+  });
+}
+
 export const csvFormat = {
   name: 'csv',
   kind: 'table',
   selectable: true,
   help: 'every table as <table>.csv',
   datapackage: { format: 'csv', mediatype: 'text/csv' },
+  exact: false,
   currentStore: false,
   codebookRank: 4,
   resourceSuffix: '',
@@ -203,6 +238,8 @@ export const csvFormat = {
       abort: () => writer.abort(),
     };
   },
+  verifyRows: async (storage, path, _bytes, table, problems, visit) =>
+    verifyCsvRows(await storage.readStream(path), table, path, problems, visit),
   async *read(storage, path, _bytes, table, options = {}) {
     const rows = await readCsvTable(storage, path, table);
     const { studies } = options;

@@ -57,8 +57,13 @@ export interface TableFileWriter {
   abort(): Promise<void>;
 }
 
+/** A row as verify reads it: each column's value as text, null for a null or an empty cell. */
+export type VerifyRow = Record<string, string | null>;
+
 export interface TableFormatModule extends FormatBase {
   readonly kind: 'table';
+  /** Whether its values read back exactly as written (a CSV cell may carry a formula escape). */
+  readonly exact: boolean;
   /**
    * Whether current/ keeps its parts in this format whatever output.formats says: its merges
    * read them (one format does; the others are written beside it when asked for).
@@ -79,6 +84,19 @@ export interface TableFormatModule extends FormatBase {
     table: T,
     options?: { studies?: ReadonlySet<string> },
   ): AsyncIterable<Row<T>[]>;
+  /**
+   * verify's check of a table's file: every row read as text (at least the key columns, and
+   * all of media's), header or schema problems pushed to `problems`; a file that cannot be
+   * read throws.
+   */
+  verifyRows(
+    storage: Storage,
+    path: string,
+    bytes: number,
+    table: TableName,
+    problems: string[],
+    visit: (row: VerifyRow) => void,
+  ): Promise<void>;
 }
 
 /** The rows of one response that a study file receives. */
@@ -113,11 +131,15 @@ export interface StudyFormatModule extends FormatBase {
   readonly kind: 'study';
   /** The folder of a run (and of current/) that holds its files. */
   readonly folder: string;
+  /** What one file is called in messages ("the workbook of <study> is missing"). */
+  readonly fileNoun: string;
   /** What a file holds, for datapackage.json's description of it. */
   readonly description: string;
   /** A study's file in a run. */
   studyFile(fileName: string): string;
   open(input: StudyFileInput): StudyFileWriter;
+  /** verify's check of one of its files in a run: what is wrong with it (none: nothing). */
+  verifyFile(storage: Storage, path: string, bytes: number): Promise<string[]>;
 }
 
 export type FormatModule = TableFormatModule | StudyFormatModule;

@@ -8,6 +8,7 @@ import { idOf } from '../../names.ts';
 import type { Storage } from '../../storage/types.ts';
 import { type Row, type TableName, tables } from '../../tables/index.ts';
 import { fromEpochMicros, toIsoUtc } from '../../util/timestamp.ts';
+import type { VerifyRow } from './format.ts';
 
 /** The column that names each row's study, in every part. */
 export const STUDY_COLUMN = 'study_id';
@@ -117,4 +118,27 @@ export function rowOf<T extends TableName>(table: T, record: Record<string, unkn
     else row[column.name] = value;
   }
   return row as Row<T>;
+}
+
+/** verify's reading of a Parquet file: the columns it checks, each value as text. */
+export async function verifyParquetRows(
+  file: AsyncBuffer,
+  table: TableName,
+  visit: (row: VerifyRow) => void,
+): Promise<void> {
+  const metadata = await parquetMetadataAsync(file);
+  // Only the columns the checks need: the key columns (and what the zip check reads).
+  const needed = table === 'media' ? tables.media.columns.map((c) => c.name) : [...tables[table].primaryKey];
+  let rowStart = 0;
+  for (const group of metadata.row_groups) {
+    const rowEnd = rowStart + Number(group.num_rows);
+    const rows = await parquetReadObjects({ file, metadata, columns: needed, rowStart, rowEnd });
+    for (const row of rows) {
+      const values: VerifyRow = {};
+      for (const [key, value] of Object.entries(row))
+        values[key] = value === null || value === undefined ? null : String(value);
+      visit(values);
+    }
+    rowStart = rowEnd;
+  }
 }

@@ -24,7 +24,7 @@ import { type Column, type Row, type TableName, tableNames, tables } from '../..
 import { epochMicros } from '../../util/timestamp.ts';
 import { ColumnBuffers } from './column-buffers.ts';
 import type { TableFormatModule } from './format.ts';
-import { readPart } from './parquet-read.ts';
+import { readPart, storeBuffer, verifyParquetRows } from './parquet-read.ts';
 
 export const defaultRowGroupSize = 50_000;
 /**
@@ -327,6 +327,7 @@ export const parquetFormat = {
   selectable: true,
   help: 'every table as <table>.parquet, typed',
   datapackage: { format: 'parquet', mediatype: 'application/vnd.apache.parquet' },
+  exact: true,
   currentStore: true,
   codebookRank: 3,
   resourceSuffix: '-parquet',
@@ -352,4 +353,6 @@ export const parquetFormat = {
     };
   },
   read: (storage, path, bytes, table, options = {}) => readPart(storage, path, bytes, table, options),
+  verifyRows: (storage, path, bytes, table, _problems, visit) =>
+    verifyParquetRows(storeBuffer(storage, path, bytes), table, visit),
 } as const satisfies TableFormatModule;

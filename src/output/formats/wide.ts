@@ -158,10 +158,13 @@ export const wideFormat = {
   datapackage: { format: 'csv', mediatype: 'text/csv' },
   codebookRank: 1,
   folder: 'wide',
+  fileNoun: 'wide sheet',
   description: 'One row per response, one column per question and attribute.',
   studyFile: studyFileOf,
   codebookLine: (holder) =>
     `- **${holder === 'run' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
+  // Its bytes and sha256 are checked as every file's; a CSV has no structure to check beyond.
+  verifyFile: async () => [],
   open(input) {
     const writer = createWideWriter(input.storage, input.scratchDir, input.fileName, input.csv);
     return {

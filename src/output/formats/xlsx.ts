@@ -17,11 +17,15 @@ import { copyInto } from '../../storage/copy.ts';
 import { openLocalFile } from '../../storage/local-file.ts';
 import type { OutputFile, Storage } from '../../storage/types.ts';
 import { type TableName, tables, wideColumnDescription, wideSheet } from '../../tables/index.ts';
+import { zipEntryNames } from '../codecs/zip-reader.ts';
 import type { StudyFormatModule, StudyRows } from './format.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
+
+/** The parts every workbook has (About, wide, answers, transcript, in this order). */
+const workbookParts = ['xl/workbook.xml', ...[1, 2, 3, 4].map((n) => `xl/worksheets/sheet${n}.xml`)];
 
 export type { StudyRows };
 
@@ -275,10 +279,20 @@ export const xlsxFormat = {
   },
   codebookRank: 2,
   folder: XLSX_DIR,
+  fileNoun: 'workbook',
   description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
   studyFile: studyFileOf,
   codebookLine: (holder) =>
     `- **${holder === 'run' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
+  async verifyFile(storage, path, bytes) {
+    try {
+      const names = await zipEntryNames(storage, path, bytes);
+      const missing = workbookParts.filter((part) => !names.includes(part));
+      return missing.length > 0 ? [`${path}: not a study workbook (no ${missing.join(', ')})`] : [];
+    } catch (error) {
+      return [`${path}: cannot be read (${(error as Error).message})`];
+    }
+  },
   open(input) {
     const writer = createXlsxWriter(input.storage, input.scratchDir, input.study, input.fileName, (cut) =>
       input.warn('xlsx_cell_cut', cutMessage(cut)),
