@@ -5,6 +5,7 @@
  * handoffs (docs/architecture.md: how to add a format).
  */
 import type { TableName } from '../../tables/index.ts';
+import { tablesMarkdown } from '../../tables/markdown.ts';
 import { csvFormat } from './csv.ts';
 import type { FormatModule, StudyFormatModule, TableFormatModule } from './format.ts';
 import { parquetFormat } from './parquet.ts';
@@ -48,6 +49,11 @@ export const tableFormats: readonly TableFormatModule[] = outputFormats.filter(
 export const studyFormats: readonly StudyFormatModule[] = outputFormats.filter(
   (format): format is Extract<Registered, { kind: 'study' }> => format.kind === 'study',
 );
+
+/** docs/tables.md, with the table formats' files (npm run docs writes it; a test checks it). */
+export function tablesReference(): string {
+  return tablesMarkdown(tableFormats.map((format) => format.tableFile('<table>' as TableName)));
+}
 
 /** The table formats in the order a reader prefers them: current/'s (typed) first. */
 export const tableFormatsToRead: readonly TableFormatModule[] = [...tableFormats].sort(
