@@ -66,6 +66,8 @@ export async function eraseResponses(input: {
   const runs = await outputRuns(storage);
   if (runs.length === 0 && (await storage.listFolders('current')).length === 0)
     throw new ConfigError(`${input.output}: not an output of study-export (no runs/ and no current/)`);
+  // Bad input is told before the lock is taken: nothing at all changes then.
+  if ((await pendingErasures(storage)).length === 0) await chosenIds(storage, runs, input.choice, new Set());
   const leases = await takeLocks(storage, runs);
   try {
     await refuseUnfinishedRuns(storage);
