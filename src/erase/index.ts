@@ -25,6 +25,15 @@ import { join } from 'node:path';
 import { eraseFromCurrent, writeCurrentGuide } from '../current/index.ts';
 import { ConfigError, RunError } from '../errors.ts';
 import { type Handoff, handoffsHolding } from '../ledger/index.ts';
+import {
+  CURRENT_DIR,
+  MANIFEST_FILE,
+  PENDING_DIR,
+  parseShardLabel,
+  RUNS_DIR,
+  shardLabelOfRun,
+  shardNames,
+} from '../output/layout.ts';
 import { compareRunIds, runIdAt } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Lease, Storage } from '../storage/types.ts';
@@ -40,7 +49,7 @@ import {
   writePendingErasure,
 } from './record.ts';
 import { type Choice, chosenIds, type OutputRun, outputRuns } from './select.ts';
-import { eraseRun, RUNS_DIR } from './switch.ts';
+import { eraseRun } from './switch.ts';
 
 export type { AttributeChoice, Choice } from './select.ts';
 
@@ -52,9 +61,6 @@ export interface EraseResult {
   handoffs: Handoff[];
 }
 
-const LOCK = '.lock';
-const PENDING_RUNS = '.pending';
-
 export async function eraseResponses(input: {
   output: string;
   s3?: S3Settings;
@@ -64,7 +70,7 @@ export async function eraseResponses(input: {
   const now = input.now ?? (() => new Date());
   const storage = await openStorage(input.output, input.s3 ?? {});
   const runs = await outputRuns(storage);
-  if (runs.length === 0 && (await storage.listFolders('current')).length === 0)
+  if (runs.length === 0 && (await storage.listFolders(CURRENT_DIR)).length === 0)
     throw new ConfigError(`${input.output}: not an output of study-export (no runs/ and no current/)`);
   // Bad input is told before the lock is taken: nothing at all changes then.
   if ((await pendingErasures(storage)).length === 0) await chosenIds(storage, runs, input.choice, new Set());
@@ -73,7 +79,7 @@ export async function eraseResponses(input: {
     await refuseUnfinishedRuns(storage);
     await storage.removeLeftovers(RUNS_DIR, {
       graceMs: 0,
-      manifest: 'manifest.json',
+      manifest: MANIFEST_FILE,
       owns: () => true,
     });
     const finished: ErasureRecord[] = [];
@@ -159,7 +165,7 @@ async function eraseCurrent(
   const runs = await outputRuns(storage);
   const newest = runs.at(-1)?.manifest;
   if (!newest) return;
-  const latest = (await storage.read('latest'))?.toString('utf8').trim() || null;
+  const latest = (await storage.read(shardNames(undefined).latest))?.toString('utf8').trim() || null;
   const scratchDir = await mkdtemp(join(tmpdir(), `study-export-erase-${process.pid}-`));
   try {
     const { config } = newest;
@@ -203,11 +209,14 @@ function countBy(values: Iterable<string>): Record<string, number> {
 
 /** The output's lock, and each shard's lock whose runs are there: no run may write meanwhile. */
 async function takeLocks(storage: Storage, runs: readonly OutputRun[]): Promise<Lease[]> {
-  const shards = new Set(runs.map((run) => /-(shard-\d+-of-\d+)$/.exec(run.id)?.[1]).filter(Boolean));
+  const labels = new Set(runs.map((run) => shardLabelOfRun(run.id)));
+  const shards = [...labels].map((label) =>
+    label === null ? undefined : (parseShardLabel(label) ?? undefined),
+  );
+  const locks = new Set([shardNames(undefined).lock, ...shards.map((shard) => shardNames(shard).lock)]);
   const leases: Lease[] = [];
   try {
-    for (const lock of [LOCK, ...[...shards].map((shard) => `${LOCK}-${shard}`)])
-      leases.push(await storage.lease(lock));
+    for (const lock of locks) leases.push(await storage.lease(lock));
   } catch (error) {
     for (const lease of leases.reverse()) await lease.release().catch(() => {});
     throw error;
@@ -217,10 +226,10 @@ async function takeLocks(storage: Storage, runs: readonly OutputRun[]): Promise<
 
 /** A run that stopped in its publication holds parts and a record erase would not see whole. */
 async function refuseUnfinishedRuns(storage: Storage): Promise<void> {
-  for await (const file of storage.list(PENDING_RUNS)) {
+  for await (const file of storage.list(PENDING_DIR)) {
     if (!file.path.endsWith('.json')) continue;
     throw new RunError(
-      `${storage.describe(`${PENDING_RUNS}/${file.path}`)}: run ${file.path.replace(/\.json$/, '')} stopped part way; the next \`study-export run\` of this output completes it (one with nothing new too); erase after it. Nothing was erased`,
+      `${storage.describe(`${PENDING_DIR}/${file.path}`)}: run ${file.path.replace(/\.json$/, '')} stopped part way; the next \`study-export run\` of this output completes it (one with nothing new too); erase after it. Nothing was erased`,
     );
   }
 }

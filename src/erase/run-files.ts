@@ -11,12 +11,21 @@
  * changed objects are uploaded). A file of a kind erase cannot read back is never copied blind:
  * the run is refused before anything changes (`unreadableFiles`).
  */
-import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
-import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
-import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
+import { codebookMarkdown } from '../load/codebook.ts';
+import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import {
+  CODEBOOK_FILE,
+  DATAPACKAGE_FILE,
+  isRawFile,
+  MANIFEST_FILE,
+  MEDIA_ZIP,
+  REJECTS_FILE,
+  REPORT_FILE,
+} from '../output/layout.ts';
+import type { Manifest } from '../output/manifest.ts';
 import { copyInto } from '../storage/copy.ts';
 import { recordWrites } from '../storage/recorded.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
@@ -25,8 +34,6 @@ import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
 import { tableFormatOf } from './table-formats.ts';
 import { rewriteMediaZip } from './zip-entries.ts';
-
-export const DATAPACKAGE_FILE = 'datapackage.json';
 
 /** What an erasure says of itself in each run's manifest: never an id. */
 export interface ManifestErasure {
@@ -57,9 +64,9 @@ function readable(path: string): boolean {
     tableFormatOf(path) !== null ||
     /^wide\/[^/]+\.csv$/.test(path) ||
     new RegExp(`^${XLSX_DIR}/[^/]+\\.xlsx$`).test(path) ||
-    /^raw\/[^/]+\.jsonl\.gz$/.test(path) ||
-    path === 'rejects.jsonl' ||
-    path === 'media.zip'
+    isRawFile(path) ||
+    path === REJECTS_FILE ||
+    path === MEDIA_ZIP
   );
 }
 
@@ -159,13 +166,13 @@ export async function rewriteRun(input: {
       if (!touchedSheets.has(sheet)) await copy(path);
       else if (path.endsWith('.csv')) await rewriteWideSheet(from, to, path, ids);
       else await rewriteWorkbook(from, to, path, ids);
-    } else if (path.startsWith('raw/')) {
+    } else if (isRawFile(path)) {
       await rewriteRaw(from, to, path, ids);
-    } else if (path === 'rejects.jsonl') {
+    } else if (path === REJECTS_FILE) {
       const rejects = await rewriteRejects(from, to, path, ids);
       for (const reason of rejects.reasons) stats.reject(reason);
       manifest.rejects = { ...manifest.rejects, count: rejects.kept };
-    } else if (path === 'media.zip') {
+    } else if (path === MEDIA_ZIP) {
       const zip = await rewriteMediaZip(from, to, path, bytesOf.get(path) ?? 0, ids);
       recordings += zip.removed;
       const media = manifest.media as { files?: number; bytes?: number; zip?: object } | null;

@@ -5,11 +5,11 @@
  */
 import { currentHolders } from '../current/index.ts';
 import { ConfigError } from '../errors.ts';
-import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { RUNS_DIR, runPath } from '../output/layout.ts';
+import { type Manifest, readRunManifest } from '../output/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
-import { RUNS_DIR } from './switch.ts';
 import { tableFormatOf } from './table-formats.ts';
 
 export interface AttributeChoice {
@@ -30,8 +30,8 @@ export async function outputRuns(storage: Storage): Promise<OutputRun[]> {
   const ids = (await storage.listFolders(RUNS_DIR)).filter((id) => !id.startsWith('.')).sort(compareRunIds);
   const runs: OutputRun[] = [];
   for (const id of ids) {
-    const text = await storage.read(`${RUNS_DIR}/${id}/${MANIFEST_FILE}`);
-    if (text !== null) runs.push({ id, manifest: JSON.parse(text.toString('utf8')) as Manifest });
+    const manifest = await readRunManifest(storage, id);
+    if (manifest !== null) runs.push({ id, manifest });
   }
   return runs;
 }
@@ -49,7 +49,7 @@ async function* tableRows(
   if (!file) return;
   const of = tableFormatOf(file.path);
   if (!of) return;
-  const runStorage = storage.at(`${RUNS_DIR}/${run.id}`);
+  const runStorage = storage.at(runPath(run.id));
   for await (const rows of of.format.read(runStorage, file.path, table, file.bytes))
     yield* rows as Record<string, unknown>[];
 }

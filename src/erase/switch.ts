@@ -17,14 +17,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
+import { type Manifest, readManifest } from '../output/manifest.ts';
 import { isObjectStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
 import { type ErasedManifest, type RunErased, rewriteRun } from './run-files.ts';
 
-export const RUNS_DIR = 'runs';
 const STAGED_MARK = '.staged';
 
 export function stagedName(erasureId: string, runId: string): string {
@@ -38,11 +38,6 @@ export function asideName(erasureId: string, runId: string): string {
 /** Whether the erasure `erasureId` is already in this manifest (the run is after). */
 export function erasedBy(manifest: Manifest, erasureId: string): boolean {
   return ((manifest as ErasedManifest).erasures ?? []).some((erasure) => erasure.id === erasureId);
-}
-
-async function readManifest(storage: Storage, path: string): Promise<Manifest | null> {
-  const text = await storage.read(`${path}/${MANIFEST_FILE}`);
-  return text === null ? null : (JSON.parse(text.toString('utf8')) as Manifest);
 }
 
 export interface RunSwitchInput {
@@ -59,11 +54,11 @@ export async function eraseRun(input: RunSwitchInput): Promise<RunErased | null>
 
 async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> {
   const { storage, runId, erasure } = input;
-  const run = `${RUNS_DIR}/${runId}`;
+  const run = runPath(runId);
   const staged = `${RUNS_DIR}/${stagedName(erasure.id, runId)}`;
   const aside = `${RUNS_DIR}/${asideName(erasure.id, runId)}`;
-  const stagedManifest = await readManifest(storage, staged);
-  const current = await readManifest(storage, run);
+  const stagedManifest = await readManifest(storage.at(staged));
+  const current = await readManifest(storage.at(run));
   if (current === null && stagedManifest !== null && erasedBy(stagedManifest, erasure.id)) {
     // Killed between the two renames: the new run is whole under its staged name.
     await moveFolder(storage, staged, run);
@@ -105,8 +100,8 @@ async function moveFolder(storage: Storage, from: string, to: string): Promise<v
 
 async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> {
   const { storage, runId, erasure } = input;
-  const run = storage.at(`${RUNS_DIR}/${runId}`);
-  const current = await readManifest(storage, `${RUNS_DIR}/${runId}`);
+  const run = storage.at(runPath(runId));
+  const current = await readManifest(run);
   if (current === null || erasedBy(current, erasure.id)) return null;
   const scratch = await mkdtemp(join(tmpdir(), `study-export-erase-${process.pid}-`));
   try {
