@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
 import { studyFileNames } from '../names.ts';
+import { appendHandoff } from '../ledger/index.ts';
 import { OutputReader } from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
@@ -87,6 +88,15 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
         time,
       });
       const bag = { ...result, study_id: study.study_id, link_id: study.link_id };
+      // The ledger (handoffs/) records the bag and the responses it holds, once it is whole.
+      await appendHandoff(output.storage, {
+        command: 'archive',
+        package: result.location.split('/').at(-1) ?? bagName,
+        location: result.location,
+        studies: [{ study_id: study.study_id, link_id: study.link_id }],
+        identified: true,
+        responses: result.responseIds.map((id) => ({ id })),
+      });
       options.onBag?.(bag);
       bags.push(bag);
     } catch (error) {

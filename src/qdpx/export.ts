@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
+import { appendHandoff } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
 import { OutputReader } from '../reader/index.ts';
 import type { S3Settings } from '../storage/index.ts';
@@ -65,6 +66,15 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       where,
       externalFolder: join(folder, `${name} media`),
       ...(options.internalLimitBytes !== undefined ? { internalLimitBytes: options.internalLimitBytes } : {}),
+    });
+    // The ledger (handoffs/) records the project and the responses it holds, as it holds them.
+    await appendHandoff(reader.storage, {
+      command: 'qdpx',
+      package: `${name}.qdpx`,
+      location: where,
+      studies: [{ study_id: study.study_id, link_id: study.link_id }],
+      identified: true,
+      responses: input.responses.map((response) => ({ id: response.response.response_id })),
     });
     const all: QdpxWarning[] = [...warnings, ...result.warnings];
     const entry = { ...result, warnings: all, study_id: study.study_id, link_id: study.link_id, file: where };
