@@ -20,7 +20,7 @@
  * - replace (a full, lossless export of the study): the run's rows are the whole study; only
  *   incomplete responses keep their previous copy. Responses deleted on the service go away.
  */
-import type { Row, TableName } from '../tables/index.ts';
+import type { DataTableName, Row, TableName } from '../tables/index.ts';
 
 /** Tables whose rows belong to one response, and go and come with it. */
 export const responseTables = ['responses', 'answers', 'transcript', 'attributes', 'media'] as const;
@@ -115,7 +115,7 @@ export function mergeQuestions(
 }
 
 /** The rows of one study, table by table. */
-export type StudyRows = { [T in TableName]: Row<T>[] };
+export type StudyRows = { [T in DataTableName]: Row<T>[] };
 
 /**
  * The whole merge of one study in memory: what bucket.ts does row group by row group.

@@ -62,7 +62,7 @@ export function sinceFor(
 ): string | null {
   return effectiveSince(state.studies[study.id], {
     ...options,
-    incremental: config.incremental,
+    incremental: config.incremental.enabled,
     media: config.media.enabled,
   });
 }

@@ -8,7 +8,7 @@
  * replayed run has no media.zip and its media table is empty. State is neither read nor moved.
  */
 import { join, resolve } from 'node:path';
-import type { Format } from '../config/schema.ts';
+import { type Format, IncrementalConfig } from '../config/schema.ts';
 import { readManifest } from '../load/manifest.ts';
 import type { ProgressReporter } from '../pipeline/progress.ts';
 import { runPipeline } from '../pipeline/run.ts';
@@ -33,7 +33,7 @@ export async function replayRun(options: ReplayOptions): Promise<RunResult> {
   const recorded = await openRecordedSource(join(options.runDir, 'raw'), config.source.base_url);
   try {
     return await runPipeline({
-      config: { ...config, incremental: false },
+      config: { ...config, incremental: IncrementalConfig.parse({ enabled: false, reconcile_every: '0' }) },
       configFile: manifest.config_file,
       // The studies the run exported, by permanent id: its selection, whatever decided it.
       studies: recorded.studyIds,
