@@ -208,7 +208,9 @@ export const PrivacyTextConfig = z.strictObject({
   patterns: z
     .array(z.string().min(1))
     .default([])
-    .describe('extra regular expressions (JavaScript syntax, matched case-sensitively); each match becomes [PATTERN-n]'),
+    .describe(
+      'extra regular expressions (JavaScript syntax, matched case-sensitively); each match becomes [PATTERN-n]',
+    ),
 });
 
 export const PrivacyConfig = z.strictObject({
@@ -216,7 +218,9 @@ export const PrivacyConfig = z.strictObject({
     .string()
     .min(1)
     .default('STUDY_PSEUDONYM_KEY')
-    .describe('the environment variable holding the pseudonym secret (never written anywhere, like the API key)'),
+    .describe(
+      'the environment variable holding the pseudonym secret (never written anywhere, like the API key)',
+    ),
   ids: z
     .enum(['pseudonymise', 'keep'])
     .default('pseudonymise')
@@ -227,11 +231,15 @@ export const PrivacyConfig = z.strictObject({
     .describe(
       'per URL-parameter key (globs * and ?): keep, drop or pseudonymise; keys not named are dropped, e.g. { "utm_*": keep, id: pseudonymise }',
     ),
-  text: PrivacyTextConfig.prefault({}).describe("what is replaced in respondents' text (answers, turns, summaries)"),
+  text: PrivacyTextConfig.prefault({}).describe(
+    "what is replaced in respondents' text (answers, turns, summaries)",
+  ),
   recordings: z
     .enum(['exclude', 'keep'])
     .default('exclude')
-    .describe('exclude (voices and faces are not de-identified by text rules) or keep (the package says they identify people)'),
+    .describe(
+      'exclude (voices and faces are not de-identified by text rules) or keep (the package says they identify people)',
+    ),
 });
 export type PrivacyConfig = z.infer<typeof PrivacyConfig>;
 
