@@ -4,11 +4,13 @@
  * --study to choose among its studies; and for the handoff commands (archive, qdpx, share)
  * --identified and --linkage, with the privacy profile they apply.
  */
+import { access, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { loadPipeline } from '../config/load.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
+import type { LinkageEntry } from '../privacy/index.ts';
 import type { HandoffProfile } from '../reader/index.ts';
 import { isObjectStorage, locationOf, type S3Settings } from '../storage/index.ts';
 import { type CliContext, type PipelineArgs, pipelineOptions, pipelineSelection } from './context.ts';
@@ -126,6 +128,10 @@ export async function chosenHandoff(
         `--linkage ${args.linkage}: inside the destination ${destination}, where the packages go; the linkage table re-identifies them: write it elsewhere`,
       );
   }
+  if (linkage !== null && (await exists(linkage)))
+    throw new ConfigError(
+      `--linkage ${args.linkage}: the file exists; a linkage table is never written over`,
+    );
   if (args.identified === true) return { ...chosen, profile: 'identified', linkage: null };
   const privacy = chosen.config?.privacy;
   if (privacy && chosen.file !== null) {
@@ -153,4 +159,43 @@ async function recordsPrivacy(output: string, s3: S3Settings): Promise<boolean> 
   const { OutputReader } = await import('../reader/index.ts');
   const runs = await (await OutputReader.open(output, s3)).runs().catch(() => []);
   return runs[0]?.manifest.config?.privacy !== undefined;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+export interface StudyLinkage {
+  study_id: string;
+  link_id: string;
+  linkage: readonly LinkageEntry[];
+}
+
+const linkageColumns = ['study_id', 'link_id', 'kind', 'pseudonym', 'response_id', 'key', 'value'] as const;
+
+/**
+ * The linkage table of the packages just made, as CSV, readable by its owner only: every
+ * pseudonym and the response id (or URL-parameter value) it stands for.
+ */
+export async function writeLinkage(file: string, studies: readonly StudyLinkage[]): Promise<number> {
+  const { csvText } = await import('../load/csv.ts');
+  const rows = studies.flatMap((study) =>
+    study.linkage.map((entry) => [
+      study.study_id,
+      study.link_id,
+      entry.kind,
+      entry.pseudonym,
+      entry.response_id,
+      entry.key,
+      entry.value,
+    ]),
+  );
+  await writeFile(file, csvText([[...linkageColumns], ...rows], { bom: false, escape_formulae: true }), {
+    flag: 'wx',
+    mode: 0o600,
+  });
+  return rows.length;
 }

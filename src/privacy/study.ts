@@ -5,7 +5,7 @@
  * specification (`extra`) left out. Every text of the study is seen first (`see`), so its tags
  * are numbered before any row is handed on. Pure.
  */
-import { nameOf } from '../names.ts';
+import { idOf, nameOf } from '../names.ts';
 import type { Row, TableName } from '../tables/index.ts';
 import { attributeRule, type PrivacyProfile } from './profile.ts';
 import { pseudonymOf } from './pseudonym.ts';
@@ -117,6 +117,14 @@ export class StudyDeidentifier {
     if (this.profile.config.ids === 'keep') return path;
     const parts = path.split('/');
     if (parts[1] === nameOf(responseId)) parts[1] = nameOf(this.responseId(responseId));
+    return parts.join('/');
+  }
+
+  /** Any media path `<link_id>/<response_id>/…` with its response's folder named by its pseudonym. */
+  renamedMediaPath(path: string): string {
+    const parts = path.split('/');
+    if (this.profile.config.ids === 'keep' || parts.length < 3 || parts[1] === undefined) return path;
+    parts[1] = nameOf(this.responseId(idOf(parts[1])));
     return parts.join('/');
   }
 

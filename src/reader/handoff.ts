@@ -16,8 +16,9 @@ import {
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import type { CurrentFile } from './current.ts';
 import type { OutputReader, StudyReader } from './output.ts';
-import type { Recording } from './recordings.ts';
+import type { Located, Recording } from './recordings.ts';
 import type { RunReader } from './run.ts';
+import type { ZipEntry, ZipIndex } from './zip-index.ts';
 
 /** A privacy profile, or 'identified': the package keeps the respondents' identities. */
 export type { HandoffPrivacy };
@@ -102,21 +103,39 @@ async function* deidentified<T extends TableName>(
   }
 }
 
+/** Recordings under their pseudonyms: their rows, notes and the media.zip names they are read by. */
 async function* deidentifiedRecordings(
   groups: AsyncIterable<Recording[]>,
   study: StudyDeidentifier,
 ): AsyncIterable<Recording[]> {
+  const zips = new Map<ZipIndex, ZipIndex>();
+  const renamed = (zip: ZipIndex) => {
+    let view = zips.get(zip);
+    if (!view) {
+      view = zip.renamed((name) => study.renamedMediaPath(name));
+      zips.set(zip, view);
+    }
+    return view;
+  };
   for await (const group of groups)
-    yield group.map((recording) => ({
-      ...recording,
-      response_id: study.responseId(recording.response_id),
-      row: recording.row && study.row('media', recording.row),
-      located:
-        'reason' in recording.located
-          ? { reason: study.mentionsOf(recording.located.reason, recording.response_id) }
-          : { ...recording.located, row: study.row('media', recording.located.row) as Row<'media'> },
-      note: recording.note && study.mentionsOf(recording.note, recording.response_id),
-    }));
+    yield group.map((recording): Recording => {
+      const { located } = recording;
+      const id = recording.response_id;
+      let where: Located;
+      if ('reason' in located) where = { reason: study.mentionsOf(located.reason, id) };
+      else {
+        const zip = renamed(located.zip);
+        const entry = zip.entries.get(study.renamedMediaPath(located.entry.name)) as ZipEntry;
+        where = { ...located, zip, entry, row: study.row('media', located.row) as Row<'media'> };
+      }
+      return {
+        ...recording,
+        response_id: study.responseId(id),
+        row: recording.row && study.row('media', recording.row),
+        located: where,
+        note: recording.note && study.mentionsOf(recording.note, id),
+      };
+    });
 }
 
 async function* none(): AsyncIterable<Recording[]> {}
