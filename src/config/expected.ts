@@ -13,6 +13,7 @@ interface SchemaDef {
   /** A pipe's (a preprocessed key's) schema of the value it gives. */
   out?: AnySchema;
   element?: AnySchema;
+  valueType?: AnySchema;
   shape?: Record<string, AnySchema>;
   entries?: Record<string, string>;
 }
@@ -40,7 +41,13 @@ export function schemaAt(root: AnySchema, path: KeyPath): AnySchema | undefined 
     if (!current) return undefined;
     const def = defOf(unwrap(current));
     const next: AnySchema | undefined =
-      def.type === 'object' ? def.shape?.[String(segment)] : def.type === 'array' ? def.element : undefined;
+      def.type === 'object'
+        ? def.shape?.[String(segment)]
+        : def.type === 'array'
+          ? def.element
+          : def.type === 'record'
+            ? def.valueType
+            : undefined;
     // Not through a pipe: what it accepts before its schema is what the message says.
     current = next ? unwrap(next, { pipes: false }) : undefined;
   }
@@ -74,6 +81,8 @@ export function describeExpected(schema: AnySchema | undefined): string {
       // A section with a shorthand (incremental: true) takes a boolean too.
       return schema.safeParse(true).success ? `true or false, or ${mapping}` : mapping;
     }
+    case 'record':
+      return `a mapping of keys to ${plural(describeExpected(def.valueType))}`;
     default:
       return `a ${def.type}`;
   }

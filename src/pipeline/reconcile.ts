@@ -27,7 +27,7 @@ import type { PipelineConfig } from '../config/schema.ts';
 import { heldResponses } from '../current/index.ts';
 import { AuthError, StudyExportError } from '../errors.ts';
 import { listResponses } from '../extract/index.ts';
-import type { ReconcileRecord } from '../load/manifest.ts';
+import type { ReconcileRecord } from '../output/manifest.ts';
 import type { State } from '../publish/state.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
 import { inShard } from '../shard.ts';
