@@ -105,7 +105,6 @@ export class DtaEncoder {
       this.#value(variable, value, o);
     }
     const strls = this.#strls.length > 0 ? this.#strls.take() : null;
-    this.#strlWritten += strls?.length ?? 0;
     return { data: this.#row.take(), strls };
   }
 
@@ -117,6 +116,11 @@ export class DtaEncoder {
       );
     }
     return Buffer.from('</data><strls>');
+  }
+
+  /** Counts strL bytes as they are copied after the data, to check them against the map. */
+  countStrls(bytes: number): void {
+    this.#strlWritten += bytes;
   }
 
   /** Closes the strLs, then the value labels and the file. */
@@ -188,7 +192,8 @@ function tagged(tag: string, body: Bytes): Buffer {
 }
 
 function headerSection(dataset: LabelledDataset, variables: number, observations: number): Buffer {
-  const label = Buffer.from(cutCharacters(dataset.label, LABEL_CHARACTERS), 'utf8');
+  const room = LABEL_CHARACTERS - Array.from(dataset.labelEnd).length;
+  const label = Buffer.from(cutCharacters(dataset.label, room) + dataset.labelEnd, 'utf8');
   const t = dataset.createdAt;
   const stamp = `${String(t.getUTCDate()).padStart(2, '0')} ${MONTHS[t.getUTCMonth()]} ${t.getUTCFullYear()} ${t.toISOString().slice(11, 16)}`;
   const out = new Bytes(1024);
@@ -241,7 +246,8 @@ function notes(dataset: LabelledDataset, variables: readonly DtaVariable[]): Byt
       out.fixed(owner, NAME_BYTES, 0).fixed(name, NAME_BYTES, 0).bytes(bytes).u8(0).bytes('</ch>');
     }
   };
-  if (Array.from(dataset.label).length > LABEL_CHARACTERS) note('_dta', dataset.label);
+  const whole = dataset.label + dataset.labelEnd;
+  if (Array.from(whole).length > LABEL_CHARACTERS) note('_dta', whole);
   for (const v of variables) {
     if (Array.from(v.source.label).length > LABEL_CHARACTERS) note(v.source.name, v.source.label);
   }

@@ -14,6 +14,7 @@ export class Bytes {
     return this.#length;
   }
 
+  /** Makes room for `bytes` more; returns where they go. Call it before reading `#buffer`. */
   #room(bytes: number): number {
     const at = this.#length;
     if (at + bytes > this.#buffer.length) {
@@ -26,45 +27,53 @@ export class Bytes {
   }
 
   u8(value: number): this {
-    this.#buffer[this.#room(1)] = value;
+    const at = this.#room(1);
+    this.#buffer[at] = value;
     return this;
   }
 
   u16(value: number): this {
-    this.#buffer.writeUInt16LE(value, this.#room(2));
+    const at = this.#room(2);
+    this.#buffer.writeUInt16LE(value, at);
     return this;
   }
 
   i32(value: number): this {
-    this.#buffer.writeInt32LE(value, this.#room(4));
+    const at = this.#room(4);
+    this.#buffer.writeInt32LE(value, at);
     return this;
   }
 
   u32(value: number): this {
-    this.#buffer.writeUInt32LE(value, this.#room(4));
+    const at = this.#room(4);
+    this.#buffer.writeUInt32LE(value, at);
     return this;
   }
 
   u64(value: number): this {
-    this.#buffer.writeBigUInt64LE(BigInt(value), this.#room(8));
+    const at = this.#room(8);
+    this.#buffer.writeBigUInt64LE(BigInt(value), at);
     return this;
   }
 
   /** An unsigned integer in `size` bytes (Stata's 6-byte observation numbers). */
   uint(value: number, size: number): this {
-    this.#buffer.writeUIntLE(value, this.#room(size), size);
+    const at = this.#room(size);
+    this.#buffer.writeUIntLE(value, at, size);
     return this;
   }
 
   f64(value: number): this {
-    this.#buffer.writeDoubleLE(value, this.#room(8));
+    const at = this.#room(8);
+    this.#buffer.writeDoubleLE(value, at);
     return this;
   }
 
   /** ASCII or UTF-8 text as it is, or raw bytes. */
   bytes(value: Uint8Array | string): this {
     const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-    this.#buffer.set(bytes, this.#room(bytes.length));
+    const at = this.#room(bytes.length);
+    this.#buffer.set(bytes, at);
     return this;
   }
 

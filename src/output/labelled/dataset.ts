@@ -28,8 +28,12 @@ export type LabelledVariable =
 export type LabelledValue = string | number | null;
 
 export interface LabelledDataset {
-  /** The file's label (SPSS file label, Stata data label): cut by each format to its limit. */
+  /**
+   * The file's label (SPSS file label, 64 bytes; Stata data label, 80 characters): `label`
+   * cut by each format to leave room for `labelEnd`, which is kept whole.
+   */
   label: string;
+  labelEnd: string;
   /** When the file was made (both formats stamp it in their header). */
   createdAt: Date;
   variables: readonly LabelledVariable[];
@@ -52,8 +56,12 @@ export interface Measured {
   text: ReadonlyMap<number, TextExtent>;
 }
 
-/** SPSS's widest string variable; a longer text is held by several variables (its parts). */
-export const SPSS_MAX_STRING_BYTES = 32767;
+/**
+ * The longest text one SPSS string variable holds here; a longer text is held by several
+ * variables (its parts). SPSS's widest string is 32,767 bytes, but ReadStat (and so R's haven)
+ * reads one byte less of a string that wide.
+ */
+export const SPSS_MAX_STRING_BYTES = 32766;
 
 /** Measures rows as they are added, holding nothing of them. */
 export class Measure implements Measured {

@@ -28,6 +28,7 @@ const CODE = { END: 252, RAW: 253, SPACES: 254, SYSMIS: 255 } as const;
 /** SPSS documents variable labels of up to 255 bytes and value labels of up to 120. */
 const VARIABLE_LABEL_BYTES = 255;
 const VALUE_LABEL_BYTES = 120;
+const FILE_LABEL_BYTES = 60;
 const SPACE = 0x20;
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
@@ -74,7 +75,7 @@ export class SavEncoder {
       .f64(BIAS)
       .fixed(`${day} ${MONTHS[created.getUTCMonth()]} ${year}`, 9, SPACE)
       .fixed(time, 8, SPACE)
-      .fixed(cutBytes(this.dataset.label, 64), 64, SPACE)
+      .fixed(fileLabel(this.dataset), 64, SPACE)
       .fixed('', 3, 0);
     for (const variable of variables) variableRecords(out, variable);
     for (const column of this.columns) valueLabelRecords(out, column);
@@ -174,6 +175,15 @@ export class SavEncoder {
     this.#out.bytes(this.#raw.take());
     this.#codeCount = 0;
   }
+}
+
+/**
+ * The file label: the label cut to leave room for its end, in 60 of the header's 64 bytes
+ * (PSPP reads no more than 60 of them).
+ */
+function fileLabel(dataset: LabelledDataset): Buffer {
+  const end = Buffer.from(dataset.labelEnd, 'utf8');
+  return Buffer.concat([cutBytes(dataset.label, Math.max(0, FILE_LABEL_BYTES - end.length)), end]);
 }
 
 function variableRecords(out: Bytes, variable: SavVariable): void {
