@@ -101,7 +101,7 @@ function parseDictionary(text: string): PsppDictionary {
   let current = '';
   for (const row of table('Value Labels').slice(1)) {
     if (row[0]) current = byLabel.get(row[0]) ?? row[0];
-    (valueLabels[current] ??= {})[row[1]!] = row[2]!;
+    valueLabels[current] = { ...valueLabels[current], [row[1]!]: row[2]! };
   }
   const info = table('File Information');
   const fileLabel = info.find((row) => row[0] === 'Label')?.[1] ?? '';
@@ -169,4 +169,12 @@ export function isoFromSpssSeconds(text: string): string | null {
 export function numberFrom(text: string): number | null {
   const trimmed = text.trim();
   return trimmed === '' || trimmed === '.' ? null : Number(trimmed);
+}
+
+/** Milliseconds from 1960-01-01 (Stata's epoch) to 1970-01-01. */
+const STATA_EPOCH_MS = 315_619_200_000;
+
+/** A Stata %tc value in ReadStat's CSV (milliseconds since 1960 for a %tc with a display pattern). */
+export function isoFromStataMs(text: string): string | null {
+  return text.trim() === '' ? null : isoSecond(Number(text) - STATA_EPOCH_MS);
 }
