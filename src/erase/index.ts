@@ -46,7 +46,7 @@ import {
   writeErasureRecord,
   writePendingErasure,
 } from './record.ts';
-import { type Choice, chosenIds, type OutputRun, outputRuns } from './select.ts';
+import { type Choice, chosenIds, type OutputRun, outputRuns, refuseUnreadable } from './select.ts';
 import { eraseRun } from './switch.ts';
 
 export type { AttributeChoice, Choice } from './select.ts';
@@ -71,7 +71,8 @@ export async function eraseResponses(input: {
   if (runs.length === 0 && (await storage.listFolders(CURRENT_DIR)).length === 0)
     throw new ConfigError(`${input.output}: not an output of study-export (no runs/ and no current/)`);
   // Bad input is told before the lock is taken: nothing at all changes then.
-  if ((await pendingErasures(storage)).length === 0) await chosenIds(storage, runs, input.choice, new Set());
+  if ((await pendingErasures(storage)).length === 0)
+    refuseUnreadable(runs, (await chosenIds(storage, runs, input.choice, new Set())).held);
   const leases = await takeLocks(storage, runs);
   // Removed on any exit but SIGKILL; a killed erasure's is removed by the next run or erase.
   const scratch = await openScratch();
@@ -91,6 +92,7 @@ export async function eraseResponses(input: {
     const finishedIds = new Set(asked.filter((id) => done.has(responseRef(id))));
     const current = await outputRuns(storage);
     const { ids, held } = await chosenIds(storage, current, input.choice, finishedIds);
+    refuseUnreadable(current, held);
     const id = erasureId(now(), current);
     const pending: PendingErasure = {
       id,

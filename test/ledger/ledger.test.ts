@@ -6,7 +6,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendHandoff, type Handoff, listHandoffs } from '../../src/ledger/index.ts';
+import { appendHandoff, type Handoff, heldResponses, listHandoffs } from '../../src/ledger/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { runCli } from '../helpers/cli.ts';
@@ -49,6 +49,14 @@ describe('the ledger', () => {
       const pseudonymised = all.find((h) => h.package === 'package-3') as Handoff;
       expect(pseudonymised.responses.map((r) => r.pseudonym)).toEqual([undefined, 'p-3']);
     });
+  });
+
+  it("names a de-identified package's responses by the ids its pseudonyms stand for, and keeps the pseudonyms", () => {
+    const linkage = [
+      { kind: 'response', pseudonym: 'p-1', response_id: 'r-1' },
+      { kind: 'attribute', pseudonym: 'p-9', response_id: 'r-2' },
+    ];
+    expect(heldResponses(['p-1', 'r-2'], linkage)).toEqual([{ id: 'r-1', pseudonym: 'p-1' }, { id: 'r-2' }]);
   });
 });
 
