@@ -9,10 +9,9 @@ import { markdownText } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { escapeHtml as e } from '../load/svg-charts.ts';
-import { type Row, tableNames } from '../tables/index.ts';
+import { type Row, type TableRows, tableNames } from '../tables/index.ts';
 import { tableSection } from '../tables/markdown.ts';
 import { type Conversation, conversationHtml, conversationTitle, htmlPage } from './conversation.ts';
-import type { StudyRows } from './payload.ts';
 
 export interface GuideFacts {
   pipeline: string;
@@ -20,7 +19,7 @@ export interface GuideFacts {
   /** The newest run the bag's contents came from. */
   runId: string;
   baggedAt: string;
-  studyRows: StudyRows;
+  studyRows: TableRows;
   missing: number;
   recordings: number;
 }
