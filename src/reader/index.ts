@@ -20,7 +20,7 @@ export {
 export { type LatestPointer, OutputReader, RUNS_DIR, type StudyReader } from './output.ts';
 export { type Found, type Located, type MediaRow, type Recording, RecordingFinder } from './recordings.ts';
 export { MEDIA_ZIP, openRun, type RunReader } from './run.ts';
-export { studyTables } from './study-tables.ts';
+export { studyRuns, studyTables } from './study.ts';
 export { playlistUris, type ZipEntry, ZipIndex } from './zip-index.ts';
 
 /** The run folder at `location` (runs/<id>, local or s3://); a RunError when it is none. */
