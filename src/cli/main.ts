@@ -12,6 +12,7 @@ import { qdpxCommand } from './commands/qdpx.ts';
 import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
+import { shareCommand } from './commands/share.ts';
 import { studiesCommand } from './commands/studies.ts';
 import { validateCommand } from './commands/validate.ts';
 import { verifyCommand } from './commands/verify.ts';
@@ -32,6 +33,7 @@ const commandNames = [
   'describe',
   'archive',
   'qdpx',
+  'share',
 ];
 
 const namedCommandsMessage = `name a command: ${commandNames.slice(0, -1).join(', ')} or ${commandNames.at(-1)}`;
@@ -73,6 +75,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(describeCommand(context))
     .command(archiveCommand(context))
     .command(qdpxCommand(context))
+    .command(shareCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
       default: 'text' as const,
