@@ -27,13 +27,21 @@ export const exitCodes = {
    * manifest; or committed, but its publication (state, current/) failed: the next run completes it.
    */
   partial: 3,
+  /** Stopped by a rule of the pipeline file before committing (schema.on_change: fail). */
+  stoppedByRule: 4,
+  /** EX_TEMPFAIL (sysexits.h): another run holds the output's lock; try again later. */
+  busy: 75,
   /** The shell's codes for the signals (128 + signal number). */
   SIGINT: 130,
   SIGTERM: 143,
 } as const;
 
 /** What an error ends the process with. */
-export type ExitCode = typeof exitCodes.failed | typeof exitCodes.usage;
+export type ExitCode =
+  | typeof exitCodes.failed
+  | typeof exitCodes.usage
+  | typeof exitCodes.stoppedByRule
+  | typeof exitCodes.busy;
 
 export class StudyExportError extends Error {
   readonly code: string;
@@ -53,6 +61,17 @@ export class ConfigError extends StudyExportError {
   override readonly exitCode = exitCodes.usage;
   constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
     super('E_CONFIG', message, options);
+  }
+}
+
+/**
+ * Another run (or `erase`, `describe`) holds the output's lock: nothing is wrong with the
+ * command, it only came early. Exit 75 (EX_TEMPFAIL), which a scheduler retries.
+ */
+export class BusyError extends StudyExportError {
+  override readonly exitCode = exitCodes.busy;
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_BUSY', message, options);
   }
 }
 

@@ -3,7 +3,8 @@
  * every few seconds for a stage that moved, and its end. Warnings, retries and finished
  * studies are written as they happen. Every line passes the secret mask on its way out.
  */
-import type { StudyOutcome } from '../load/manifest.ts';
+
+import type { StudyOutcome } from '../output/manifest.ts';
 import type { RetryEvent } from '../pipeline/progress.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';

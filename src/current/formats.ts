@@ -16,9 +16,9 @@ import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import {
-  CURRENT_DIR,
   createPartWriter,
   newestPart,
   type PartSource,

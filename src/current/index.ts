@@ -20,9 +20,9 @@ export {
 export { responseTables } from './merge.ts';
 export { migrateToBuckets } from './migrate.ts';
 export { currentOwners, sharedWarning } from './owners.ts';
-export { CURRENT_PACKAGE, currentFormats, SHARD_PACKAGE } from './package.ts';
+export { currentFormats } from './package.ts';
 export { CurrentListing } from './partitions.ts';
-export { CURRENT_DIR, newestPart, parsePartName, partitionName, readPart, studyIdIn } from './parts.ts';
+export { newestPart, parsePartName, partitionName, readPart, studyIdIn } from './parts.ts';
 export { CurrentPreparation } from './schedule.ts';
 export { CurrentStaging, stagingWriters } from './staging.ts';
 export { studyFolderName } from './wide.ts';

@@ -6,12 +6,18 @@
  * what was written.
  */
 import type { Format } from '../config/schema.ts';
+import {
+  DATAPACKAGE_FILE,
+  MANIFEST_FILE,
+  MEDIA_ZIP,
+  RAW_DIR,
+  REJECTS_FILE,
+  REPORT_FILE,
+} from '../output/layout.ts';
 import { tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
 import { type PackagePrivacy, privacySentences } from './privacy-note.ts';
 import { type Sample, sampleNote } from './sample.ts';
-
-export const CODEBOOK_FILE = 'README.md';
 
 export interface CodebookStudy {
   study_id: string;
@@ -174,7 +180,7 @@ function fileLines(
 ): string[] {
   const lines: string[] = [];
   lines.push('', '## Which file is for whom', '');
-  if (has('report.html'))
+  if (has(REPORT_FILE))
     lines.push(
       '- **report.html**: open first. Responses over time, skipped questions, recordings, warnings.',
     );
@@ -201,21 +207,21 @@ function fileLines(
         : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
     );
   }
-  if (has('datapackage.json'))
+  if (has(DATAPACKAGE_FILE))
     lines.push(
       '- **datapackage.json**: every file here as a Frictionless Data Package: the tables with their types and keys, the other files with their media types.',
     );
-  if (has('media.zip'))
+  if (has(MEDIA_ZIP))
     lines.push(
       '- **media.zip** (archivists): every recording as `<link_id>/<response_id>/<turn>-<kind>.<ext>`, stored uncompressed; HLS video as a folder with its playlist `index.m3u8` and segments. `study-export view` plays them beside the transcript.',
     );
-  if (has('manifest.json'))
+  if (has(MANIFEST_FILE))
     lines.push(
       '- **manifest.json** (data engineers): the configuration (never the key), counts, the sha256 of every file, requests, warnings and rejects. `study-export verify <this folder>` re-checks it.',
     );
-  if (hasUnder('raw'))
+  if (hasUnder(RAW_DIR))
     lines.push('- **raw/**: every payload as received, for `study-export replay` and audit.');
-  if (has('rejects.jsonl'))
+  if (has(REJECTS_FILE))
     lines.push(
       '- **rejects.jsonl**: records that failed validation, raw, each with the reason (empty: none).',
     );

@@ -18,7 +18,6 @@ import {
   stagingWriters,
 } from '../current/index.ts';
 import type { ResponseClaims } from '../extract/index.ts';
-import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
 import { RunStats } from '../load/run-stats.ts';
@@ -27,6 +26,8 @@ import { openMediaArchive } from '../media/archive.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import { studyFileNames } from '../names.ts';
+import { MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
+import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../output/manifest.ts';
 import type { PreviousRun, RunDirectory } from '../publish/run-dir.ts';
 import type { State } from '../publish/state.ts';
 import type { ExtractSinks } from '../records.ts';
@@ -133,10 +134,10 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
   const { config, options, log } = input;
   const { reporter } = options;
   const files = input.run.files;
-  const raw = createRawArchive(files, 'raw');
+  const raw = createRawArchive(files, RAW_DIR);
   // What report.html draws, counted as the rows pass.
   const stats = new RunStats();
-  const rejects = stats.observeRejects(createRejectsFile(files, 'rejects.jsonl'));
+  const rejects = stats.observeRejects(createRejectsFile(files, REJECTS_FILE));
   const writers = stats.observe(
     await createTableWriters(files, {
       formats: config.output.formats,
@@ -147,7 +148,7 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
   );
   // Hashing of media bodies and of media.zip on a second thread (started on first use).
   const hashing = config.media.enabled ? new HashingThread() : null;
-  const archive = hashing ? await openMediaArchive(files, 'media.zip', { hashing }) : null;
+  const archive = hashing ? await openMediaArchive(files, MEDIA_ZIP, { hashing }) : null;
   const media: MediaStage | null =
     hashing && archive
       ? createMediaStage({
@@ -326,7 +327,7 @@ async function describeRun(
     requests: client.counters.snapshot(),
     media: media ? { ...media.counters(), zip: archived } : null,
     warnings: log.warnings,
-    rejects: { count: rejects.count, file: 'rejects.jsonl' },
+    rejects: { count: rejects.count, file: REJECTS_FILE },
     ...(sample ? { sample } : {}),
   };
   await writeManifest(run.files, manifest);

@@ -4,7 +4,7 @@
  * --log-format json); the pipeline only calls these methods.
  */
 import type { RetryInfo } from '../api/client.ts';
-import type { StudyOutcome } from '../load/manifest.ts';
+import type { StudyOutcome } from '../output/manifest.ts';
 import type { Warning } from '../records.ts';
 
 export type Stage = 'studies' | 'pages' | 'details' | 'media';

@@ -25,6 +25,7 @@ import {
 } from '../current/index.ts';
 import { ConfigError } from '../errors.ts';
 import { ResponseClaims } from '../extract/index.ts';
+import { shardNames } from '../output/layout.ts';
 import {
   CommitUncertain,
   commitRun,
@@ -33,7 +34,7 @@ import {
   settleRun,
 } from '../publish/commit.ts';
 import { type Destination, destinationsOf, ownFigures } from '../publish/destinations.ts';
-import { openPipelineDirectory, type PipelineDirectory, readLatest, shardNames } from '../publish/run-dir.ts';
+import { openPipelineDirectory, type PipelineDirectory, readLatest } from '../publish/run-dir.ts';
 import { type State, type StateStore, stateFileStore } from '../publish/state.ts';
 import { inShard } from '../shard.ts';
 import { locationOf, openStorage } from '../storage/index.ts';

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import { nameOf } from '../names.ts';
+import { STATE_DIR } from '../output/layout.ts';
 import { isObjectStorage, openStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
@@ -43,8 +44,6 @@ export type State = z.infer<typeof StateFile>;
 const StudyStateObject = StudyState.extend({ version: z.literal(1), study_id: z.string() });
 
 export const emptyState = (): State => ({ version: 1, studies: {} });
-
-export const STATE_FOLDER = 'state';
 
 export interface StateStore {
   /** Where the state is, for messages. */
@@ -82,14 +81,14 @@ export function studyStateStore(
 ): StateStore {
   const owns = options.owns ?? (() => true);
   return {
-    location: pipeline.describe(STATE_FOLDER),
+    location: pipeline.describe(STATE_DIR),
     async read() {
       const state = emptyState();
       earlier?.reading();
       const owned = new Set<string>();
-      for await (const file of pipeline.list(STATE_FOLDER)) {
+      for await (const file of pipeline.list(STATE_DIR)) {
         if (!file.path.endsWith('.json')) continue;
-        const path = `${STATE_FOLDER}/${file.path}`;
+        const path = `${STATE_DIR}/${file.path}`;
         const study = parseStudyObject(pipeline.describe(path), await pipeline.read(path));
         if (!study) continue;
         const { version: _v, study_id, ...entry } = study;
@@ -125,7 +124,7 @@ export function studyStateStore(
 
 /** The object of one study, named by the one encoding of ids (src/names.ts). */
 export function studyObjectPath(studyId: string): string {
-  return `${STATE_FOLDER}/${nameOf(studyId)}.json`;
+  return `${STATE_DIR}/${nameOf(studyId)}.json`;
 }
 
 /** `--state FILE`: the whole state in one JSON file (the format of state.json), local or s3://. */

@@ -17,9 +17,9 @@ export {
   type CurrentFile,
   CurrentReader,
 } from './current.ts';
-export { type LatestPointer, OutputReader, RUNS_DIR, type StudyReader } from './output.ts';
+export { type LatestPointer, OutputReader, type StudyReader } from './output.ts';
 export { type Found, type Located, type MediaRow, type Recording, RecordingFinder } from './recordings.ts';
-export { MEDIA_ZIP, openRun, type RunReader } from './run.ts';
+export { openRun, type RunReader } from './run.ts';
 export { studyRuns, studyTables } from './study.ts';
 export { playlistUris, type ZipEntry, ZipIndex } from './zip-index.ts';
 

@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { ZipWriter } from '../media/archive.ts';
+import { DATAPACKAGE_FILE } from '../output/layout.ts';
 import { isObjectStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
-import { DATAPACKAGE_FILE, type WrittenFile } from './package.ts';
+import type { WrittenFile } from './package.ts';
 
 export type PackageForm = 'folder' | 'zip';
 

@@ -12,6 +12,7 @@ import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { cutMessage } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import { OutputReader, type RunReader, studyRuns, studyTables } from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
@@ -109,7 +110,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
 async function chooseStudies(output: OutputReader, wanted: readonly string[]): Promise<Row<'studies'>[]> {
   if ((await output.current.parts('studies')).length === 0)
     throw new ConfigError(
-      `${output.storage.describe('current')}: no current dataset; share reads current/, which a run writes (is ${output.location} an output, out/<name> or s3://bucket/prefix/<name>, that a run has exported into?)`,
+      `${output.storage.describe(CURRENT_DIR)}: no current dataset; share reads current/, which a run writes (is ${output.location} an output, out/<name> or s3://bucket/prefix/<name>, that a run has exported into?)`,
       { context: { file: output.location } },
     );
   if (wanted.length === 0) return output.studies();

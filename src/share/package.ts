@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import type { Format, TableFormat } from '../config/schema.ts';
-import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
+import { codebookMarkdown } from '../load/codebook.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import {
   dataPackage,
@@ -17,18 +17,17 @@ import {
   type PackageSheet,
 } from '../load/datapackage.ts';
 import type { PackagePrivacy } from '../load/privacy-note.ts';
-import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
+import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { createWideWriter } from '../load/wide.ts';
 import { type CutReport, createXlsxWriter } from '../load/xlsx.ts';
+import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
 import { byResponse } from '../reader/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
 import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
 import { hashFile } from '../util/fs.ts';
-
-export const DATAPACKAGE_FILE = 'datapackage.json';
 
 /** What a package says of where its rows came from. */
 export interface PackageSource {

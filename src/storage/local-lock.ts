@@ -10,8 +10,10 @@
  * lock, and is put back.
  */
 import { link, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { ConfigError } from '../errors.ts';
+import { hostname } from 'node:os';
+import { BusyError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
+import { holderText, outputBusy } from './lease-holder.ts';
 import { hiddenPathFor } from './local-temporaries.ts';
 import type { LeaseState } from './types.ts';
 
@@ -20,16 +22,14 @@ export async function acquireLock(lockPath: string): Promise<void> {
   // A live holder is named before anything is written beside its lock.
   for (let attempt = 0; attempt < 3; attempt++) {
     const state = await lockState(lockPath);
-    if (state.held === 'live') {
-      throw new ConfigError(
-        `another run of this pipeline is in progress (${state.by} holds ${lockPath}); wait for it or stop it`,
-        { context: { file: lockPath } },
-      );
-    }
+    if (state.held === 'live')
+      throw outputBusy(lockPath, state.by, 'try again once it has finished, or stop it');
     if (state.held === 'dead') await removeStaleLock(lockPath);
     if (await createLock(lockPath)) return;
   }
-  throw new ConfigError(`could not take the lock ${lockPath}`, { context: { file: lockPath } });
+  throw new BusyError(`could not take the lock ${lockPath}: other runs kept taking it; try again later`, {
+    context: { file: lockPath },
+  });
 }
 
 /** Who holds the lock: nobody, a process that is gone, or a live one. */
@@ -37,7 +37,7 @@ export async function lockState(lockPath: string): Promise<LeaseState> {
   const holder = await readHolder(lockPath);
   if (holder === null) return { held: 'no' };
   if (Number.isInteger(holder.pid) && holder.pid !== process.pid && isProcessAlive(holder.pid)) {
-    return { held: 'live', by: `process ${holder.pid}` };
+    return { held: 'live', by: holderText(holder) };
   }
   return { held: 'dead' };
 }
@@ -69,13 +69,21 @@ export async function removeStaleLock(lockPath: string): Promise<boolean> {
 }
 
 /**
+ * What a lock holds: its run's pid on the first line (all an earlier version wrote, and all it
+ * reads), then the machine and when it was taken.
+ */
+function lockText(): string {
+  return `${process.pid}\n${hostname()}\n${new Date().toISOString()}\n`;
+}
+
+/**
  * The lock appears with its pid in it, never empty (a reader would take an empty one for a dead
  * run's): written under a temporary name of this process's, then linked to the lock's name, which fails
  * when the lock exists.
  */
 async function createLock(lockPath: string): Promise<boolean> {
   const written = hiddenPathFor(lockPath);
-  await writeFile(written, String(process.pid));
+  await writeFile(written, lockText());
   try {
     await link(written, lockPath);
     return true;
@@ -93,7 +101,7 @@ async function createLock(lockPath: string): Promise<boolean> {
 async function createInPlace(lockPath: string): Promise<boolean> {
   try {
     const handle = await open(lockPath, 'wx');
-    await handle.writeFile(String(process.pid));
+    await handle.writeFile(lockText());
     await handle.close();
     return true;
   } catch (error) {
@@ -102,10 +110,19 @@ async function createInPlace(lockPath: string): Promise<boolean> {
   }
 }
 
-async function readHolder(lockPath: string): Promise<{ pid: number; inode: number } | null> {
+async function readHolder(
+  lockPath: string,
+): Promise<{ pid: number; host: string | null; since: string | null; inode: number } | null> {
   try {
-    const { ino } = await stat(lockPath);
-    return { pid: Number.parseInt(await readFile(lockPath, 'utf8'), 10), inode: ino };
+    const { ino, mtime } = await stat(lockPath);
+    const [pid = '', host, since] = (await readFile(lockPath, 'utf8')).split('\n');
+    return {
+      pid: Number.parseInt(pid, 10),
+      host: host?.trim() || null,
+      // A lock of an earlier version holds its pid alone: it was taken when it was written.
+      since: since?.trim() || mtime.toISOString(),
+      inode: ino,
+    };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;

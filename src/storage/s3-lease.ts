@@ -5,8 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ConfigError } from '../errors.ts';
+import { BusyError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
+import { holderText, outputBusy } from './lease-holder.ts';
 import type { Lease, LeaseState, Storage } from './types.ts';
 
 /** A lease is good for this long and renewed at a third of it while the run lives. */
@@ -23,17 +24,19 @@ type LeaseStore = Pick<Storage, 'read' | 'put' | 'putIfAbsent' | 'delete' | 'des
  */
 export async function takeLease(store: LeaseStore, path: string): Promise<Lease> {
   const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
+  const since = new Date().toISOString();
   const content = () =>
-    `${JSON.stringify({ owner, host: hostname(), pid: process.pid, expires_at: new Date(Date.now() + LEASE_MS).toISOString() })}\n`;
+    `${JSON.stringify({ owner, host: hostname(), pid: process.pid, since, expires_at: new Date(Date.now() + LEASE_MS).toISOString() })}\n`;
   let taken = false;
   for (let attempt = 0; attempt < 2 && !taken; attempt++) {
     const held = await store.read(path);
     if (held !== null) {
       const holder = parseLease(held);
       if (holder && isLive(holder)) {
-        throw new ConfigError(
-          `another run of this pipeline is in progress (${holder.owner} holds ${store.describe(path)} until ${holder.expires_at}); wait for it, or delete that object if that run is dead`,
-          { context: { file: store.describe(path) } },
+        throw outputBusy(
+          store.describe(path),
+          describeHolder(holder),
+          'try again once it has finished, or delete that object if that run is dead',
         );
       }
       // Its run died without releasing it: expired, or its process on this machine is gone.
@@ -41,7 +44,14 @@ export async function takeLease(store: LeaseStore, path: string): Promise<Lease>
     }
     taken = await store.putIfAbsent(path, content());
   }
-  if (!taken) throw new ConfigError(`could not take the lease ${store.describe(path)}`);
+  if (!taken) {
+    throw new BusyError(
+      `could not take the lease ${store.describe(path)}: another run took it; try again later`,
+      {
+        context: { file: store.describe(path) },
+      },
+    );
+  }
   const renewal = setInterval(() => {
     store.put(path, content()).catch(() => {});
   }, LEASE_MS / 3);
@@ -60,24 +70,33 @@ export async function leaseStateOf(store: LeaseStore, path: string): Promise<Lea
   if (held === null) return { held: 'no' };
   const holder = parseLease(held);
   if (!holder || !isLive(holder)) return { held: 'dead' };
-  return { held: 'live', by: `${holder.owner} until ${holder.expires_at}` };
+  return { held: 'live', by: describeHolder(holder) };
 }
 
-interface LeaseHolder {
+/** "process 4242 on build-7 since …, its lease good until …". */
+function describeHolder(holder: LeaseObject): string {
+  const host = holder.host === 'undefined' ? null : holder.host;
+  return `${holderText({ pid: holder.pid, host, since: holder.since })}, its lease good until ${holder.expires_at}`;
+}
+
+interface LeaseObject {
   owner: string;
   host: string;
   pid: number;
+  /** When the run took it; null in a lease of an earlier version. */
+  since: string | null;
   expires_at: string;
 }
 
-function parseLease(bytes: Buffer): LeaseHolder | null {
+function parseLease(bytes: Buffer): LeaseObject | null {
   try {
-    const parsed = JSON.parse(bytes.toString('utf8')) as Partial<LeaseHolder>;
+    const parsed = JSON.parse(bytes.toString('utf8')) as Partial<LeaseObject>;
     if (typeof parsed.owner === 'string' && typeof parsed.expires_at === 'string') {
       return {
         owner: parsed.owner,
         host: String(parsed.host),
         pid: Number(parsed.pid),
+        since: typeof parsed.since === 'string' ? parsed.since : null,
         expires_at: parsed.expires_at,
       };
     }
@@ -86,7 +105,7 @@ function parseLease(bytes: Buffer): LeaseHolder | null {
 }
 
 /** Not expired, and, when its run was on this machine, that process still exists. */
-function isLive(holder: LeaseHolder): boolean {
+function isLive(holder: LeaseObject): boolean {
   if (Date.parse(holder.expires_at) <= Date.now()) return false;
   if (holder.host !== hostname() || holder.pid === process.pid) return true;
   return Number.isInteger(holder.pid) && isProcessAlive(holder.pid);

@@ -8,6 +8,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { RunError } from '../errors.ts';
+import { REPORT_FILE } from '../output/layout.ts';
 import {
   byResponse,
   CURRENT_REPORT,
@@ -52,7 +53,7 @@ export async function openViewData(location: string, s3: S3Settings = {}): Promi
     const rows = await readTables((table) => run.rows(table));
     const finder = new RecordingFinder([run], storage.location, true);
     return build('run', location, run.manifest.pipeline, run.id, storage, rows, (row) => finder.locate(row), {
-      hasReport: run.file('report.html') !== undefined,
+      hasReport: run.file(REPORT_FILE) !== undefined,
     });
   }
   const output = await OutputReader.open(parentOf(location), s3);

@@ -56,7 +56,8 @@ describe('README.md', () => {
     expect(readme).toMatch(/several minutes/);
     expect(readme).toMatch(/\/api\/public/);
     const codes = readme.split('\n## Exit codes\n')[1]?.split('\n## ')[0] ?? '';
-    for (const code of ['0', '1', '2', '3', '130, 143']) expect(codes).toContain(`\n- **${code}**: `);
+    for (const code of ['0', '1', '2', '3', '4', '75', '130, 143'])
+      expect(codes).toContain(`\n- **${code}**: `);
   });
 });
 

@@ -113,10 +113,12 @@ describe('what a killed run leaves, on a folder', () => {
       expect(scratch).not.toEqual([]);
       const lock = await readFile(join(root, '.lock'), 'utf8');
 
-      // Its record makes the next run want the lock, which a live run holds: exit 2, untouched.
+      // Its record makes the next run want the lock, which a live run holds: exit 75, untouched.
       const next = await runAgain(dir, tmp);
-      expect(next.code).toBe(2);
-      expect(next.stderr).toMatch(/another run of this pipeline is in progress/);
+      expect(next.code).toBe(75);
+      expect(next.stderr).toMatch(
+        /another run of this pipeline is in progress \(process \d+ on \S+ since \S+ holds/,
+      );
       expect(await readFile(join(root, '.lock'), 'utf8')).toBe(lock);
       expect(await scratchFolders(tmp)).toEqual(scratch);
       expect((await readdir(join(root, 'runs'))).filter((name) => name.startsWith('.tmp-'))).toHaveLength(1);

@@ -88,7 +88,7 @@ describe('objects a shard owns', () => {
       // A lock held by a live process (this test's parent): a shard still exporting.
       await writeFile(join(root, '.lock-shard-2-of-2'), String(process.ppid));
       await expect(describeCurrent(new LocalStorage(root))).rejects.toThrow(
-        /\.lock-shard-2-of-2 is held by process \d+: a run of this pipeline is in progress/,
+        /another run of this pipeline is in progress \(process \d+ since \S+ holds \S+\.lock-shard-2-of-2\); describe current\/ once every shard has finished/,
       );
       expect((await readdir(join(root, 'current'))).sort()).toEqual(before);
     });

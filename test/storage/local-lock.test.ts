@@ -3,9 +3,11 @@
  * touched, even when it replaced a stale one between a reader's look and its removal.
  */
 import { spawnSync } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { BusyError } from '../../src/errors.ts';
 import { acquireLock, lockState, removeStaleLock } from '../../src/storage/local-lock.ts';
 import { withTempDir } from '../helpers/environment.ts';
 
@@ -21,8 +23,36 @@ describe('the local lock', () => {
       expect(await lockState(lock)).toEqual({ held: 'no' });
       await writeFile(lock, String(deadPid()));
       expect(await lockState(lock)).toEqual({ held: 'dead' });
+      // A lock of an earlier version: its pid alone, taken when the file was written.
       await writeFile(lock, String(process.ppid));
-      expect(await lockState(lock)).toEqual({ held: 'live', by: `process ${process.ppid}` });
+      const { mtime } = await stat(lock);
+      expect(await lockState(lock)).toEqual({
+        held: 'live',
+        by: `process ${process.ppid} since ${mtime.toISOString()}`,
+      });
+      await writeFile(lock, `${process.ppid}\nbuild-7\n2026-11-28T02:30:01.000Z\n`);
+      expect(await lockState(lock)).toEqual({
+        held: 'live',
+        by: `process ${process.ppid} on build-7 since 2026-11-28T02:30:01.000Z`,
+      });
+    });
+  });
+
+  it('names its holder: pid, machine and since when, and refuses with exit 75', async () => {
+    await withTempDir(async (dir) => {
+      const lock = join(dir, '.lock');
+      const before = Date.now();
+      await acquireLock(lock);
+      const [pid, host, since] = (await readFile(lock, 'utf8')).split('\n');
+      expect([pid, host]).toEqual([String(process.pid), hostname()]);
+      expect(Date.parse(since ?? '')).toBeGreaterThanOrEqual(before - 1000);
+      await writeFile(lock, `${process.ppid}\n${host}\n${since}\n`);
+      const refused = await acquireLock(lock).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(BusyError);
+      expect((refused as BusyError).exitCode).toBe(75);
+      expect((refused as Error).message).toBe(
+        `another run of this pipeline is in progress (process ${process.ppid} on ${host} since ${since} holds ${lock}); try again once it has finished, or stop it`,
+      );
     });
   });
 
@@ -31,7 +61,7 @@ describe('the local lock', () => {
       const lock = join(dir, '.lock');
       await writeFile(lock, String(deadPid()));
       await acquireLock(lock);
-      expect(await readFile(lock, 'utf8')).toBe(String(process.pid));
+      expect((await readFile(lock, 'utf8')).split('\n')[0]).toBe(String(process.pid));
       await writeFile(lock, String(process.ppid));
       await expect(acquireLock(lock)).rejects.toThrow(/another run of this pipeline is in progress/);
       expect(await readdir(dir)).toEqual(['.lock']);

@@ -116,7 +116,8 @@ export function runCommand(context: CliContext): CommandModule<object, RunArgs> 
           'Exit codes: 0 complete (or nothing new: no run written, latest unchanged), 3 finished but partial ' +
             '(rejects, failed media or a lost listing, listed in the manifest; or committed but not all of its ' +
             'publication, which the next run completes), 1 failed (nothing committed), 2 usage, configuration or ' +
-            'authentication error, 130/143 interrupted.',
+            'authentication error, 4 stopped by a rule of the pipeline file before committing (schema.on_change: ' +
+            'fail), 75 another run holds the output (try again later), 130/143 interrupted.',
         ) as never,
     handler: async (args) => {
       const { config, file } = await loadPipeline({
