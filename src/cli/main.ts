@@ -7,6 +7,8 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { closestName } from '../util/closest.ts';
 import { archiveCommand } from './commands/archive.ts';
 import { describeCommand } from './commands/describe.ts';
+import { eraseCommand } from './commands/erase.ts';
+import { handoffsCommand } from './commands/handoffs.ts';
 import { initCommand } from './commands/init.ts';
 import { qdpxCommand } from './commands/qdpx.ts';
 import { replayCommand } from './commands/replay.ts';
@@ -34,6 +36,8 @@ const commandNames = [
   'archive',
   'qdpx',
   'share',
+  'erase',
+  'handoffs',
 ];
 
 const namedCommandsMessage = `name a command: ${commandNames.slice(0, -1).join(', ')} or ${commandNames.at(-1)}`;
@@ -76,6 +80,8 @@ export async function main(context: CliContext): Promise<number> {
     .command(archiveCommand(context))
     .command(qdpxCommand(context))
     .command(shareCommand(context))
+    .command(eraseCommand(context))
+    .command(handoffsCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
       default: 'text' as const,

@@ -8,6 +8,7 @@
 
 export type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
 export { descriptorShard, writeCurrentDescriptor } from './descriptor.ts';
+export { type CurrentErased, type CurrentErasure, currentHolders, eraseFromCurrent } from './erase.ts';
 export { type FormatsFilled, fillFormatGaps, findFormatGaps, hasGaps } from './formats.ts';
 export { countCurrent, writeCurrentGuide } from './guide.ts';
 export {
