@@ -11,6 +11,7 @@ interface SchemaDef {
   type: string;
   innerType?: AnySchema;
   element?: AnySchema;
+  valueType?: AnySchema;
   shape?: Record<string, AnySchema>;
   entries?: Record<string, string>;
 }
@@ -36,7 +37,13 @@ export function schemaAt(root: AnySchema, path: KeyPath): AnySchema | undefined 
     if (!current) return undefined;
     const def = defOf(current);
     const next: AnySchema | undefined =
-      def.type === 'object' ? def.shape?.[String(segment)] : def.type === 'array' ? def.element : undefined;
+      def.type === 'object'
+        ? def.shape?.[String(segment)]
+        : def.type === 'array'
+          ? def.element
+          : def.type === 'record'
+            ? def.valueType
+            : undefined;
     current = next ? unwrap(next) : undefined;
   }
   return current;
@@ -66,6 +73,8 @@ export function describeExpected(schema: AnySchema | undefined): string {
       return `a list of ${plural(describeExpected(def.element))}`;
     case 'object':
       return `a mapping with keys: ${allowedKeys(inner).join(', ')}`;
+    case 'record':
+      return `a mapping of keys to ${plural(describeExpected(def.valueType))}`;
     default:
       return `a ${def.type}`;
   }

@@ -185,6 +185,64 @@ export const ArchiveConfig = z.strictObject({
   contact_email: z.string().min(1).optional().describe("bag-info.txt's Contact-Email"),
 });
 
+/** The built-in detectors of personal data in respondents' text (src/privacy/detect.ts). */
+export const privacyDetectors = ['email', 'phone', 'url', 'ip'] as const;
+export type PrivacyDetector = (typeof privacyDetectors)[number];
+export const attributeRules = ['keep', 'drop', 'pseudonymise'] as const;
+export type AttributeRule = (typeof attributeRules)[number];
+
+export const PrivacyTextConfig = z.strictObject({
+  detect: z
+    .array(z.enum(privacyDetectors))
+    .default([...privacyDetectors])
+    .describe(
+      'built-in detectors: email, phone (international and common national forms), url, ip; each match becomes a tag such as [EMAIL-3]',
+    ),
+  terms: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'a UTF-8 file of names, places and employers, one a line (relative to this file); matched case-insensitively on word boundaries, each becomes [NAME-n]',
+    ),
+  patterns: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      'extra regular expressions (JavaScript syntax, matched case-sensitively); each match becomes [PATTERN-n]',
+    ),
+});
+
+export const PrivacyConfig = z.strictObject({
+  key_env: z
+    .string()
+    .min(1)
+    .default('STUDY_PSEUDONYM_KEY')
+    .describe(
+      'the environment variable holding the pseudonym secret (never written anywhere, like the API key)',
+    ),
+  ids: z
+    .enum(['pseudonymise', 'keep'])
+    .default('pseudonymise')
+    .describe('response ids in a package: pseudonymise or keep; file names built from ids follow'),
+  attributes: z
+    .record(z.string().min(1), z.enum(attributeRules))
+    .default({})
+    .describe(
+      'per URL-parameter key (globs * and ?): keep, drop or pseudonymise; keys not named are dropped, e.g. { "utm_*": keep, id: pseudonymise }',
+    ),
+  text: PrivacyTextConfig.prefault({}).describe(
+    "what is replaced in respondents' text (answers, turns, summaries)",
+  ),
+  recordings: z
+    .enum(['exclude', 'keep'])
+    .default('exclude')
+    .describe(
+      'exclude (voices and faces are not de-identified by text rules) or keep (the package says they identify people)',
+    ),
+});
+export type PrivacyConfig = z.infer<typeof PrivacyConfig>;
+
 export const pipelineNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const pipelineNameRule = 'expected letters, digits, ".", "_" or "-" (it names a folder)';
 
@@ -204,5 +262,17 @@ export const PipelineConfig = z.strictObject({
   archive: ArchiveConfig.optional().describe(
     '`study-export archive`: who deposits its BagIt bags (each also a command-line option)',
   ),
+  privacy: PrivacyConfig.optional().meta({
+    description:
+      'the privacy profile share, archive and qdpx apply to every package they hand off, unless --identified (docs/privacy.md)',
+    // What `init` writes, commented out, as a starting point.
+    example: {
+      key_env: 'STUDY_PSEUDONYM_KEY',
+      ids: 'pseudonymise',
+      attributes: { 'utm_*': 'keep', id: 'pseudonymise' },
+      text: { detect: [...privacyDetectors], terms: 'privacy/terms.txt', patterns: [] },
+      recordings: 'exclude',
+    },
+  }),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfig>;

@@ -50,8 +50,9 @@ function writeKeys(
   commented: boolean,
 ): void {
   for (const [key, schema] of Object.entries(shape)) {
-    const value = values?.[key];
-    const off = commented || value === undefined;
+    // A section left out is written commented out, with its example when the schema has one.
+    const value = values?.[key] ?? (commented || values === undefined ? undefined : exampleOf(schema));
+    const off = commented || values?.[key] === undefined;
     const prefix = off ? `${indent}# ` : indent;
     // Top-level sections apart, like a hand-written file.
     if (indent === '' && lines.length > 0 && lines.at(-1) !== '') lines.push('');
@@ -69,6 +70,12 @@ function writeKeys(
 
 const WIDTH = 96;
 
+/** The example a schema's metadata gives (`.meta({ example })`), if any. */
+function exampleOf(schema: AnySchema): Record<string, unknown> | undefined {
+  const example = (schema.meta() as { example?: unknown } | undefined)?.example;
+  return example !== null && typeof example === 'object' ? (example as Record<string, unknown>) : undefined;
+}
+
 /** Words into lines of at most `width` characters (a longer word keeps its own line). */
 function wrap(text: string, width: number): string[] {
   const lines: string[] = [];
@@ -84,5 +91,9 @@ function wrap(text: string, width: number): string[] {
 /** A value on one line: a flow list for arrays, YAML's own quoting for strings. */
 function scalar(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(scalar).join(', ')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{ ${Object.entries(value)
+      .map(([key, item]) => `${scalar(key)}: ${scalar(item)}`)
+      .join(', ')} }`;
   return YAML.stringify(value, { lineWidth: 0 }).trimEnd();
 }

@@ -14,9 +14,9 @@ import {
   REJECTS_FILE,
   REPORT_FILE,
 } from '../output/layout.ts';
+import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
 import { tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
-import { type PackagePrivacy, privacySentences } from './privacy-note.ts';
 import { type Sample, sampleNote } from './sample.ts';
 
 export interface CodebookStudy {
@@ -47,7 +47,7 @@ export interface GuideSubject {
   /** A sample run (run --limit). */
   sample?: Sample;
   /** A package: what it says of the respondents' identities, first. */
-  privacy?: PackagePrivacy;
+  privacy?: HandoffPrivacy;
 }
 
 export interface CodebookInput extends GuideSubject {
@@ -115,36 +115,24 @@ function introLines(input: CodebookInput): string[] {
   return lines;
 }
 
-/** A package's title, what it is and where it came from, and what it says of identities. */
+/** A package's title, how it was made (identified first, in bold), what it is and where it came from. */
 function packageIntro(input: CodebookInput): string[] {
   const study = input.studies[0];
-  const privacy = input.privacy ?? { applied: 'none' };
-  const [first, ...rest] = privacySentences(privacy);
+  const privacy = input.privacy ?? { identified: true };
+  const paragraphs = privacyParagraphs(privacy).map(markdownText);
   const lines = [
     `# ${markdownText(study?.title || study?.link_id || input.pipeline)}: a study from ${markdownText(input.pipeline)}`,
     '',
     '<!-- Written by study-export share from its table declarations. -->',
     '',
-    privacy.applied === 'profile' ? markdownText(first ?? '') : `**${markdownText(first ?? '')}**`,
-    '',
+    ...(privacy.identified ? paragraphs.flatMap((paragraph) => [`**${paragraph}**`, '']) : []),
     `This folder holds one study exported by study-export from the Study Responses service at`,
     `${markdownText(input.service)}: every response in its newest copy, as the output's current dataset`,
     `held it after run \`${input.runId}\`; packaged ${input.finishedAt} (UTC). Recordings are not in it.`,
     '',
   ];
-  if (rest.length > 0 || privacy.profile !== undefined) {
-    lines.push('## Privacy', '', ...rest.map((sentence) => `- ${markdownText(sentence)}`));
-    if (privacy.profile !== undefined && privacy.profile !== null)
-      lines.push(
-        '',
-        'The profile applied (datapackage.json holds it too):',
-        '',
-        '```json',
-        JSON.stringify(privacy.profile, null, 2).replace(/`/g, "'"),
-        '```',
-      );
-    lines.push('');
-  }
+  if (!privacy.identified)
+    lines.push('## Privacy', '', ...paragraphs.flatMap((paragraph) => [paragraph, '']));
   return lines;
 }
 

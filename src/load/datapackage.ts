@@ -23,6 +23,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { TableFormat } from '../config/schema.ts';
+import type { HandoffPrivacy } from '../privacy/index.ts';
 import {
   type Column,
   type TableDeclaration,
@@ -31,7 +32,6 @@ import {
   wideColumnDescription,
   wideSheet,
 } from '../tables/index.ts';
-import { identifies, type PackagePrivacy, privacySentences } from './privacy-note.ts';
 
 export interface PackageResourceFile {
   table: TableName;
@@ -77,8 +77,11 @@ export interface DataPackageOptions {
   tables: readonly PackageResourceFile[];
   sheets?: readonly PackageSheet[];
   files?: readonly PackageFile[];
-  /** A package handed to someone else: what it says of the respondents' identities. */
-  privacy?: PackagePrivacy;
+  /**
+   * A package handed to someone else: how it was made (identified, or the profile and the
+   * study's replacement counts), as `privacy`, a property of the package's own.
+   */
+  privacy?: HandoffPrivacy;
 }
 
 const fieldTypes = {
@@ -140,26 +143,12 @@ export function dataPackage(options: DataPackageOptions) {
     description: options.description,
     created: options.created,
     ...(options.source ? { sources: [sourceOf(options.source)] } : {}),
-    ...(options.privacy ? { privacy: privacyOf(options.privacy) } : {}),
+    ...(options.privacy ? { privacy: options.privacy } : {}),
     resources: [
       ...options.tables.map((file) => tableResource(file, formatsOf.get(file.table) ?? new Set())),
       ...(options.sheets ?? []).map((sheet) => sheetResource(sheet, names.of(sheet.path))),
       ...(options.files ?? []).map((file) => fileResource(file, names.of(file.path))),
     ],
-  };
-}
-
-/**
- * `privacy`, a property of the package's own (Frictionless allows them): `identified` for
- * programs, the statement for people, the profile and the replacement counts.
- */
-function privacyOf(privacy: PackagePrivacy) {
-  return {
-    identified: identifies(privacy),
-    applied: privacy.applied,
-    statement: privacySentences(privacy).join(' '),
-    ...(privacy.profile !== undefined ? { profile: privacy.profile } : {}),
-    ...(privacy.replacements ? { replacements: privacy.replacements } : {}),
   };
 }
 

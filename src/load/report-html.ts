@@ -8,9 +8,9 @@
  * numbers, and the page prints. All text from the service or respondents is escaped.
  */
 import { conceptName, questionLabel } from '../concept-name.ts';
+import { privacyParagraphs } from '../privacy/index.ts';
 import type { Warning } from '../records.ts';
 import type { GuideSubject } from './codebook.ts';
-import { privacyHeadline, privacySentences } from './privacy-note.ts';
 import { answersSection, orderedQuestions } from './report-answers.ts';
 import { segmentsSection } from './report-segments.ts';
 import { numberTable } from './report-table.ts';
@@ -106,16 +106,18 @@ export function reportHtml(input: ReportInput): string {
   return `${parts.join('\n')}\n`;
 }
 
-/** A package's statement on identities, before anything else: a warning when it identifies people. */
+/** A package's statement on how it was made, before anything else: a warning when it identifies people. */
 function privacyParts(input: ReportInput): string[] {
   if (input.kind !== 'package') return [];
-  const privacy = input.privacy ?? { applied: 'none' };
-  const [first, ...rest] = privacySentences(privacy);
-  if (privacyHeadline(privacy))
-    return [`<p class="identified" role="alert"><strong>${e(first ?? '')}</strong></p>`];
+  const privacy = input.privacy ?? { identified: true };
+  const paragraphs = privacyParagraphs(privacy);
+  if (privacy.identified)
+    return paragraphs.map(
+      (paragraph) => `<p class="identified" role="alert"><strong>${e(paragraph)}</strong></p>`,
+    );
   return [
-    `<section aria-label="Privacy" class="privacy"><p><strong>${e(first ?? '')}</strong></p>`,
-    ...rest.map((sentence) => `<p class="note">${e(sentence)}</p>`),
+    '<section aria-label="Privacy" class="privacy">',
+    ...paragraphs.map((paragraph) => `<p>${e(paragraph)}</p>`),
     '</section>',
   ];
 }

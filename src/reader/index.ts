@@ -17,6 +17,13 @@ export {
   type CurrentFile,
   CurrentReader,
 } from './current.ts';
+export {
+  type HandoffPrivacy,
+  type HandoffProfile,
+  HandoffReader,
+  type HandoffStudy,
+  openHandoff,
+} from './handoff.ts';
 export { type LatestPointer, OutputReader, type StudyReader } from './output.ts';
 export { type Found, type Located, type MediaRow, type Recording, RecordingFinder } from './recordings.ts';
 export { openRun, type RunReader } from './run.ts';

@@ -13,7 +13,15 @@ import { ConfigError } from '../errors.ts';
 import { cutMessage } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
-import { OutputReader, type RunReader, studyRuns, studyTables } from '../reader/index.ts';
+import type { LinkageEntry } from '../privacy/index.ts';
+import {
+  type HandoffProfile,
+  OutputReader,
+  openHandoff,
+  type RunReader,
+  studyRuns,
+  studyTables,
+} from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Row } from '../tables/index.ts';
@@ -31,6 +39,8 @@ export interface ShareOptions {
   /** Where the packages go: a folder, or s3://bucket/prefix. */
   to: string;
   form: PackageForm;
+  /** The privacy profile the handoff reader applies, or 'identified' (the default). */
+  profile?: HandoffProfile;
   /** Where a package for a bucket is built before it is uploaded (default: the system's). */
   scratchDir?: string;
   /** Each step as it happens, for a progress line. */
@@ -51,10 +61,13 @@ export interface SharedStudy {
   files: number;
   bytes: number;
   responses: number;
+  /** Every pseudonym of the package and what it stands for (for --linkage; none when identified). */
+  linkage: readonly LinkageEntry[];
 }
 
 export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]> {
   const output = await OutputReader.open(options.output, options.s3 ?? {});
+  const handoff = openHandoff(output, options.profile ?? 'identified');
   const chosen = await chooseStudies(output, options.studies);
   const names = studyFileNames(await output.studies());
   const runs = await output.runs();
@@ -68,7 +81,8 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
   try {
     for (const [index, study] of chosen.entries()) {
       options.onProgress?.({ step: 'reading', link_id: study.link_id, index, of: chosen.length });
-      const rows = await studyTables(await output.study(study.study_id));
+      const handed = await handoff.study(study.study_id);
+      const rows = await studyTables(handed);
       options.onProgress?.({ step: 'writing', link_id: study.link_id, responses: rows.responses.length });
       const name = nameOf(study);
       const dir = join(build, `${index}`, name);
@@ -79,7 +93,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         rows,
         name,
         source: packageSource(output, studyRuns(runs, study.study_id), runs),
-        privacy: { applied: 'none' },
+        privacy: handed.privacy,
         dir,
         work,
         madeAt: new Date(),
@@ -94,6 +108,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
         responses: rows.responses.length,
+        linkage: handed.linkage(),
       };
       shared.push(done);
       options.onProgress?.({ step: 'done', ...done });

@@ -16,13 +16,13 @@ import {
   type PackageResourceFile,
   type PackageSheet,
 } from '../load/datapackage.ts';
-import type { PackagePrivacy } from '../load/privacy-note.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import { createWideWriter } from '../load/wide.ts';
 import { type CutReport, createXlsxWriter } from '../load/xlsx.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
+import type { HandoffPrivacy } from '../privacy/index.ts';
 import { byResponse } from '../reader/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
@@ -47,7 +47,8 @@ export interface StudyPackageInput {
   /** The study's file name (src/names.ts): its wide sheet's and workbook's. */
   name: string;
   source: PackageSource;
-  privacy: PackagePrivacy;
+  /** How the reader handed the rows over: identified, or de-identified by a profile. */
+  privacy: HandoffPrivacy;
   /** The local folder the package is written into (empty). */
   dir: string;
   /** A local folder of the package's own for spills. */
@@ -220,7 +221,7 @@ function packageDescriptor(
   return dataPackage({
     name: `${input.source.pipeline}-${study?.link_id ?? input.name}`,
     title: study?.title ?? '',
-    description: `One study exported by study-export: ${input.rows.responses.length} responses, as the output's current dataset held them after run ${input.source.runId}. ${input.privacy.applied === 'profile' ? 'De-identified by the pipeline privacy profile.' : 'IDENTIFIED: it holds the respondents as exported.'}`,
+    description: `One study exported by study-export: ${input.rows.responses.length} responses, as the output's current dataset held them after run ${input.source.runId}. ${input.privacy.identified ? "IDENTIFIED: it keeps the respondents' identities." : "De-identified by the pipeline's privacy profile (see privacy)."}`,
     created: input.madeAt.toISOString(),
     tables: tableResources,
     sheets: wide,

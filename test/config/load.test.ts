@@ -113,7 +113,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nsorce:\n  per_page: 10\n');
     const error = await loadError('x');
     expect(error.message).toBe(
-      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, archive)`,
+      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, archive, privacy)`,
     );
   });
 

@@ -1,14 +1,23 @@
 /**
  * `study-export share [OUTPUT] [--study ID_OR_LINK_ID ...] [--to DIR | s3://...] [--zip]`: each
  * chosen study of an output as the analyst's package (tables, wide sheet, workbook, codebook,
- * report, datapackage.json), a folder or a zip per study. Reads only the output; no key.
+ * report, datapackage.json), a folder or a zip per study, de-identified by the pipeline's privacy
+ * profile unless --identified. Reads only the output; no key.
  */
 import type { CommandModule } from 'yargs';
 import type { CliContext } from '../context.ts';
 import { formatBytes } from '../format.ts';
-import { chosenOutput, endpointOption, type OutputArgs, outputOptions, studyOption } from '../output.ts';
+import {
+  chosenHandoff,
+  endpointOption,
+  type HandoffArgs,
+  handoffOptions,
+  outputOptions,
+  studyOption,
+  writeLinkage,
+} from '../output.ts';
 
-interface ShareArgs extends OutputArgs {
+interface ShareArgs extends HandoffArgs {
   study?: string[];
   to?: string;
   zip?: boolean;
@@ -20,7 +29,7 @@ export function shareCommand(context: CliContext): CommandModule<object, ShareAr
     describe:
       "Write each study's analyst package: tables (CSV, Parquet), wide sheet, workbook, README.md codebook, report.html, datapackage.json",
     builder: (yargs) =>
-      outputOptions(yargs)
+      handoffOptions(outputOptions(yargs))
         .option('study', studyOption('a permanent study id or link_id (repeatable; default: every study)'))
         .option('to', {
           type: 'string',
@@ -35,13 +44,16 @@ export function shareCommand(context: CliContext): CommandModule<object, ShareAr
           '',
         ) as never,
     handler: async (args) => {
-      const { output, s3 } = await chosenOutput(args, context);
+      // The pipeline file is read beside OUTPUT too when named: its privacy: section.
+      const to = args.to ?? context.cwd;
+      const { output, s3, profile, linkage } = await chosenHandoff(args, context, to);
       const { shareOutput } = await import('../../share/index.ts');
-      await shareOutput({
+      const shared = await shareOutput({
         output,
         s3,
         studies: args.study ?? [],
-        to: args.to ?? context.cwd,
+        to,
+        profile,
         form: args.zip ? 'zip' : 'folder',
         onProgress: (event) => {
           if (event.step === 'reading')
@@ -56,6 +68,12 @@ export function shareCommand(context: CliContext): CommandModule<object, ShareAr
             );
         },
       });
+      if (linkage !== null) {
+        const count = await writeLinkage(linkage, shared);
+        context.stdout.write(
+          `${linkage}: linkage table, ${count} pseudonyms (keep it apart from the packages)\n`,
+        );
+      }
     },
   };
 }
