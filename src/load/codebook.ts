@@ -15,7 +15,7 @@ import {
   REPORT_FILE,
 } from '../output/layout.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
-import { tableNames, tables } from '../tables/index.ts';
+import { runTableNames, type TableName, tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
 import { type Sample, sampleNote } from './sample.ts';
 
@@ -79,7 +79,10 @@ export function codebookMarkdown(input: CodebookInput): string {
     ...introLines(input),
     ...studyLines(input),
     ...fileLines(input, (path) => files.has(path), hasUnder),
-    ...referenceLines(hasUnder('wide') || hasUnder('xlsx')),
+    ...referenceLines(
+      hasUnder('wide') || hasUnder('xlsx'),
+      input.kind === 'run' ? runTableNames : tableNames,
+    ),
   ];
   return `${lines.join('\n').trimEnd()}\n`;
 }
@@ -221,7 +224,7 @@ function fileLines(
 }
 
 /** Times, joins, recordings and every table's columns (and the wide sheets', where there are any). */
-function referenceLines(wide: boolean): string[] {
+function referenceLines(wide: boolean, names: readonly TableName[]): string[] {
   const lines: string[] = [];
   lines.push(
     '',
@@ -232,7 +235,7 @@ function referenceLines(wide: boolean): string[] {
     '## How the tables join',
     '',
   );
-  for (const name of tableNames) {
+  for (const name of names) {
     for (const key of tables[name].foreignKeys) {
       const fields = key.fields.map((f) => `\`${f}\``).join(', ');
       lines.push(`- ${name}.${key.fields.join(', ')} → ${key.reference.resource} (${fields})`);
@@ -254,7 +257,7 @@ function referenceLines(wide: boolean): string[] {
     'Key: the columns that identify a row; no two rows share it. "required: yes" means always a value; "may be """ means text the service may send empty.',
     '',
   );
-  for (const name of tableNames) lines.push(...tableSection(name, 3));
+  for (const name of names) lines.push(...tableSection(name, 3));
   if (wide) lines.push(...wideSheetSection(3));
   return lines;
 }
