@@ -38,7 +38,7 @@ import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
-import { deletionRows, type Reconciliation, removedCount } from './reconcile.ts';
+import { deletionRows, type Reconciliation, reconciledCounts, removedCount } from './reconcile.ts';
 import { sampleOf } from './sample.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning } from './watermark.ts';
@@ -349,5 +349,6 @@ async function describeRun(
     rejects: rejects.count,
     mediaFailed,
     durationMs: finishedAt - startedAt,
+    ...(input.reconciliation ? { reconciled: reconciledCounts(input.reconciliation) } : {}),
   };
 }

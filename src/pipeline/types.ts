@@ -130,6 +130,8 @@ export interface RunResult {
   filled?: FormatsFilled;
   /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
   sample?: Sample;
+  /** Set when the run reconciled: studies listed whole, responses taken out of current/, studies held back. */
+  reconciled?: { studies: number; removed: number; heldBack: number };
   /**
    * The run is committed, but part of its publication failed (current/, the state): each
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.

@@ -86,6 +86,10 @@ describe('archive, qdpx, handoffs and erase', () => {
           .code,
       ).toBe(0);
       expect((await runCli(['qdpx', output, '--to', join(dir, 'qdpx')])).code).toBe(0);
+      expect(
+        (await runCli(['share', output, '--study', study?.link_id as string, '--to', join(dir, 'shared')]))
+          .code,
+      ).toBe(0);
 
       const listed = await runCli(['handoffs', output, '--json']);
       expect(listed.code).toBe(0);
@@ -95,25 +99,31 @@ describe('archive, qdpx, handoffs and erase', () => {
         .map((line) => JSON.parse(line) as Handoff);
       const studies = new Set(responses.map((row) => row.study_id));
       expect(studies.size).toBeGreaterThan(1);
-      expect(handoffs.map((h) => h.command).sort()).toEqual(['archive', ...[...studies].map(() => 'qdpx')]);
+      expect(handoffs.map((h) => h.command).sort()).toEqual([
+        'archive',
+        ...[...studies].map(() => 'qdpx'),
+        'share',
+      ]);
+      const shared = handoffs.find((h) => h.command === 'share') as Handoff;
+      expect(shared.responses).toHaveLength(ofStudy.length);
       const bag = handoffs.find((h) => h.command === 'archive') as Handoff;
       expect(bag.location).toBe(join(dir, 'bags', bag.package));
       expect(bag.responses).toHaveLength(ofStudy.length);
 
       const chosen = ofStudy[0] as string;
       const holding = await runCli(['handoffs', output, '--response', chosen]);
-      expect(holding.stdout.trim().split('\n')).toHaveLength(2);
+      expect(holding.stdout.trim().split('\n')).toHaveLength(3);
       expect(holding.stdout).toContain(bag.package);
       const none = await runCli(['handoffs', output, '--response', String(other?.response_id), '--json']);
       expect(none.stdout.trim().split('\n')).toHaveLength(1);
 
       const erased = await runCli(['erase', output, '--response', chosen]);
       expect(erased.code).toBe(0);
-      expect(erased.stdout).toContain('2 package(s) held an erased response');
+      expect(erased.stdout).toContain('3 package(s) held an erased response');
       expect(erased.stdout).toContain(bag.location);
       const [record] = (await readdir(join(output, 'erasures'))).filter((name) => name.endsWith('.json'));
       const erasure = JSON.parse(await readFile(join(output, 'erasures', record as string), 'utf8'));
-      expect(erasure.handoffs).toHaveLength(2);
+      expect(erasure.handoffs).toHaveLength(3);
       expect(JSON.stringify(erasure)).not.toContain(chosen);
     });
   });
