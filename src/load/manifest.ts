@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { ConfigError, RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
@@ -47,6 +48,13 @@ export interface Manifest {
   media: unknown;
   warnings: Warning[];
   rejects: { count: number; file: string };
+  /** What changed on the service since the last committed run, per study (src/drift/). */
+  schema_changes?: SchemaChange[];
+  /**
+   * Present (true) when schema.on_change is fail and the run was committed with its changes
+   * because it was given --accept-schema-change.
+   */
+  schema_changes_accepted?: true;
   /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
   sample?: Sample;
 }

@@ -38,6 +38,7 @@ import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
 import { sampleOf } from './sample.ts';
+import { SchemaDrift, schemaRule } from './schema-drift.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning } from './watermark.ts';
 
@@ -78,6 +79,8 @@ export interface ExportedRun {
   stats: RunStats;
   /** Studies whose rows the run's writers also gave to their buckets' copies (CurrentPreparation.begin). */
   copied: ReadonlySet<string>;
+  /** What changed on the service since the last committed run, and the schemas to record. */
+  drift: SchemaDrift;
 }
 
 /** The run's files while its studies are exported into them. */
@@ -90,6 +93,8 @@ interface RunFiles {
   hashing: HashingThread | null;
   sinks: ExtractSinks;
   stats: RunStats;
+  /** Each study's schema, observed and compared with the one its state recorded. */
+  drift: SchemaDrift;
 }
 
 export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
@@ -115,9 +120,10 @@ export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     ]);
     timings.close = Date.now() - closeStart;
     const unchanged = nothingNewResult(input, outcomes, rejects.count, archived?.entries ?? 0);
-    if (unchanged) return { outcomes, stats: files.stats, copied, result: unchanged };
+    const { stats, drift } = files;
+    if (unchanged) return { outcomes, stats, copied, drift, result: unchanged };
     const closed = { outcomes, sheets, tables, archived, timings };
-    return { outcomes, stats: files.stats, copied, result: await describeRun(input, files, closed) };
+    return { outcomes, stats, copied, drift, result: await describeRun(input, files, closed) };
   } catch (error) {
     await writers.abort();
     await archive?.abort();
@@ -175,7 +181,8 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
     rejects,
     warn: (warning) => log.warn(warning),
   };
-  return { raw, rejects, writers, media, archive, hashing, sinks, stats };
+  const drift = new SchemaDrift(input.state, reporter);
+  return { raw, rejects, writers, media, archive, hashing, sinks, stats, drift };
 }
 
 function startReporting(input: ExportRunInput, files: RunFiles): void {
@@ -217,8 +224,10 @@ async function exportStudies(
           writers.copyStudy(study.id, copy.tables, copy.group);
           copied.add(study.id);
         }
+        const observer = files.drift.observe(study);
         const outcome = await exportStudy({
           study,
+          observer,
           fileName: fileNames.get(study.id) as string,
           since: sinceFor(study, state, options, config),
           previousLinkId: state.studies[study.id]?.link_id,
@@ -239,6 +248,7 @@ async function exportStudies(
           detailsSlot: detailsLimit,
         });
         // A bucket's copied rows are written when its last study ends: a row group for the bucket.
+        files.drift.studyEnded(study, observer);
         await writers.endStudy(study.id, { endsGroup: current?.endsBucket(study.id) ?? true });
         await stage.close();
         current?.add(outcome);
@@ -289,7 +299,7 @@ async function describeRun(
 ): Promise<RunResult> {
   const { run, config, options, startedAt, log, client } = input;
   const { outcomes, tables, archived, timings } = closed;
-  const { rejects, media, stats } = files;
+  const { rejects, media, stats, drift } = files;
   const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
   const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
   const status = partial ? 'partial' : 'complete';
@@ -303,6 +313,10 @@ async function describeRun(
     outcomes,
     stats,
     warnings: log.warnings,
+    schemaChanges: {
+      changes: drift.changes,
+      accepted: schemaRule(config, options, drift.changes) === 'accepted',
+    },
   });
   const listed = await finishRunDirectory(run.files, config, tables, {
     runId: run.id,
@@ -327,6 +341,8 @@ async function describeRun(
     media: media ? { ...media.counters(), zip: archived } : null,
     warnings: log.warnings,
     rejects: { count: rejects.count, file: 'rejects.jsonl' },
+    schema_changes: drift.changes,
+    ...(schemaRule(config, options, drift.changes) === 'accepted' ? { schema_changes_accepted: true } : {}),
     ...(sample ? { sample } : {}),
   };
   await writeManifest(run.files, manifest);
@@ -339,5 +355,6 @@ async function describeRun(
     rejects: rejects.count,
     mediaFailed,
     durationMs: finishedAt - startedAt,
+    ...(drift.changes.length > 0 ? { schemaChanges: drift.changes } : {}),
   };
 }

@@ -4,6 +4,7 @@
  * report.html (what the rows look like, and what went wrong).
  */
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
 import { publicConfig, type StudyOutcome } from '../load/manifest.ts';
 import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
@@ -22,6 +23,8 @@ export interface RunGuideInput {
   outcomes: readonly StudyOutcome[];
   stats: RunStats;
   warnings: readonly Warning[];
+  /** What changed on the service since the last committed run, and whether it was accepted. */
+  schemaChanges: { changes: readonly SchemaChange[]; accepted: boolean };
 }
 
 export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput): Promise<void> {
@@ -46,6 +49,7 @@ export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput
     finishedAt,
     status: input.status,
     ...(input.sample ? { sample: input.sample } : {}),
+    schemaChanges: input.schemaChanges,
   };
   await files.put(
     REPORT_FILE,
