@@ -32,7 +32,8 @@ export type StudySchemaChange =
       discussion_guide_question_id?: string;
       concept_id?: string | null;
     }
-  | { kind: 'reword_question' /** 1-based, default 1. */; position?: number; question?: string }
+  /** position: 1-based, default 1. */
+  | { kind: 'reword_question'; position?: number; question?: string }
   | { kind: 'add_url_parameter'; key?: string; value?: string }
   | { kind: 'set_field'; place?: FieldPlace; name?: string; value?: unknown };
 
