@@ -2,7 +2,7 @@
 import type { CountersSnapshot } from '../src/api/counters.ts';
 import { parsePipelineConfig } from '../src/config/load.ts';
 import type { Format } from '../src/config/schema.ts';
-import type { Manifest } from '../src/load/manifest.ts';
+import type { Manifest } from '../src/output/manifest.ts';
 import { silentReporter } from '../src/pipeline/progress.ts';
 import { runPipeline } from '../src/pipeline/run.ts';
 import { openStorage } from '../src/storage/index.ts';

@@ -12,6 +12,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createGunzip, createGzip } from 'node:zlib';
+import { MEDIA_ZIP } from '../output/layout.ts';
 import type { RunReader } from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import type { Row } from '../tables/index.ts';
@@ -37,7 +38,7 @@ export function runsJson(runs: readonly RunReader[], study: Row<'studies'>): str
       pipeline: manifest.pipeline,
       service: redact(manifest.config?.source?.base_url ?? ''),
       study: outcome ?? null,
-      media_zip: run.file('media.zip') ?? null,
+      media_zip: run.file(MEDIA_ZIP) ?? null,
     };
   });
   return `${JSON.stringify({ study_id: study.study_id, runs: entries }, null, 2)}\n`;

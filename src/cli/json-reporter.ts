@@ -4,7 +4,7 @@
  * studies are written as they happen. Every line passes the secret mask on its way out.
  */
 import type { SchemaChange } from '../drift/schema.ts';
-import type { StudyOutcome } from '../load/manifest.ts';
+import type { StudyOutcome } from '../output/manifest.ts';
 import type { RetryEvent } from '../pipeline/progress.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';

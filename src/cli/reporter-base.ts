@@ -2,7 +2,8 @@
  * What every progress reporter of the command line shares: stage counters, warnings folded
  * by kind, and message text.
  */
-import type { StudyOutcome } from '../load/manifest.ts';
+
+import type { StudyOutcome } from '../output/manifest.ts';
 import type { ProgressReporter, RetryEvent, Stage } from '../pipeline/progress.ts';
 import type { Warning } from '../records.ts';
 import { formatBytes, formatCount, formatDuration, formatRate } from './format.ts';

@@ -16,11 +16,11 @@
 import { BUCKETS, bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import { idOf } from '../names.ts';
+import { CURRENT_DIR, currentDescriptorPath, shardOfCurrentDescriptor } from '../output/layout.ts';
 import { type Shard, shardLabel, shardOfBucket } from '../shard.ts';
 import { tableNames } from '../tables/index.ts';
-import { CURRENT_PACKAGE, currentPackage, type PackageScope, SHARD_PACKAGE } from './package.ts';
+import { currentPackage, type PackageScope } from './package.ts';
 import {
-  CURRENT_DIR,
   newestPart,
   ofUncommittedRun,
   partitionName,
@@ -58,7 +58,7 @@ export interface DescriptorInput {
 
 /** The descriptor a shard (or, without one, a whole-dataset writer) writes. */
 export function descriptorPath(shard: DescriptorShard | undefined): string {
-  return shard ? `${CURRENT_DIR}/datapackage-${shard.label}.json` : CURRENT_PACKAGE;
+  return currentDescriptorPath(shard?.label);
 }
 
 /**
@@ -160,7 +160,7 @@ async function removeStaleShardDescriptors(store: CurrentStore): Promise<void> {
   const descriptors: string[] = [];
   for await (const file of store.list(CURRENT_DIR)) {
     present.add(file.path);
-    if (SHARD_PACKAGE.test(file.path)) descriptors.push(file.path);
+    if (shardOfCurrentDescriptor(file.path) !== null) descriptors.push(file.path);
   }
   for (const path of descriptors) {
     const text = await store.read(`${CURRENT_DIR}/${path}`);

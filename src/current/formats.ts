@@ -16,9 +16,9 @@ import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
-import { type TableName, tableNames } from '../tables/index.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
+import { type DataTableName, type TableName, tableNames } from '../tables/index.ts';
 import {
-  CURRENT_DIR,
   createPartWriter,
   newestPart,
   type PartSource,
@@ -76,7 +76,7 @@ export async function findFormatGaps(
     const [top, partition] = folder.split('/');
     if (
       formats.includes('csv') &&
-      tableNames.includes(top as TableName) &&
+      tableNames.includes(top as DataTableName) &&
       partition?.startsWith('bucket=')
     ) {
       const newest = newestPart(files.map((file) => file.name));

@@ -7,15 +7,15 @@
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import pLimit from 'p-limit';
 import type { PipelineConfig } from '../config/schema.ts';
-import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
-import { publicConfig } from '../load/manifest.ts';
-import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
+import { codebookMarkdown } from '../load/codebook.ts';
+import { reportHtml } from '../load/report-html.ts';
 import { RunStats, type StudyStats } from '../load/run-stats.ts';
+import { CODEBOOK_FILE, CURRENT_DIR, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
+import { publicConfig } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 import { currentFormats } from './package.ts';
 import {
-  CURRENT_DIR,
   newestPart,
   parsePartName,
   STUDY_COLUMN,
@@ -115,7 +115,7 @@ export async function writeCurrentGuide(
       ...common,
       studies,
       formats: currentFormats(config.output.formats),
-      files: [...folders.map((folder) => `${folder}/`), 'datapackage.json', REPORT_FILE],
+      files: [...folders.map((folder) => `${folder}/`), DATAPACKAGE_FILE, REPORT_FILE],
     }),
   );
 }

@@ -16,12 +16,13 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
 import { partitionValueOf } from '../names.ts';
+import { CURRENT_DIR, shardNames } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
 import type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
 import { writeCurrentDescriptor } from './descriptor.ts';
 import { attributesOf, newestRun, type Partition, partitionsOf, readAll, staleFiles } from './partitions.ts';
-import { CURRENT_DIR, partFileName, partitionPath, publishPart, STUDY_FOLDER_PREFIX } from './parts.ts';
+import { partFileName, partitionPath, publishPart, STUDY_FOLDER_PREFIX } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { prepareCurrentWide, prepareCurrentWorkbook, removeOtherSheets } from './wide.ts';
 
@@ -60,7 +61,10 @@ export async function settleCurrent(
 ): Promise<void> {
   const limit = pLimit(BUCKETS_PUBLISHED_AT_ONCE);
   await Promise.all(prepared.map((bucket) => limit(() => settleBucket(context, bucket))));
-  await writeCurrentDescriptor({ ...context, runs: { [context.pointer ?? 'latest']: context.runId } });
+  await writeCurrentDescriptor({
+    ...context,
+    runs: { [context.pointer ?? shardNames(undefined).latest]: context.runId },
+  });
 }
 
 /** The parts the run's replace go; the studies' wide sheets come in. */
@@ -119,7 +123,10 @@ export async function repairCurrent(
     });
   }
   if (studies.length > 0) {
-    await writeCurrentDescriptor({ ...output, runs: { [output.pointer ?? 'latest']: runId } });
+    await writeCurrentDescriptor({
+      ...output,
+      runs: { [output.pointer ?? shardNames(undefined).latest]: runId },
+    });
   }
 }
 
@@ -157,7 +164,7 @@ function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<nu
  * from was among those removed. Call only once the parts of runs that were not committed are
  * gone (undoCurrent). Returns whether anything changed.
  */
-async function repairBucket(
+export async function repairBucket(
   update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'> & { formats?: CurrentContext['formats'] },
   bucket: number,
   options: {

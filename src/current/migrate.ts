@@ -23,10 +23,10 @@ import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { idOf, nameOf } from '../names.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import {
-  CURRENT_DIR,
   createPartWriter,
   newestPart,
   parsePartName,

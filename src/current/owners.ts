@@ -6,8 +6,9 @@
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { KnownOwners } from '../extract/index.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import type { Warning } from '../records.ts';
-import { CURRENT_DIR, newestPart, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
+import { newestPart, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 const RESPONSES = `${CURRENT_DIR}/responses`;

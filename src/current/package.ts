@@ -13,18 +13,19 @@
 import { parquetMetadataAsync } from 'hyparquet';
 import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
-import { CODEBOOK_FILE } from '../load/codebook.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
-import { REPORT_FILE } from '../load/report-html.ts';
+import {
+  CODEBOOK_FILE,
+  CURRENT_DIR,
+  DATAPACKAGE_FILE,
+  REPORT_FILE,
+  shardOfCurrentDescriptor,
+} from '../output/layout.ts';
 import { redact } from '../redact.ts';
 import { compareRunIds } from '../run-id.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
-import { CURRENT_DIR, parsePartName, storeBuffer } from './parts.ts';
+import { parsePartName, storeBuffer } from './parts.ts';
 import type { CurrentStore } from './store.ts';
-
-export const CURRENT_PACKAGE = `${CURRENT_DIR}/datapackage.json`;
-/** A shard's own descriptor in current/ (descriptor.ts): datapackage-shard-K-of-N.json. */
-export const SHARD_PACKAGE = /^datapackage-(shard-\d+-of-\d+)\.json$/;
 
 /** current/'s guide (guide.ts), rewritten after each descriptor. */
 const rewrittenAfter = new Set([CODEBOOK_FILE, REPORT_FILE]);
@@ -57,7 +58,7 @@ export async function currentPackage(
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 
   const tables = [];
-  const taken = new Set<string>(['datapackage.json']);
+  const taken = new Set<string>([DATAPACKAGE_FILE]);
   for (const format of currentFormats(options.formats)) {
     for (const table of tableNames) {
       const parts = newestParts(files, table, format);
@@ -135,7 +136,7 @@ function leftOut(path: string): boolean {
   const name = path.slice(path.lastIndexOf('/') + 1);
   return (
     name.startsWith('.') ||
-    SHARD_PACKAGE.test(path) ||
+    shardOfCurrentDescriptor(path) !== null ||
     (tableNames as string[]).includes(path.split('/')[0] ?? '')
   );
 }

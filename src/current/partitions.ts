@@ -3,8 +3,10 @@
  * read folder by folder or, for a run of many studies, from one listing of current/. A
  * partition's newest part is the partition; the others are older parts, or an unfinished write.
  */
+
+import { CURRENT_DIR } from '../output/layout.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import { CURRENT_DIR, newestPart, type PartSource, parsePartName, partitionPath, readPart } from './parts.ts';
+import { newestPart, type PartSource, parsePartName, partitionPath, readPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**

@@ -11,13 +11,12 @@ import type { Format } from '../config/schema.ts';
 import { type CsvOptions, type CsvWriter, createCsvWriter, createTableCsvWriter } from '../load/csv.ts';
 import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../load/parquet.ts';
 import { idOf } from '../names.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { columnNames, type Row, type TableName, tables } from '../tables/index.ts';
 import { fromEpochMicros, toIsoUtc } from '../util/timestamp.ts';
 import type { CurrentStore } from './store.ts';
-
-export const CURRENT_DIR = 'current';
 
 /** The partition folder of a bucket: bucket=00 to bucket=63. */
 export function partitionName(bucket: number): string {

@@ -20,6 +20,7 @@ import type { CsvOptions } from '../load/csv.ts';
 import { createWideWriter, wideRowSpill } from '../load/wide.ts';
 import { aboutSheet, sheetsOf, workbookProperties } from '../load/xlsx.ts';
 import { nameOf, partitionValueOf } from '../names.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
@@ -27,7 +28,7 @@ import type { OutputFile } from '../storage/types.ts';
 import { type Row, responseStatus } from '../tables/index.ts';
 import { questionKey } from '../transform/questions.ts';
 import { AttributeKeys, wideColumns } from '../transform/wide.ts';
-import { CURRENT_DIR, type PartSource, type PreparedPart, readPart, STUDY_FOLDER_PREFIX } from './parts.ts';
+import { type PartSource, type PreparedPart, readPart, STUDY_FOLDER_PREFIX } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**

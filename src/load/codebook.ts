@@ -7,12 +7,18 @@
  */
 import type { Format } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
-import { tableNames, tables } from '../tables/index.ts';
+import {
+  DATAPACKAGE_FILE,
+  MANIFEST_FILE,
+  MEDIA_ZIP,
+  RAW_DIR,
+  REJECTS_FILE,
+  REPORT_FILE,
+} from '../output/layout.ts';
+import { runTableNames, type TableName, tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
 import { changesByStudy, schemaChangesIntro } from './report-schema-changes.ts';
 import { type Sample, sampleNote } from './sample.ts';
-
-export const CODEBOOK_FILE = 'README.md';
 
 export interface CodebookStudy {
   study_id: string;
@@ -72,7 +78,10 @@ export function codebookMarkdown(input: CodebookInput): string {
     ...studyLines(input),
     ...(input.schemaChanges ? schemaChangeLines(input.schemaChanges) : []),
     ...fileLines(input, (path) => files.has(path), hasUnder),
-    ...referenceLines(hasUnder('wide') || hasUnder('xlsx')),
+    ...referenceLines(
+      hasUnder('wide') || hasUnder('xlsx'),
+      input.kind === 'run' ? runTableNames : tableNames,
+    ),
   ];
   return `${lines.join('\n').trimEnd()}\n`;
 }
@@ -157,7 +166,7 @@ function fileLines(
 ): string[] {
   const lines: string[] = [];
   lines.push('', '## Which file is for whom', '');
-  if (has('report.html'))
+  if (has(REPORT_FILE))
     lines.push(
       '- **report.html**: open first. Responses over time, skipped questions, recordings, warnings.',
     );
@@ -184,21 +193,21 @@ function fileLines(
         : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
     );
   }
-  if (has('datapackage.json'))
+  if (has(DATAPACKAGE_FILE))
     lines.push(
       '- **datapackage.json**: every file here as a Frictionless Data Package: the tables with their types and keys, the other files with their media types.',
     );
-  if (has('media.zip'))
+  if (has(MEDIA_ZIP))
     lines.push(
       '- **media.zip** (archivists): every recording as `<link_id>/<response_id>/<turn>-<kind>.<ext>`, stored uncompressed; HLS video as a folder with its playlist `index.m3u8` and segments. `study-export view` plays them beside the transcript.',
     );
-  if (has('manifest.json'))
+  if (has(MANIFEST_FILE))
     lines.push(
       '- **manifest.json** (data engineers): the configuration (never the key), counts, the sha256 of every file, requests, warnings and rejects. `study-export verify <this folder>` re-checks it.',
     );
-  if (hasUnder('raw'))
+  if (hasUnder(RAW_DIR))
     lines.push('- **raw/**: every payload as received, for `study-export replay` and audit.');
-  if (has('rejects.jsonl'))
+  if (has(REJECTS_FILE))
     lines.push(
       '- **rejects.jsonl**: records that failed validation, raw, each with the reason (empty: none).',
     );
@@ -210,7 +219,7 @@ function fileLines(
 }
 
 /** Times, joins, recordings and every table's columns (and the wide sheets', where there are any). */
-function referenceLines(wide: boolean): string[] {
+function referenceLines(wide: boolean, names: readonly TableName[]): string[] {
   const lines: string[] = [];
   lines.push(
     '',
@@ -221,7 +230,7 @@ function referenceLines(wide: boolean): string[] {
     '## How the tables join',
     '',
   );
-  for (const name of tableNames) {
+  for (const name of names) {
     for (const key of tables[name].foreignKeys) {
       const fields = key.fields.map((f) => `\`${f}\``).join(', ');
       lines.push(`- ${name}.${key.fields.join(', ')} → ${key.reference.resource} (${fields})`);
@@ -243,7 +252,7 @@ function referenceLines(wide: boolean): string[] {
     'Key: the columns that identify a row; no two rows share it. "required: yes" means always a value; "may be """ means text the service may send empty.',
     '',
   );
-  for (const name of tableNames) lines.push(...tableSection(name, 3));
+  for (const name of names) lines.push(...tableSection(name, 3));
   if (wide) lines.push(...wideSheetSection(3));
   return lines;
 }

@@ -19,8 +19,6 @@ import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
 import { sampleNote } from './sample.ts';
 import { columnBars, escapeHtml as e, shorten, stackedBars } from './svg-charts.ts';
 
-export const REPORT_FILE = 'report.html';
-
 export interface ReportStudy {
   study_id: string;
   link_id: string;

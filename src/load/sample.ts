@@ -3,11 +3,9 @@
  * service before exporting all of it. Its manifest, README.md and report.html say so in these
  * words, declared once.
  */
+import type { Sample } from '../output/manifest.ts';
 
-export interface Sample {
-  /** Responses per study, at most. */
-  limit: number;
-}
+export type { Sample };
 
 /** What a sample run is, for the people reading its README.md and report.html. */
 export function sampleNote(sample: Sample): string {

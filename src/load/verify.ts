@@ -18,13 +18,14 @@ import { PassThrough, type Readable } from 'node:stream';
 import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
 import yauzl from 'yauzl';
-import { ConfigError, RunError } from '../errors.ts';
-import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import { ConfigError } from '../errors.ts';
 import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import { MANIFEST_FILE, MEDIA_ZIP } from '../output/layout.ts';
+import { type Manifest, readManifest } from '../output/manifest.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
-import { type TableName, tableNames, tables } from '../tables/index.ts';
+import { runTableNames, type TableName, tables } from '../tables/index.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -39,7 +40,7 @@ type Values = Record<string, string | null>;
 /** `runDir` is a run's folder or its s3:// location (with the server's settings, if not AWS's). */
 export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<VerifyResult> {
   const run = await openStorage(runDir, s3);
-  const manifest = await readManifest(run, runDir);
+  const manifest = await manifestOf(run, runDir);
   const problems: string[] = [];
   const notes: string[] = [];
   const checked = { files: 0, tables: 0, rows: 0, zipEntries: 0 };
@@ -51,7 +52,7 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   const responseIds = { csv: new Set<string>(), parquet: new Set<string>() };
   const mediaRows: Values[] = [];
   // responses first: every other table's foreign key points at it.
-  const ordered: TableName[] = ['responses', ...tableNames.filter((t) => t !== 'responses')];
+  const ordered: TableName[] = ['responses', ...runTableNames.filter((t) => t !== 'responses')];
   for (const table of ordered) {
     for (const format of ['csv', 'parquet'] as const) {
       const file = `${table}.${format}`;
@@ -70,8 +71,8 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
       checked.tables += 1;
     }
   }
-  if (manifest.files.some((f) => f.path === 'media.zip')) {
-    checked.zipEntries = await checkZip(run, sizes.get('media.zip') ?? 0, mediaRows, problems);
+  if (manifest.files.some((f) => f.path === MEDIA_ZIP)) {
+    checked.zipEntries = await checkZip(run, sizes.get(MEDIA_ZIP) ?? 0, mediaRows, problems);
   }
   await checkWorkbooks(run, sizes, manifest, problems);
   return { ok: problems.length === 0, problems, notes, checked };
@@ -138,31 +139,14 @@ async function zipEntryNames(run: Storage, path: string, bytes: number): Promise
   return names;
 }
 
-async function readManifest(run: Storage, runDir: string): Promise<Manifest> {
-  const path = run.describe(MANIFEST_FILE);
-  const where = 'a run directory (out/<pipeline>/runs/<run id>)';
-  let text: Buffer | null;
-  try {
-    text = await run.read(MANIFEST_FILE);
-  } catch (cause) {
-    throw new RunError(`${path}: cannot read the manifest; is ${runDir} ${where}?`, {
-      context: { file: path },
-      cause,
-    });
-  }
-  // Nothing to check is the command line's mistake (exit 2), not a run that failed its check.
-  if (text === null) {
-    const what = (await isEmpty(run)) ? 'no such run directory' : 'not a run: it has no manifest.json';
-    throw new ConfigError(`${runDir}: ${what}; verify takes ${where}`, { context: { file: path } });
-  }
-  try {
-    return JSON.parse(text.toString('utf8')) as Manifest;
-  } catch (cause) {
-    throw new RunError(`${path}: cannot read the manifest; is ${runDir} ${where}?`, {
-      context: { file: path },
-      cause,
-    });
-  }
+/** The run's manifest; nothing to check is the command line's mistake (exit 2), not a failed check. */
+async function manifestOf(run: Storage, runDir: string): Promise<Manifest> {
+  const manifest = await readManifest(run);
+  if (manifest !== null) return manifest;
+  const what = (await isEmpty(run)) ? 'no such run directory' : 'not a run: it has no manifest.json';
+  throw new ConfigError(`${runDir}: ${what}; verify takes a run directory (out/<pipeline>/runs/<run id>)`, {
+    context: { file: run.describe(MANIFEST_FILE) },
+  });
 }
 
 /** Whether nothing is there: a folder that does not exist, or a prefix with no object. */
@@ -352,7 +336,7 @@ async function checkZip(
   for (const row of mediaRows) if (row.status === 'archived' && row.file) expected.set(row.file, row);
   let entries = 0;
   try {
-    const zip = await openStoredZip(run, 'media.zip', zipBytes);
+    const zip = await openStoredZip(run, MEDIA_ZIP, zipBytes);
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
       zip.on('end', () => resolve());

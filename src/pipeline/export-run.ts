@@ -18,7 +18,6 @@ import {
   stagingWriters,
 } from '../current/index.ts';
 import type { ResponseClaims } from '../extract/index.ts';
-import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../load/manifest.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
 import { RunStats } from '../load/run-stats.ts';
@@ -27,6 +26,8 @@ import { openMediaArchive } from '../media/archive.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import { studyFileNames } from '../names.ts';
+import { MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
+import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../output/manifest.ts';
 import type { PreviousRun, RunDirectory } from '../publish/run-dir.ts';
 import type { State } from '../publish/state.ts';
 import type { ExtractSinks } from '../records.ts';
@@ -37,6 +38,7 @@ import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
+import { deletionRows, type Reconciliation, removedCount } from './reconcile.ts';
 import { sampleOf } from './sample.ts';
 import { SchemaDrift, schemaRule } from './schema-drift.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
@@ -69,6 +71,8 @@ export interface ExportRunInput {
   /** What latest names; null when this run must be committed whatever it finds. */
   previousRun: PreviousRun | null;
   claims: ResponseClaims;
+  /** What the run's reconcile found (reconcile.ts); null when it reconciles nothing. */
+  reconciliation: Reconciliation | null;
 }
 
 /** What exportRun did: its result, and what publishing the run takes from the export. */
@@ -105,7 +109,9 @@ export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     for (const record of input.listing.raw) files.sinks.raw.write(record);
     for (const reject of input.listing.rejects) files.sinks.rejects.write(reject);
     for (const warning of input.listing.warnings) files.sinks.warn(warning);
+    for (const warning of input.reconciliation?.warnings ?? []) files.sinks.warn(warning);
     await writers.write('studies', input.listing.studies.map(studyRow));
+    await writers.write('deletions', deletionRows(input.reconciliation, input.run.id));
     startReporting(input, files);
     const timings: Record<string, number> = {};
     const exportStart = Date.now();
@@ -139,10 +145,10 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
   const { config, options, log } = input;
   const { reporter } = options;
   const files = input.run.files;
-  const raw = createRawArchive(files, 'raw');
+  const raw = createRawArchive(files, RAW_DIR);
   // What report.html draws, counted as the rows pass.
   const stats = new RunStats();
-  const rejects = stats.observeRejects(createRejectsFile(files, 'rejects.jsonl'));
+  const rejects = stats.observeRejects(createRejectsFile(files, REJECTS_FILE));
   const writers = stats.observe(
     await createTableWriters(files, {
       formats: config.output.formats,
@@ -153,7 +159,7 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
   );
   // Hashing of media bodies and of media.zip on a second thread (started on first use).
   const hashing = config.media.enabled ? new HashingThread() : null;
-  const archive = hashing ? await openMediaArchive(files, 'media.zip', { hashing }) : null;
+  const archive = hashing ? await openMediaArchive(files, MEDIA_ZIP, { hashing }) : null;
   const media: MediaStage | null =
     hashing && archive
       ? createMediaStage({
@@ -251,7 +257,8 @@ async function exportStudies(
         files.drift.studyEnded(study, observer);
         await writers.endStudy(study.id, { endsGroup: current?.endsBucket(study.id) ?? true });
         await stage.close();
-        current?.add(outcome);
+        const removed = input.reconciliation?.removed.get(study.id);
+        current?.add(removed ? { ...outcome, removed } : outcome);
         reporter.tick('studies');
         reporter.studyDone(outcome);
         return outcome;
@@ -274,7 +281,8 @@ function nothingNewResult(
   const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
   if (skew) log.warn(skew);
   const sinceRun = previousRun ? nothingNewSince(findings, previousRun.runId) : null;
-  if (!previousRun || sinceRun === null) return null;
+  // Responses a reconcile takes out of current/ are news of their own.
+  if (!previousRun || sinceRun === null || removedCount(input.reconciliation) > 0) return null;
   const unchanged = {
     sinceRun,
     pointer: previousRun.pointer,
@@ -301,7 +309,8 @@ async function describeRun(
   const { outcomes, tables, archived, timings } = closed;
   const { rejects, media, stats, drift } = files;
   const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
-  const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
+  const heldBack = input.reconciliation?.heldBack === true;
+  const partial = rejects.count > 0 || mediaFailed > 0 || heldBack || outcomes.some((o) => !o.lossless);
   const status = partial ? 'partial' : 'complete';
   const sample = sampleOf(options);
   await writeRunGuide(run.files, {
@@ -340,10 +349,11 @@ async function describeRun(
     requests: client.counters.snapshot(),
     media: media ? { ...media.counters(), zip: archived } : null,
     warnings: log.warnings,
-    rejects: { count: rejects.count, file: 'rejects.jsonl' },
+    rejects: { count: rejects.count, file: REJECTS_FILE },
     schema_changes: drift.changes,
     ...(schemaRule(config, options, drift.changes) === 'accepted' ? { schema_changes_accepted: true } : {}),
     ...(sample ? { sample } : {}),
+    ...(input.reconciliation ? { reconcile: input.reconciliation.record } : {}),
   };
   await writeManifest(run.files, manifest);
   return {

@@ -17,11 +17,11 @@ import {
   type ResponseClaims,
 } from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
-import type { StudyOutcome } from '../load/manifest.ts';
 import type { TableWriters } from '../load/table-writers.ts';
 import { createWideWriter, type WideWriter } from '../load/wide.ts';
 import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
+import type { StudyOutcome } from '../output/manifest.ts';
 import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import { AttributeKeys, QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';

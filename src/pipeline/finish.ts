@@ -7,12 +7,11 @@
  */
 import type { PipelineConfig, TableFormat } from '../config/schema.ts';
 import { dataPackage, type PackageFile, packageNotes } from '../load/datapackage.ts';
-import { MANIFEST_FILE, type ManifestFile } from '../load/manifest.ts';
 import type { TableFiles } from '../load/table-writers.ts';
+import { DATAPACKAGE_FILE, MANIFEST_FILE, MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
+import type { ManifestFile } from '../output/manifest.ts';
 import { redact } from '../redact.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';
-
-export const DATAPACKAGE_FILE = 'datapackage.json';
 
 /** A wide sheet the run wrote, with its header. */
 export interface WrittenSheet {
@@ -22,12 +21,13 @@ export interface WrittenSheet {
 
 /** What a reader of the descriptor is told about the files that are not tables. */
 function describeFile(path: string): string | undefined {
-  if (path === 'media.zip')
+  if (path === MEDIA_ZIP)
     return 'The recordings, as <link_id>/<response_id>/<turn>-<kind>.<ext>; the media table lists each with its sha256.';
   if (path === MANIFEST_FILE)
     return 'What the run did: its configuration without secrets, counts, the sha256 of every other file, requests, warnings, timings. Written after this descriptor, so without a size or hash here.';
-  if (path === 'rejects.jsonl') return 'Records that failed validation, as received, with the reason.';
-  if (path.startsWith('raw/')) return 'Every payload as received from the service, for replay and audit.';
+  if (path === REJECTS_FILE) return 'Records that failed validation, as received, with the reason.';
+  if (path.startsWith(`${RAW_DIR}/`))
+    return 'Every payload as received from the service, for replay and audit.';
   if (path.startsWith('xlsx/'))
     return 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).';
   return undefined;

@@ -5,11 +5,12 @@
  */
 import type { PipelineConfig } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
-import { CODEBOOK_FILE, codebookMarkdown } from '../load/codebook.ts';
-import { publicConfig, type StudyOutcome } from '../load/manifest.ts';
-import { REPORT_FILE, reportHtml } from '../load/report-html.ts';
+import { codebookMarkdown } from '../load/codebook.ts';
+import { reportHtml } from '../load/report-html.ts';
 import type { RunStats } from '../load/run-stats.ts';
 import type { Sample } from '../load/sample.ts';
+import { CODEBOOK_FILE, DATAPACKAGE_FILE, MANIFEST_FILE, REPORT_FILE } from '../output/layout.ts';
+import { publicConfig, type StudyOutcome } from '../output/manifest.ts';
 import type { Warning } from '../records.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';
 
@@ -68,7 +69,7 @@ export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput
       studies,
       formats: config.output.formats,
       files: files.written().map((file) => file.path),
-      alsoWritten: ['datapackage.json', 'manifest.json'],
+      alsoWritten: [DATAPACKAGE_FILE, MANIFEST_FILE],
     }),
   );
 }

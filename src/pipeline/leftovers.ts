@@ -13,7 +13,8 @@
  * and temporary files carry their writer's pid, so those of live runs are never touched.
  */
 import { ConfigError } from '../errors.ts';
-import { leftoverOptions, openPipelineDirectory, RUNS_FOLDER, shardNames } from '../publish/run-dir.ts';
+import { RUNS_DIR, shardNames } from '../output/layout.ts';
+import { leftoverOptions, openPipelineDirectory } from '../publish/run-dir.ts';
 import type { Warning } from '../records.ts';
 import type { Shard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
@@ -27,7 +28,7 @@ export async function clearKilledRuns(
   await removeOrphans();
   const lease = await storage.leaseState(shardNames(options.shard).lock);
   if (lease.held === 'live') return;
-  const left = lease.held === 'dead' || (await storage.hasLeftovers(RUNS_FOLDER, leftoverOptions(options)));
+  const left = lease.held === 'dead' || (await storage.hasLeftovers(RUNS_DIR, leftoverOptions(options)));
   if (!left) return;
   const directory = await openPipelineDirectory(storage, options).catch((error: unknown) => {
     // A run took the lease meanwhile: what is left is its to clear.

@@ -19,7 +19,7 @@
 import pLimit from 'p-limit';
 import type { ApiClient, Fetched } from '../api/client.ts';
 import { responseCountInDesc, type Study } from '../api/resources.ts';
-import type { StudyOutcome } from '../load/manifest.ts';
+import type { StudyOutcome } from '../output/manifest.ts';
 import type { State } from '../publish/state.ts';
 import { weightedGate } from '../util/concurrency.ts';
 import { emptyOutcome } from './export-study.ts';

@@ -5,7 +5,7 @@
  */
 import type { RetryInfo } from '../api/client.ts';
 import type { SchemaChange } from '../drift/schema.ts';
-import type { StudyOutcome } from '../load/manifest.ts';
+import type { StudyOutcome } from '../output/manifest.ts';
 import type { Warning } from '../records.ts';
 
 export type Stage = 'studies' | 'pages' | 'details' | 'media';

@@ -16,18 +16,10 @@
  * change accepted by one writer holds for all.
  */
 import { ConfigError } from '../errors.ts';
+import { SOURCE_FILE, SOURCES_DIR, sourcePath } from '../output/layout.ts';
 import { redact } from '../redact.ts';
-import { type Shard, shardLabel } from '../shard.ts';
+import type { Shard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
-
-export const SOURCE_FILE = 'source.json';
-/** The shards' own records. */
-export const SOURCES_FOLDER = 'sources';
-
-/** Where a shard (or an unsharded run) records the service. */
-export function sourcePath(shard: Shard | undefined): string {
-  return shard ? `${SOURCES_FOLDER}/${shardLabel(shard)}.json` : SOURCE_FILE;
-}
 
 /** base_url as recorded and compared. */
 export function sourceOf(baseUrl: string): string {
@@ -88,8 +80,8 @@ interface SourceRecord {
 /** The newest record of source.json and sources/*.json; null when there is none. */
 async function readSource(storage: Storage): Promise<SourceRecord | null> {
   const paths = [SOURCE_FILE];
-  for await (const file of storage.list(SOURCES_FOLDER)) {
-    if (/^[^/]+\.json$/.test(file.path)) paths.push(`${SOURCES_FOLDER}/${file.path}`);
+  for await (const file of storage.list(SOURCES_DIR)) {
+    if (/^[^/]+\.json$/.test(file.path)) paths.push(`${SOURCES_DIR}/${file.path}`);
   }
   let newest: SourceRecord | null = null;
   for (const path of paths) {

@@ -39,6 +39,10 @@ export interface RunOverrides {
   acceptNewSource?: boolean;
   /** A sample: at most this many responses per study, moving nothing else (sample.ts). */
   limit?: number;
+  /** Take what the service no longer lists out of current/ (reconcile.ts), due or not. */
+  reconcile?: boolean;
+  /** A reconcile past incremental.reconcile_max_fraction goes through; implies reconcile. */
+  acceptDeletions?: boolean;
   /** Commit a run whose studies' schemas changed although schema.on_change is fail (schema-drift.ts). */
   acceptSchemaChange?: boolean;
 }

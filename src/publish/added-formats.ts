@@ -17,10 +17,11 @@ import {
   writeCurrentDescriptor,
   writeCurrentGuide,
 } from '../current/index.ts';
+import { shardNames } from '../output/layout.ts';
 import { inShard, type Shard, shardOfBucket } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
 import { openScratch, scratchFull } from '../util/scratch.ts';
-import { openPipelineDirectory, shardNames } from './run-dir.ts';
+import { openPipelineDirectory } from './run-dir.ts';
 
 interface AddedFormatsInput {
   storage: Storage;

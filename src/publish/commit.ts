@@ -33,13 +33,13 @@
 
 import { type CurrentOutput, type PreparedBucket, repairPrepared } from '../current/index.ts';
 import { RunError, type StudyExportError } from '../errors.ts';
-import { MANIFEST_FILE } from '../load/manifest.ts';
+import { MANIFEST_FILE, pendingPath, runPath } from '../output/layout.ts';
 import type { Shard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { type Destination, messageOf, recordedDestinations } from './destinations.ts';
-import { type PendingRecord, pendingPath, pendingRuns, readRecord, writePending } from './record.ts';
+import { type PendingRecord, pendingRuns, readRecord, writePending } from './record.ts';
 import { type PipelineDirectory, type RunDirectory, readLatest } from './run-dir.ts';
 import type { StateStore } from './state.ts';
 
@@ -176,7 +176,7 @@ export async function isCommitted(
   const latest = (await readLatest(storage, shard)).runId;
   if (latest === runId) return true;
   if (latest === null || latest < runId) return false;
-  return (await storage.read(`runs/${runId}/${MANIFEST_FILE}`)) !== null;
+  return (await storage.read(runPath(runId, MANIFEST_FILE))) !== null;
 }
 
 /**

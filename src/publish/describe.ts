@@ -6,23 +6,24 @@
  * `latest-shard-K-of-N`), recorded in the descriptor's `covers`; parts that a killed run
  * published but never committed are left out of all three (its shard's next run removes them).
  */
-import {
-  CURRENT_DIR,
-  CURRENT_PACKAGE,
-  countCurrent,
-  SHARD_PACKAGE,
-  writeCurrentDescriptor,
-  writeCurrentGuide,
-} from '../current/index.ts';
+import { countCurrent, writeCurrentDescriptor, writeCurrentGuide } from '../current/index.ts';
 import { RunError } from '../errors.ts';
-import { MANIFEST_FILE, type Manifest } from '../load/manifest.ts';
+import {
+  CURRENT_DESCRIPTOR,
+  CURRENT_DIR,
+  parseShardLabel,
+  runPath,
+  shardLabelOfRun,
+  shardNames,
+  shardOfCurrentDescriptor,
+} from '../output/layout.ts';
+import { readRunManifest } from '../output/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
-import { parseShard, type Shard, shardLabel } from '../shard.ts';
+import { type Shard, shardLabel } from '../shard.ts';
 import { outputBusy } from '../storage/lease-holder.ts';
 import type { Storage } from '../storage/types.ts';
 import { isCommitted } from './commit.ts';
 import { pendingRuns } from './record.ts';
-import { shardNames } from './run-dir.ts';
 
 export interface Described {
   /** Where the descriptor is: a file path or an s3:// URL. */
@@ -56,11 +57,11 @@ export async function describeCurrent(storage: Storage): Promise<Described> {
       `${storage.describe('')}: no run committed yet (no latest or latest-shard-K-of-N); nothing to describe`,
     );
   }
-  const manifest = await storage.read(`runs/${newest}/${MANIFEST_FILE}`);
+  const manifest = await readRunManifest(storage, newest);
   if (manifest === null) {
-    throw new RunError(`${storage.describe(`runs/${newest}`)}: no manifest; is this a study-export output?`);
+    throw new RunError(`${storage.describe(runPath(newest))}: no manifest; is this a study-export output?`);
   }
-  const { config } = JSON.parse(manifest.toString('utf8')) as Manifest;
+  const { config } = manifest;
   const uncommitted = new Set<string>();
   for (const runId of await pendingRuns(storage, undefined, { allShards: true })) {
     if (!(await isCommitted(storage, shardOfRun(runId), runId))) uncommitted.add(runId);
@@ -75,28 +76,24 @@ export async function describeCurrent(storage: Storage): Promise<Described> {
     runs,
     uncommitted,
   });
-  return { descriptor: storage.describe(CURRENT_PACKAGE), runs };
+  return { descriptor: storage.describe(CURRENT_DESCRIPTOR), runs };
 }
 
 /** The shards that ever wrote here: by their descriptors in current/ and their records. */
 async function shardsOf(storage: Storage): Promise<Shard[]> {
   const labels = new Set<string>();
   for await (const file of storage.list(CURRENT_DIR)) {
-    const label = SHARD_PACKAGE.exec(file.path)?.[1];
+    const label = shardOfCurrentDescriptor(file.path);
     if (label) labels.add(label);
   }
   for (const runId of await pendingRuns(storage, undefined, { allShards: true })) {
     const shard = shardOfRun(runId);
     if (shard) labels.add(shardLabel(shard));
   }
-  return [...labels].sort().flatMap((label) => {
-    const match = /^shard-(\d+)-of-(\d+)$/.exec(label);
-    return match ? [parseShard(`${match[1]}/${match[2]}`)] : [];
-  });
+  return [...labels].sort().flatMap((label) => parseShardLabel(label) ?? []);
 }
 
 /** The shard a run id names (…-shard-K-of-N), if any. */
 function shardOfRun(runId: string): Shard | undefined {
-  const match = /-shard-(\d+)-of-(\d+)$/.exec(runId);
-  return match ? parseShard(`${match[1]}/${match[2]}`) : undefined;
+  return parseShardLabel(shardLabelOfRun(runId) ?? '') ?? undefined;
 }

@@ -6,13 +6,11 @@
  */
 import { z } from 'zod';
 import { RunError } from '../errors.ts';
+import { ownRun, PENDING_DIR, pendingPath, pendingRunId, shardNames } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { Shard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
-import { ownRun, shardNames } from './run-dir.ts';
 import { StudyState } from './state.ts';
-
-export const PENDING_FOLDER = '.pending';
 
 const PendingRecord = z.object({
   version: z.literal(1),
@@ -23,10 +21,6 @@ const PendingRecord = z.object({
   state: z.record(z.string(), StudyState).nullable(),
 });
 export type PendingRecord = z.infer<typeof PendingRecord>;
-
-export function pendingPath(runId: string): string {
-  return `${PENDING_FOLDER}/${runId}.json`;
-}
 
 export async function writePending(storage: Storage, record: PendingRecord): Promise<void> {
   await storage.put(pendingPath(record.run_id), `${JSON.stringify(record, null, 2)}\n`);
@@ -43,10 +37,9 @@ export async function pendingRuns(
 ): Promise<string[]> {
   const suffix = shardNames(shard).runSuffix;
   const runIds: string[] = [];
-  for await (const file of storage.list(PENDING_FOLDER)) {
-    if (!file.path.endsWith('.json') || file.path.includes('/')) continue;
-    const runId = file.path.slice(0, -'.json'.length);
-    if (options.allShards || ownRun(runId, suffix)) runIds.push(runId);
+  for await (const file of storage.list(PENDING_DIR)) {
+    const runId = pendingRunId(file.path);
+    if (runId !== null && (options.allShards || ownRun(runId, suffix))) runIds.push(runId);
   }
   return runIds.sort(compareRunIds);
 }

@@ -14,9 +14,18 @@
  * its uncommitted local run folder and its lock on the way out. Only SIGKILL leaves them (and
  * on object storage, anything a run did not discard), and the next run clears those.
  */
-import { MANIFEST_FILE } from '../load/manifest.ts';
+
+import {
+  MANIFEST_FILE,
+  ownRun,
+  RUNS_DIR,
+  runPath,
+  SAMPLE_RUN_SUFFIX,
+  type ShardNames,
+  shardNames,
+} from '../output/layout.ts';
 import { runIdAt } from '../run-id.ts';
-import { type Shard, shardLabel } from '../shard.ts';
+import type { Shard } from '../shard.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { LeftoverOptions, Storage } from '../storage/types.ts';
 
@@ -28,9 +37,6 @@ export interface PreviousRun {
   /** This run, just committed: an interrupt from here on leaves it named by the pointer. */
   committedNow?: boolean;
 }
-
-/** Ends the id of a sample run (before a shard's suffix), so runs/ shows which runs are samples. */
-export const SAMPLE_RUN_SUFFIX = '-sample';
 
 /** What a killed run left on object storage is removed once it is this old (docs/object-storage.md). */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
@@ -57,20 +63,6 @@ export interface PipelineDirectory {
   release(): Promise<void>;
 }
 
-/** What one shard (or the unsharded pipeline) names its own: lock, latest pointer, run id suffix. */
-export interface ShardNames {
-  lock: string;
-  latest: string;
-  /** '' unsharded, '-shard-2-of-3' for shard 2 of 3. */
-  runSuffix: string;
-}
-
-export function shardNames(shard: Shard | undefined): ShardNames {
-  if (!shard) return { lock: '.lock', latest: 'latest', runSuffix: '' };
-  const label = shardLabel(shard);
-  return { lock: `.lock-${label}`, latest: `latest-${label}`, runSuffix: `-${label}` };
-}
-
 /** Take the pipeline's (or the shard's) lease and clear what its killed runs left behind. */
 export async function openPipelineDirectory(
   storage: Storage,
@@ -79,7 +71,7 @@ export async function openPipelineDirectory(
   const names = shardNames(options.shard);
   const lease = await storage.lease(names.lock);
   try {
-    await storage.removeLeftovers(RUNS_FOLDER, leftoverOptions(options));
+    await storage.removeLeftovers(RUNS_DIR, leftoverOptions(options));
   } catch (error) {
     await lease.release();
     throw error;
@@ -91,8 +83,6 @@ export async function openPipelineDirectory(
     release: () => lease.release(),
   };
 }
-
-export const RUNS_FOLDER = 'runs';
 
 /** What the pipeline's (or the shard's) killed runs left: its own only, as other shards' may be running. */
 export function leftoverOptions(options: {
@@ -114,26 +104,20 @@ export async function readLatest(storage: Storage, shard: Shard | undefined): Pr
   return { pointer, runId: id ? id : null };
 }
 
-/** Run ids: <time>[-n][-shard-K-of-N]. */
-export function ownRun(name: string, runSuffix: string): boolean {
-  const sharded = /-shard-\d+-of-\d+$/.test(name);
-  return runSuffix === '' ? !sharded : name.endsWith(runSuffix);
-}
-
 async function createRun(
   storage: Storage,
   startedAt: number,
   names: ShardNames,
   sample: boolean,
 ): Promise<RunDirectory> {
-  const taken = new Set(await storage.listFolders('runs'));
+  const taken = new Set(await storage.listFolders(RUNS_DIR));
   const time = runIdAt(startedAt);
   // The shard's suffix last: a shard's runs, samples included, end in it (ownRun).
   const suffix = `${sample ? SAMPLE_RUN_SUFFIX : ''}${names.runSuffix}`;
   let id = `${time}${suffix}`;
   // Two runs within one second get distinct ids.
   for (let n = 2; taken.has(id); n++) id = `${time}-${n}${suffix}`;
-  const staged = await storage.stage(`runs/${id}`);
+  const staged = await storage.stage(runPath(id));
   return {
     id,
     files: recordWrites(staged.files),

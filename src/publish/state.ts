@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { StudySchema } from '../drift/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { nameOf } from '../names.ts';
+import { STATE_DIR } from '../output/layout.ts';
 import { isObjectStorage, openStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
@@ -31,6 +32,8 @@ export const StudyState = z.object({
   media_watermark: Instant.nullable().optional(),
   last_run: z.string(),
   last_run_at: z.string(),
+  /** When a run last compared the study's whole listing with current/ (src/pipeline/reconcile.ts). */
+  reconciled_at: Instant.optional(),
   /**
    * What the service's payloads of this study looked like as of `last_run` (src/drift/): the
    * next run reports what changed since. Absent until a run records it (reports nothing then).
@@ -49,8 +52,6 @@ export type State = z.infer<typeof StateFile>;
 const StudyStateObject = StudyState.extend({ version: z.literal(1), study_id: z.string() });
 
 export const emptyState = (): State => ({ version: 1, studies: {} });
-
-export const STATE_FOLDER = 'state';
 
 export interface StateStore {
   /** Where the state is, for messages. */
@@ -88,14 +89,14 @@ export function studyStateStore(
 ): StateStore {
   const owns = options.owns ?? (() => true);
   return {
-    location: pipeline.describe(STATE_FOLDER),
+    location: pipeline.describe(STATE_DIR),
     async read() {
       const state = emptyState();
       earlier?.reading();
       const owned = new Set<string>();
-      for await (const file of pipeline.list(STATE_FOLDER)) {
+      for await (const file of pipeline.list(STATE_DIR)) {
         if (!file.path.endsWith('.json')) continue;
-        const path = `${STATE_FOLDER}/${file.path}`;
+        const path = `${STATE_DIR}/${file.path}`;
         const study = parseStudyObject(pipeline.describe(path), await pipeline.read(path));
         if (!study) continue;
         const { version: _v, study_id, ...entry } = study;
@@ -131,7 +132,7 @@ export function studyStateStore(
 
 /** The object of one study, named by the one encoding of ids (src/names.ts). */
 export function studyObjectPath(studyId: string): string {
-  return `${STATE_FOLDER}/${nameOf(studyId)}.json`;
+  return `${STATE_DIR}/${nameOf(studyId)}.json`;
 }
 
 /** `--state FILE`: the whole state in one JSON file (the format of state.json), local or s3://. */

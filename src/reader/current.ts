@@ -4,14 +4,8 @@
  * partitions a study can be in when one is asked for, and a study's wide sheet and workbook.
  */
 import { bucketOf } from '../buckets.ts';
-import {
-  CURRENT_DIR,
-  newestPart,
-  parsePartName,
-  partitionName,
-  readPart,
-  studyFolderName,
-} from '../current/index.ts';
+import { newestPart, parsePartName, partitionName, readPart, studyFolderName } from '../current/index.ts';
+import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { ListedFile, Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';

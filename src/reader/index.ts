@@ -17,9 +17,16 @@ export {
   type CurrentFile,
   CurrentReader,
 } from './current.ts';
-export { type LatestPointer, OutputReader, RUNS_DIR, type StudyReader } from './output.ts';
+export {
+  type HandoffPrivacy,
+  type HandoffProfile,
+  HandoffReader,
+  type HandoffStudy,
+  openHandoff,
+} from './handoff.ts';
+export { type LatestPointer, OutputReader, type StudyReader } from './output.ts';
 export { type Found, type Located, type MediaRow, type Recording, RecordingFinder } from './recordings.ts';
-export { MEDIA_ZIP, openRun, type RunReader } from './run.ts';
+export { openRun, type RunReader } from './run.ts';
 export { playlistUris, type ZipEntry, ZipIndex } from './zip-index.ts';
 
 /** The run folder at `location` (runs/<id>, local or s3://); a RunError when it is none. */

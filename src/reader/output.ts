@@ -3,8 +3,17 @@
  * runs, the `latest` pointers, current/ by study, and each study's recordings wherever a run
  * archived them. Every byte goes through the storage seam, so a folder and a bucket read alike.
  */
-import { CURRENT_DIR } from '../current/index.ts';
 import { ConfigError } from '../errors.ts';
+import {
+  CURRENT_DIR,
+  PENDING_DIR,
+  parseShardLabel,
+  pendingRunId,
+  RUNS_DIR,
+  runPath,
+  shardLabelOfRun,
+  shardNames,
+} from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
@@ -13,10 +22,6 @@ import { byResponse } from './by-response.ts';
 import { CurrentReader } from './current.ts';
 import { type Recording, RecordingFinder } from './recordings.ts';
 import { openRun, type RunReader } from './run.ts';
-
-export const RUNS_DIR = 'runs';
-/** Where a run's commit record waits while the run is being published (src/publish/commit.ts). */
-const PENDING_DIR = '.pending';
 
 export interface LatestPointer {
   /** `latest`, or `latest-shard-K-of-N` for a shard. */
@@ -76,18 +81,22 @@ export class OutputReader {
 
   /** The run `id`, or null when runs/<id> holds no manifest. */
   run(id: string): Promise<RunReader | null> {
-    return openRun(this.storage.at(`${RUNS_DIR}/${id}`), id);
+    return openRun(this.storage.at(runPath(id)), id);
   }
 
   /** The runs `latest` (and each shard's latest-shard-K-of-N) name. */
   async latest(): Promise<LatestPointer[]> {
     const shards = new Set<string>();
     for (const id of await this.storage.listFolders(RUNS_DIR)) {
-      const shard = /-(shard-\d+-of-\d+)$/.exec(id)?.[1];
-      if (shard) shards.add(`latest-${shard}`);
+      const label = shardLabelOfRun(id);
+      if (label) shards.add(label);
     }
     const pointers: LatestPointer[] = [];
-    for (const pointer of ['latest', ...[...shards].sort()]) {
+    const labelled = [...shards].sort().flatMap((label) => {
+      const shard = parseShardLabel(label);
+      return shard ? [shardNames(shard).latest] : [];
+    });
+    for (const pointer of [shardNames(undefined).latest, ...labelled]) {
       const runId = (await this.storage.read(pointer))?.toString('utf8').trim();
       if (runId) pointers.push({ pointer, runId });
     }
@@ -97,8 +106,10 @@ export class OutputReader {
   /** Runs committed but not yet finished publishing (the next run completes or undoes them). */
   async pendingRuns(): Promise<string[]> {
     const names: string[] = [];
-    for await (const file of this.storage.list(PENDING_DIR))
-      if (file.path.endsWith('.json')) names.push(file.path.slice(0, -'.json'.length));
+    for await (const file of this.storage.list(PENDING_DIR)) {
+      const runId = pendingRunId(file.path);
+      if (runId !== null) names.push(runId);
+    }
     return names.sort(compareRunIds);
   }
 

@@ -6,13 +6,11 @@
 import type { Readable } from 'node:stream';
 import Papa from 'papaparse';
 import { readPart } from '../current/index.ts';
-import { RunError } from '../errors.ts';
-import { MANIFEST_FILE, type Manifest, type ManifestFile } from '../load/manifest.ts';
+import { isRawFile, MEDIA_ZIP } from '../output/layout.ts';
+import { type Manifest, type ManifestFile, readManifest } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
 import { ZipIndex } from './zip-index.ts';
-
-export const MEDIA_ZIP = 'media.zip';
 
 export interface RunReader {
   readonly id: string;
@@ -37,17 +35,8 @@ export interface RunReader {
  * manifest's run id.
  */
 export async function openRun(storage: Storage, id?: string): Promise<RunReader | null> {
-  const text = await storage.read(MANIFEST_FILE);
-  if (!text) return null;
-  let manifest: Manifest;
-  try {
-    manifest = JSON.parse(text.toString('utf8')) as Manifest;
-  } catch (cause) {
-    throw new RunError(`${storage.describe(MANIFEST_FILE)}: not JSON; the run's manifest is damaged`, {
-      context: { file: storage.describe(MANIFEST_FILE) },
-      cause,
-    });
-  }
+  const manifest = await readManifest(storage);
+  if (!manifest) return null;
   const byPath = new Map(manifest.files.map((file) => [file.path, file]));
   let zip: Promise<ZipIndex | null> | null = null;
   return {
@@ -64,7 +53,7 @@ export async function openRun(storage: Storage, id?: string): Promise<RunReader 
       });
       return zip;
     },
-    rawFiles: () => manifest.files.filter((file) => /^raw\/[^/]+\.jsonl\.gz$/.test(file.path)),
+    rawFiles: () => manifest.files.filter((file) => isRawFile(file.path)),
     open: (path) => storage.readStream(path),
   };
 }

@@ -8,11 +8,14 @@
  * replayed run has no media.zip and its media table is empty. State is neither read nor moved.
  */
 import { join, resolve } from 'node:path';
-import type { Format } from '../config/schema.ts';
-import { readManifest } from '../load/manifest.ts';
+import { type Format, IncrementalConfig } from '../config/schema.ts';
+import { ConfigError } from '../errors.ts';
+import { MANIFEST_FILE, RAW_DIR } from '../output/layout.ts';
+import { readManifest } from '../output/manifest.ts';
 import type { ProgressReporter } from '../pipeline/progress.ts';
 import { runPipeline } from '../pipeline/run.ts';
 import type { PreviousRun, RunResult } from '../pipeline/types.ts';
+import { openStorage } from '../storage/index.ts';
 import { openRecordedSource } from './recorded-source.ts';
 
 export interface ReplayOptions {
@@ -28,12 +31,19 @@ export interface ReplayOptions {
 }
 
 export async function replayRun(options: ReplayOptions): Promise<RunResult> {
-  const manifest = await readManifest(options.runDir);
+  const manifest = await readManifest(await openStorage(options.runDir));
+  if (manifest === null) {
+    const path = join(options.runDir, MANIFEST_FILE);
+    throw new ConfigError(
+      `${path}: cannot read the manifest; is ${options.runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
+      { context: { file: path } },
+    );
+  }
   const config = manifest.config;
-  const recorded = await openRecordedSource(join(options.runDir, 'raw'), config.source.base_url);
+  const recorded = await openRecordedSource(join(options.runDir, RAW_DIR), config.source.base_url);
   try {
     return await runPipeline({
-      config: { ...config, incremental: false },
+      config: { ...config, incremental: IncrementalConfig.parse({ enabled: false, reconcile_every: '0' }) },
       configFile: manifest.config_file,
       // The studies the run exported, by permanent id: its selection, whatever decided it.
       studies: recorded.studyIds,

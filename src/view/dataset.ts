@@ -8,6 +8,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { RunError } from '../errors.ts';
+import { REPORT_FILE } from '../output/layout.ts';
 import {
   byResponse,
   CURRENT_REPORT,
@@ -18,7 +19,7 @@ import {
 } from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
-import type { Row, TableName } from '../tables/index.ts';
+import type { DataTableName, Row, TableName } from '../tables/index.ts';
 
 export type { Located } from '../reader/index.ts';
 
@@ -42,7 +43,7 @@ export interface ViewData {
   locate(row: Row<'media'>): Promise<Located>;
 }
 
-type Rows = { [T in TableName]: Row<T>[] };
+type Rows = { [T in DataTableName]: Row<T>[] };
 
 export async function openViewData(location: string, s3: S3Settings = {}): Promise<ViewData> {
   const storage = await openStorage(location, s3);
@@ -52,7 +53,7 @@ export async function openViewData(location: string, s3: S3Settings = {}): Promi
     const rows = await readTables((table) => run.rows(table));
     const finder = new RecordingFinder([run], storage.location, true);
     return build('run', location, run.manifest.pipeline, run.id, storage, rows, (row) => finder.locate(row), {
-      hasReport: run.file('report.html') !== undefined,
+      hasReport: run.file(REPORT_FILE) !== undefined,
     });
   }
   const output = await OutputReader.open(parentOf(location), s3);

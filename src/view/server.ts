@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ConfigError } from '../errors.ts';
+import { REPORT_FILE } from '../output/layout.ts';
 import { playlistUris, type ZipEntry, type ZipIndex } from '../reader/index.ts';
 import type { Row } from '../tables/index.ts';
 import { viewerCss, viewerJs } from './assets.ts';
@@ -240,7 +241,7 @@ async function sendCsv(
 }
 
 async function sendReport(data: ViewData, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const html = await data.storage.read('report.html');
+  const html = await data.storage.read(REPORT_FILE);
   if (!html) throw new HttpProblem(404, 'this run has no report.html');
   response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...securityHeaders(reportCsp) });
   response.end(request.method === 'HEAD' ? undefined : html);

@@ -5,15 +5,13 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { parsePipelineConfig } from '../../src/config/load.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
-import type { Manifest } from '../../src/load/manifest.ts';
+import type { Manifest } from '../../src/output/manifest.ts';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type RunOptions, type RunResult, runPipeline } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { isObjectStorage, openStorage } from '../../src/storage/index.ts';
 import { repoRoot } from './cli.ts';
-
 import { withTempDir } from './environment.ts';
-
 import { validateDataPackage } from './frictionless.ts';
 
 export const KEY_ENV = 'TEST_STUDY_API_KEY';

@@ -8,9 +8,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { pendingPath } from '../../src/output/layout.ts';
 import { commitRun, completePending, settleRun } from '../../src/publish/commit.ts';
 import type { Destination } from '../../src/publish/destinations.ts';
-import { pendingPath, writePending } from '../../src/publish/record.ts';
+import { writePending } from '../../src/publish/record.ts';
 import { openPipelineDirectory } from '../../src/publish/run-dir.ts';
 import { singleFileStateStore } from '../../src/publish/state.ts';
 import { LocalStorage } from '../../src/storage/local.ts';

@@ -6,7 +6,8 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openPipelineDirectory, ownRun, readLatest, shardNames } from '../../src/publish/run-dir.ts';
+import { ownRun, shardNames } from '../../src/output/layout.ts';
+import { openPipelineDirectory, readLatest } from '../../src/publish/run-dir.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { withTempDir } from '../helpers/environment.ts';
 

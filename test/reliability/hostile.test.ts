@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
-import { PENDING_FOLDER } from '../../src/publish/record.ts';
+import { PENDING_DIR } from '../../src/output/layout.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';
 import { readCsv, readHyparquet } from '../helpers/readers.ts';
@@ -106,7 +106,7 @@ it('hostile ids and answers: safe names on disk and in the zip, escaped CSV, exa
     expect(await readdir(dir)).toEqual(['out']);
     for (const entry of await readdir(out, { recursive: true })) {
       // The tool's own record folder (src/pipeline/publication.ts) is hidden on purpose.
-      const segments = entry.split('/').filter((segment, i) => !(i === 1 && segment === PENDING_FOLDER));
+      const segments = entry.split('/').filter((segment, i) => !(i === 1 && segment === PENDING_DIR));
       for (const segment of segments) expectSafeSegment(segment, entry);
     }
     const wide = await readdir(join(runDir, 'wide'));

@@ -6,8 +6,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/load/manifest.ts';
 import { verifyRun } from '../../src/load/verify.ts';
+import type { Manifest } from '../../src/output/manifest.ts';
 import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { expectMediaRequestsKeyless, withTempDir } from '../helpers/environment.ts';

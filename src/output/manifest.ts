@@ -3,17 +3,13 @@
  * its bytes and sha256 so `study-export verify` can re-check it later. Nothing secret goes
  * in: the config carries the name of the key's environment variable, never the key.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { PipelineConfig } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
-import { ConfigError, RunError } from '../errors.ts';
+import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
-import type { Sample } from './sample.ts';
-
-export const MANIFEST_FILE = 'manifest.json';
+import { MANIFEST_FILE, runPath } from './layout.ts';
 
 /** A file of the run with its size and sha256, as counted while it was written. */
 export type ManifestFile = StoredFile;
@@ -29,6 +25,31 @@ export interface StudyOutcome {
   /** True when nothing was lost: the study's watermark may advance. */
   lossless: boolean;
   error: string | null;
+}
+
+/** What a run's reconcile found (src/pipeline/reconcile.ts); the ids it removed are in its deletions table. */
+export interface ReconcileRecord {
+  studies: {
+    study_id: string;
+    link_id: string;
+    /** Responses current/ held for the study. */
+    held: number;
+    /** Responses the service listed; null when its listing was not whole. */
+    listed: number | null;
+    /** Held and no longer listed; null when the listing was not whole. */
+    missing: number | null;
+    /** Taken out of current/ by this run. */
+    removed: number;
+    outcome: 'removed' | 'none' | 'held_back' | 'incomplete';
+  }[];
+  /** Studies of the output the service no longer lists: reported, never removed. */
+  unlisted: { study_id: string; link_id: string }[];
+}
+
+/** A sample run (`run --limit N`): at most N responses of each study. */
+export interface Sample {
+  /** Responses per study, at most. */
+  limit: number;
 }
 
 export interface Manifest {
@@ -57,6 +78,8 @@ export interface Manifest {
   schema_changes_accepted?: true;
   /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
   sample?: Sample;
+  /** Present when the run reconciled (run --reconcile, incremental.reconcile_every). */
+  reconcile?: ReconcileRecord;
 }
 
 /** Written last: on object storage, a run without its manifest is not a run. */
@@ -69,20 +92,26 @@ export function publicConfig(config: PipelineConfig): PipelineConfig {
   return { ...config, source: { ...config.source, base_url: redact(config.source.base_url) } };
 }
 
-/** A run's manifest; a missing or unreadable one says the folder is not a run. */
-export async function readManifest(runDir: string): Promise<Manifest> {
-  const path = join(runDir, MANIFEST_FILE);
+/**
+ * A run's manifest, from the run's folder; null when it has none (not a run, or one still
+ * being written: the manifest is written last). One that cannot be read or parsed is a
+ * RunError naming the file.
+ */
+export async function readManifest(run: Storage): Promise<Manifest | null> {
+  const path = run.describe(MANIFEST_FILE);
   try {
-    return JSON.parse(await readFile(path, 'utf8')) as Manifest;
+    const text = await run.read(MANIFEST_FILE);
+    return text === null ? null : (JSON.parse(text.toString('utf8')) as Manifest);
   } catch (cause) {
-    // No manifest at all: the command line named something that is not a run (exit 2).
-    const Failure = (cause as NodeJS.ErrnoException).code === 'ENOENT' ? ConfigError : RunError;
-    throw new Failure(
-      `${path}: cannot read the manifest; is ${runDir} a run directory (out/<pipeline>/runs/<run id>)?`,
-      {
-        context: { file: path },
-        cause,
-      },
-    );
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new RunError(`${path}: cannot read the manifest (${reason}); the run's manifest is damaged`, {
+      context: { file: path },
+      cause,
+    });
   }
+}
+
+/** The manifest of the run `runId` of a pipeline's output (rooted at the output). */
+export function readRunManifest(output: Storage, runId: string): Promise<Manifest | null> {
+  return readManifest(output.at(runPath(runId)));
 }
