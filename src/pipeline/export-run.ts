@@ -38,7 +38,7 @@ import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
-import { deletionRows, type Reconciliation, removedCount } from './reconcile.ts';
+import { deletionRows, type Reconciliation, reconciledCounts, removedCount } from './reconcile.ts';
 import { sampleOf } from './sample.ts';
 import { SchemaDrift, schemaRule } from './schema-drift.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
@@ -365,6 +365,7 @@ async function describeRun(
     rejects: rejects.count,
     mediaFailed,
     durationMs: finishedAt - startedAt,
+    ...(input.reconciliation ? { reconciled: reconciledCounts(input.reconciliation) } : {}),
     ...(drift.changes.length > 0 ? { schemaChanges: drift.changes } : {}),
   };
 }

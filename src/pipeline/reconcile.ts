@@ -257,3 +257,17 @@ export function removedCount(found: Reconciliation | null): number {
 export function mustCommit(found: Reconciliation | null): boolean {
   return found !== null && (removedCount(found) > 0 || found.warnings.length > 0);
 }
+
+/** What the run's summary says of its reconcile. */
+export function reconciledCounts(found: Reconciliation): {
+  studies: number;
+  removed: number;
+  heldBack: number;
+} {
+  const { studies } = found.record;
+  return {
+    studies: studies.length,
+    removed: removedCount(found),
+    heldBack: studies.filter((study) => study.outcome === 'held_back').length,
+  };
+}

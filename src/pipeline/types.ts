@@ -133,6 +133,8 @@ export interface RunResult {
   filled?: FormatsFilled;
   /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
   sample?: Sample;
+  /** Set when the run reconciled: studies listed whole, responses taken out of current/, studies held back. */
+  reconciled?: { studies: number; removed: number; heldBack: number };
   /** What changed on the service since the last committed run, per study (src/drift/). */
   schemaChanges?: SchemaChange[];
   /**
