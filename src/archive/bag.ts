@@ -8,10 +8,16 @@ import { join } from 'node:path';
 import { dataPackage } from '../load/datapackage.ts';
 import { nameOf } from '../names.ts';
 import { csvText } from '../output/formats/csv.ts';
-import { byResponse, type OutputReader, type RunReader, type StudyReader } from '../reader/index.ts';
+import { privacySummary } from '../privacy/index.ts';
+import {
+  byResponse,
+  type HandoffStudy,
+  type OutputReader,
+  type RunReader,
+  studyTables,
+} from '../reader/index.ts';
 import { redact } from '../redact.ts';
-import type { Row } from '../tables/index.ts';
-import { tableNames } from '../tables/index.ts';
+import type { Row, TableRows } from '../tables/index.ts';
 import type { Conversation, TurnRecording } from './conversation.ts';
 import { conversationText } from './conversation.ts';
 import {
@@ -23,16 +29,7 @@ import {
   readme,
   report,
 } from './guide.ts';
-import {
-  addTables,
-  diskFile,
-  memoryFile,
-  Payload,
-  type StudyRows,
-  sheetHeader,
-  sortByKey,
-  storedFile,
-} from './payload.ts';
+import { addTables, diskFile, memoryFile, Payload, sheetHeader, storedFile } from './payload.ts';
 import { filterRaw, PROVENANCE_DIR, runsJson } from './provenance.ts';
 import { addRecording, type PlannedRecording } from './recording-files.ts';
 import type { BagSink } from './sink.ts';
@@ -46,7 +43,8 @@ export interface BagInfoSettings {
 
 export interface StudyBagInput {
   output: OutputReader;
-  study: StudyReader;
+  /** The study as the bag carries it: through the handoff reader, de-identified by its profile or identified. */
+  study: HandoffStudy;
   /** The runs that exported the study, oldest first. */
   runs: readonly RunReader[];
   sink: BagSink;
@@ -68,6 +66,8 @@ export interface MissingRecording {
 
 export interface StudyBagResult {
   location: string;
+  /** The responses the bag holds (its responses table), for the ledger (handoffs/). */
+  responseIds: string[];
   files: number;
   bytes: number;
   recordings: number;
@@ -76,7 +76,7 @@ export interface StudyBagResult {
 
 export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResult> {
   const payload = new Payload(input.sink);
-  const rows = await studyRows(input.study);
+  const rows = await studyTables(input.study);
   const tableFiles = await addTables(payload, rows, input.scratch, input.escapeFormulae);
   const sheets = await addSheets(payload, input);
   const planned = await addRecordings(payload, input.study, input.scratch);
@@ -90,6 +90,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
     studyRows: rows,
     recordings: planned.length,
     missing: planned.filter((p) => !p.path).length,
+    privacy: input.study.privacy,
   };
   await addConversations(payload, input, facts, conversations);
   await addRecordingList(payload, input.scratch, planned);
@@ -108,10 +109,12 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
       ...digestFields(payload, path),
     })),
   });
-  await payload.add(memoryFile('data/datapackage.json', `${JSON.stringify(descriptor, null, 2)}\n`));
+  const described = { ...descriptor, privacy: input.study.privacy };
+  await payload.add(memoryFile('data/datapackage.json', `${JSON.stringify(described, null, 2)}\n`));
   await writeTagFiles(input.sink, payload.written, bagInfo(input));
   return {
     location: input.sink.location,
+    responseIds: rows.responses.map((response) => response.response_id),
     files: payload.written.length,
     bytes: payload.written.reduce((sum, file) => sum + file.digests.bytes, 0),
     recordings: planned.length,
@@ -131,26 +134,19 @@ function digestFields(payload: Payload, path: string): { bytes?: number; sha256?
   return digests ? { bytes: digests.bytes, sha256: digests.sha256 } : {};
 }
 
-async function studyRows(study: StudyReader): Promise<StudyRows> {
-  const rows = {} as StudyRows;
-  for (const table of tableNames)
-    (rows as Record<string, unknown>)[table] = sortByKey(table, await study.all(table));
-  return rows;
-}
-
 /** The study's wide sheet and workbook as current/ holds them, byte for byte. */
 async function addSheets(payload: Payload, input: StudyBagInput) {
-  const { current, storage } = input.output;
-  const id = input.study.study.study_id;
+  const { storage } = input.output;
+  const current = await input.study.currentSheets();
   const wide: { path: string; header: string[]; bom: boolean }[] = [];
-  for (const sheet of await current.wideSheets(id)) {
+  for (const sheet of current.wide) {
     const path = `wide/${sheet.path.split('/').at(-1)}`;
     const { header, bom } = await sheetHeader(storage, sheet.path, sheet.bytes);
     await payload.add(storedFile(`data/${path}`, storage, sheet.path, sheet.bytes));
     wide.push({ path, header, bom });
   }
   const workbooks: string[] = [];
-  for (const book of await current.workbooks(id)) {
+  for (const book of current.workbooks) {
     const path = `xlsx/${book.path.split('/').at(-1)}`;
     await payload.add(storedFile(`data/${path}`, storage, book.path, book.bytes));
     workbooks.push(path);
@@ -164,7 +160,7 @@ async function addSheets(payload: Payload, input: StudyBagInput) {
  */
 async function addRecordings(
   payload: Payload,
-  study: StudyReader,
+  study: HandoffStudy,
   scratch: string,
 ): Promise<PlannedRecording[]> {
   const planned: PlannedRecording[] = [];
@@ -181,7 +177,7 @@ async function addRecordings(
 }
 
 /** Responses in the order people number them; each with its rows and recordings. */
-function conversationsOf(rows: StudyRows, planned: readonly PlannedRecording[]): Conversation[] {
+function conversationsOf(rows: TableRows, planned: readonly PlannedRecording[]): Conversation[] {
   const transcript = byResponse(rows.transcript);
   const answers = byResponse(rows.answers);
   const attributes = byResponse(rows.attributes);
@@ -280,7 +276,7 @@ async function addProvenance(payload: Payload, input: StudyBagInput): Promise<vo
     const keep = (record: { study_id?: unknown; link_id?: unknown }) =>
       record.study_id === study.study_id ||
       (record.study_id === undefined && typeof record.link_id === 'string' && linkIds.has(record.link_id));
-    for (const raw of run.rawFiles()) {
+    for (const raw of input.study.rawFiles(run)) {
       const path = `${PROVENANCE_DIR}/raw/${nameOf(run.id)}/${raw.path.slice('raw/'.length)}`;
       const local = join(input.scratch, path);
       if ((await filterRaw(run, raw.path, keep, local)) > 0)
@@ -300,6 +296,7 @@ function bagInfo(input: StudyBagInput): [string, string][] {
     ['External-Description', `${study.title} (link_id ${study.link_id})`],
     ['Bagging-Date', input.time.toISOString().slice(0, 10)],
     ['Bag-Software-Agent', `${input.tool.name} ${input.tool.version}`],
+    ['Privacy', privacySummary(input.study.privacy)],
   );
   return fields;
 }

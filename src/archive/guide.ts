@@ -9,10 +9,10 @@ import { markdownText } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { escapeHtml as e } from '../load/svg-charts.ts';
-import { type Row, tableNames } from '../tables/index.ts';
+import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
+import { type Row, type TableRows, tableNames } from '../tables/index.ts';
 import { tableSection } from '../tables/markdown.ts';
 import { type Conversation, conversationHtml, conversationTitle, htmlPage } from './conversation.ts';
-import type { StudyRows } from './payload.ts';
 
 export interface GuideFacts {
   pipeline: string;
@@ -20,9 +20,11 @@ export interface GuideFacts {
   /** The newest run the bag's contents came from. */
   runId: string;
   baggedAt: string;
-  studyRows: StudyRows;
+  studyRows: TableRows;
   missing: number;
   recordings: number;
+  /** How the bag was made: identified, or de-identified by a profile. */
+  privacy: HandoffPrivacy;
 }
 
 export function readme(facts: GuideFacts): string {
@@ -37,6 +39,9 @@ export function readme(facts: GuideFacts): string {
     `archived, and where each came from. Study id \`${study?.study_id ?? ''}\`; newest run`,
     `\`${facts.runId}\` (${facts.baggedAt}).`,
     '',
+    '## Privacy',
+    '',
+    ...privacyParagraphs(facts.privacy).flatMap((paragraph) => [markdownText(paragraph), '']),
     `${facts.studyRows.responses.length} responses, ${facts.recordings - facts.missing} recordings in the bag` +
       (facts.missing > 0 ? `, ${facts.missing} missing (listed in recordings.csv with the reason).` : '.'),
     '',
@@ -100,7 +105,13 @@ export function indexStart(facts: GuideFacts, conversations: readonly Conversati
     )
     .join('\n');
   const head = htmlPage(study?.title ?? 'Study', '').replace(/\n<\/body><\/html>\n$/, '');
+  const privacy = privacyParagraphs(facts.privacy)
+    .map((paragraph) => `<p>${e(paragraph)}</p>`)
+    .join('\n');
   return `${head}<h1>${e(study?.title ?? '')}</h1>
+<section class="privacy">
+${privacy}
+</section>
 <dl><dt>link_id</dt><dd>${e(study?.link_id ?? '')}</dd><dt>Study id</dt><dd>${e(study?.study_id ?? '')}</dd>
 <dt>Created</dt><dd>${e(study?.created_at ?? '')} UTC</dd><dt>Responses</dt><dd>${conversations.length}</dd>
 <dt>Recordings</dt><dd>${facts.recordings - facts.missing} in this bag${facts.missing ? `, ${facts.missing} missing (see <a href="recordings.csv">recordings.csv</a>)` : ''}</dd>

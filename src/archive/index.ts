@@ -10,13 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
+import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
-import { OutputReader } from '../reader/index.ts';
+import type { LinkageEntry } from '../privacy/index.ts';
+import { type HandoffProfile, OutputReader, openHandoff, studyRuns } from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { type BagInfoSettings, type StudyBagResult, writeStudyBag } from './bag.ts';
 import { openFolderSink } from './folder-sink.ts';
-import { newestFinish, studyRuns } from './provenance.ts';
+import { newestFinish } from './provenance.ts';
 import type { BagSink } from './sink.ts';
 import { openTarSink } from './tar-sink.ts';
 import { openZipSink } from './zip-sink.ts';
@@ -36,6 +38,8 @@ export interface ArchiveOptions {
   to: string;
   form: BagForm;
   info: BagInfoSettings;
+  /** The privacy profile the bags are made with, or 'identified' (the default). */
+  profile?: HandoffProfile;
   /** Where files are written before they are added to a bag (default: the system's). */
   scratchDir?: string;
   /** Each bag once written. */
@@ -45,6 +49,8 @@ export interface ArchiveOptions {
 export interface ArchivedStudy extends StudyBagResult {
   study_id: string;
   link_id: string;
+  /** Every pseudonym in the bag and what it stands for (for --linkage, never in the bag). */
+  linkage: LinkageEntry[];
 }
 
 export interface ArchiveResult {
@@ -55,6 +61,7 @@ export interface ArchiveResult {
 
 export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveResult> {
   const output = await OutputReader.open(options.output, options.s3 ?? {});
+  const handoff = openHandoff(output, options.profile ?? 'identified');
   const all = await output.studies();
   if (all.length === 0)
     throw new ConfigError(
@@ -75,9 +82,10 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
     const sink = await openSink(target, bagName, options.form, time);
     const scratch = await mkdtemp(join(options.scratchDir ?? tmpdir(), 'study-export-archive-'));
     try {
+      const handed = await handoff.study(study.study_id);
       const result = await writeStudyBag({
         output,
-        study: await output.study(study.study_id),
+        study: handed,
         runs: ofStudy,
         sink,
         scratch,
@@ -86,7 +94,16 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
         escapeFormulae,
         time,
       });
-      const bag = { ...result, study_id: study.study_id, link_id: study.link_id };
+      const bag = { ...result, study_id: study.study_id, link_id: study.link_id, linkage: handed.linkage() };
+      // The ledger (handoffs/) records the bag and the responses it holds, once it is whole.
+      await appendHandoff(output.storage, {
+        command: 'archive',
+        package: result.location.split('/').at(-1) ?? bagName,
+        location: result.location,
+        studies: [{ study_id: study.study_id, link_id: study.link_id }],
+        identified: handed.privacy.identified,
+        responses: heldResponses(result.responseIds, bag.linkage),
+      });
       options.onBag?.(bag);
       bags.push(bag);
     } catch (error) {

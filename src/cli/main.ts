@@ -7,11 +7,14 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { closestName } from '../util/closest.ts';
 import { archiveCommand } from './commands/archive.ts';
 import { describeCommand } from './commands/describe.ts';
+import { eraseCommand } from './commands/erase.ts';
+import { handoffsCommand } from './commands/handoffs.ts';
 import { initCommand } from './commands/init.ts';
 import { qdpxCommand } from './commands/qdpx.ts';
 import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
+import { shareCommand } from './commands/share.ts';
 import { studiesCommand } from './commands/studies.ts';
 import { validateCommand } from './commands/validate.ts';
 import { verifyCommand } from './commands/verify.ts';
@@ -32,6 +35,9 @@ const commandNames = [
   'describe',
   'archive',
   'qdpx',
+  'share',
+  'erase',
+  'handoffs',
 ];
 
 const namedCommandsMessage = `name a command: ${commandNames.slice(0, -1).join(', ')} or ${commandNames.at(-1)}`;
@@ -73,6 +79,9 @@ export async function main(context: CliContext): Promise<number> {
     .command(describeCommand(context))
     .command(archiveCommand(context))
     .command(qdpxCommand(context))
+    .command(shareCommand(context))
+    .command(eraseCommand(context))
+    .command(handoffsCommand(context))
     .option('log-format', {
       choices: ['text', 'json'] as const,
       default: 'text' as const,

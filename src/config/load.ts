@@ -194,6 +194,13 @@ function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
     return `${where}unknown key${issue.keys.length > 1 ? 's' : ''} ${keys} (${guess}expected one of: ${allowed.join(', ')})`;
   }
   const found = describeFound(valueAt(root, issue.path));
+  if (issue.code === 'invalid_value') {
+    // One of a list (a format, a detector, a rule): the near miss named, as for keys.
+    const typed = valueAt(root, issue.path);
+    const meant = typeof typed === 'string' ? closestName(typed, issue.values.map(String)) : undefined;
+    if (meant !== undefined)
+      return `${where}did you mean ${meant}? expected ${describeExpected(schemaAt(PipelineConfig, issue.path))}, found ${found}`;
+  }
   // The schema's own message when it wrote one for people (e.g. the name pattern).
   const expected =
     (issue.code === 'invalid_format' || issue.code === 'custom') && issue.message.startsWith('expected ')

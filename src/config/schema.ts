@@ -14,6 +14,7 @@ import {
   type TableFormat,
   tableFormats,
 } from '../output/formats/index.ts';
+import { durationPattern, durationRule } from './duration.ts';
 
 export const formats = formatNames;
 export { type Format, isTableFormat, type TableFormat };
@@ -192,6 +193,99 @@ export const ArchiveConfig = z.strictObject({
   contact_email: z.string().min(1).optional().describe("bag-info.txt's Contact-Email"),
 });
 
+export const IncrementalConfig = z.strictObject({
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      'export only responses updated since the last run (a watermark per study); false: all, every run',
+    ),
+  reconcile_every: z
+    .string()
+    .regex(durationPattern, durationRule)
+    .default('7d')
+    .describe(
+      'how often a scheduled run also lists each study whole and takes the responses the service no longer lists out of current/ (7d, 12h, 30m; 0: only with run --reconcile)',
+    ),
+  reconcile_max_fraction: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.2)
+    .describe(
+      "a reconcile that would take more than this share of a study's responses out of current/ takes none, and the run exits 3, until a run with --accept-deletions",
+    ),
+});
+
+/** The built-in detectors of personal data in respondents' text (src/privacy/detect.ts). */
+export const privacyDetectors = ['email', 'phone', 'url', 'ip'] as const;
+export type PrivacyDetector = (typeof privacyDetectors)[number];
+export const attributeRules = ['keep', 'drop', 'pseudonymise'] as const;
+export type AttributeRule = (typeof attributeRules)[number];
+
+export const PrivacyTextConfig = z.strictObject({
+  detect: z
+    .array(z.enum(privacyDetectors))
+    .default([...privacyDetectors])
+    .describe(
+      'built-in detectors: email, phone (international and common national forms), url, ip; each match becomes a tag such as [EMAIL-3]',
+    ),
+  terms: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'a UTF-8 file of names, places and employers, one a line (relative to this file); matched case-insensitively on word boundaries, each becomes [NAME-n]',
+    ),
+  patterns: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      'extra regular expressions (JavaScript syntax, matched case-sensitively); each match becomes [PATTERN-n]',
+    ),
+});
+
+export const PrivacyConfig = z.strictObject({
+  key_env: z
+    .string()
+    .min(1)
+    .default('STUDY_PSEUDONYM_KEY')
+    .describe(
+      'the environment variable holding the pseudonym secret (never written anywhere, like the API key)',
+    ),
+  ids: z
+    .enum(['pseudonymise', 'keep'])
+    .default('pseudonymise')
+    .describe('response ids in a package: pseudonymise or keep; file names built from ids follow'),
+  attributes: z
+    .record(z.string().min(1), z.enum(attributeRules))
+    .default({})
+    .describe(
+      'per URL-parameter key (globs * and ?): keep, drop or pseudonymise; keys not named are dropped, e.g. { "utm_*": keep, id: pseudonymise }',
+    ),
+  text: PrivacyTextConfig.prefault({}).describe(
+    "what is replaced in respondents' text (answers, turns, summaries)",
+  ),
+  recordings: z
+    .enum(['exclude', 'keep'])
+    .default('exclude')
+    .describe(
+      'exclude (voices and faces are not de-identified by text rules) or keep (the package says they identify people)',
+    ),
+});
+export type PrivacyConfig = z.infer<typeof PrivacyConfig>;
+
+export const schemaChangeRules = ['warn', 'fail'] as const;
+
+export const SchemaConfig = z.strictObject({
+  on_change: z
+    .enum(schemaChangeRules)
+    .default('warn')
+    .describe(
+      "what a change of a study's schema on the service does (a question added, gone or reworded, a concept, a URL parameter, a field the spec does not name, a JSON type): warn reports it and commits; fail commits nothing and exits 4 naming every change, until a run is given --accept-schema-change",
+    ),
+});
+
 export const pipelineNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const pipelineNameRule = 'expected letters, digits, ".", "_" or "-" (it names a folder)';
 
@@ -203,13 +297,33 @@ export const PipelineConfig = z.strictObject({
   source: SourceConfig.prefault({}).describe('the service exported'),
   studies: StudiesConfig.prefault({}).describe('which studies'),
   incremental: z
-    .boolean()
-    .default(true)
-    .describe('export only responses updated since the last run (a watermark per study)'),
+    .preprocess(
+      // `incremental: true|false` is short for `incremental: { enabled: true|false }`.
+      (value) => (typeof value === 'boolean' ? { enabled: value } : value),
+      IncrementalConfig.prefault({}),
+    )
+    .describe(
+      'export only what changed since the last run, and now and then take what the service no longer lists out of current/ (true or false alone sets enabled)',
+    ),
   output: OutputConfig.prefault({}).describe('where and in which formats'),
   media: MediaConfig.prefault({}).describe('audio and video recordings'),
+  schema: SchemaConfig.prefault({}).describe(
+    "changes on the service between the last committed run and this one, per study (reported in the run's summary, manifest, report and codebook)",
+  ),
   archive: ArchiveConfig.optional().describe(
     '`study-export archive`: who deposits its BagIt bags (each also a command-line option)',
   ),
+  privacy: PrivacyConfig.optional().meta({
+    description:
+      'the privacy profile share, archive and qdpx apply to every package they hand off, unless --identified (docs/privacy.md)',
+    // What `init` writes, commented out, as a starting point.
+    example: {
+      key_env: 'STUDY_PSEUDONYM_KEY',
+      ids: 'pseudonymise',
+      attributes: { 'utm_*': 'keep', id: 'pseudonymise' },
+      text: { detect: [...privacyDetectors], terms: 'privacy/terms.txt', patterns: [] },
+      recordings: 'exclude',
+    },
+  }),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfig>;

@@ -13,6 +13,8 @@ type AnySchema = z.ZodType;
 interface SchemaDef {
   type: string;
   innerType?: AnySchema;
+  /** A pipe's (a preprocessed key's) schema of the value it gives. */
+  out?: AnySchema;
   shape?: Record<string, AnySchema>;
 }
 
@@ -21,7 +23,8 @@ const defOf = (schema: AnySchema) => (schema as unknown as { _zod: { def: Schema
 /** The object schema inside default/prefault/optional wrappers, or undefined for any other. */
 function objectShape(schema: AnySchema): Record<string, AnySchema> | undefined {
   let def = defOf(schema);
-  while (def.innerType && def.type !== 'object') def = defOf(def.innerType);
+  for (let inner = def.innerType ?? def.out; inner && def.type !== 'object'; inner = def.innerType ?? def.out)
+    def = defOf(inner);
   return def.type === 'object' ? def.shape : undefined;
 }
 
@@ -50,8 +53,9 @@ function writeKeys(
   commented: boolean,
 ): void {
   for (const [key, schema] of Object.entries(shape)) {
-    const value = values?.[key];
-    const off = commented || value === undefined;
+    // A section left out is written commented out, with its example when the schema has one.
+    const value = values?.[key] ?? (commented || values === undefined ? undefined : exampleOf(schema));
+    const off = commented || values?.[key] === undefined;
     const prefix = off ? `${indent}# ` : indent;
     // Top-level sections apart, like a hand-written file.
     if (indent === '' && lines.length > 0 && lines.at(-1) !== '') lines.push('');
@@ -69,6 +73,12 @@ function writeKeys(
 
 const WIDTH = 96;
 
+/** The example a schema's metadata gives (`.meta({ example })`), if any. */
+function exampleOf(schema: AnySchema): Record<string, unknown> | undefined {
+  const example = (schema.meta() as { example?: unknown } | undefined)?.example;
+  return example !== null && typeof example === 'object' ? (example as Record<string, unknown>) : undefined;
+}
+
 /** Words into lines of at most `width` characters (a longer word keeps its own line). */
 function wrap(text: string, width: number): string[] {
   const lines: string[] = [];
@@ -84,5 +94,9 @@ function wrap(text: string, width: number): string[] {
 /** A value on one line: a flow list for arrays, YAML's own quoting for strings. */
 function scalar(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(scalar).join(', ')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{ ${Object.entries(value)
+      .map(([key, item]) => `${scalar(key)}: ${scalar(item)}`)
+      .join(', ')} }`;
   return YAML.stringify(value, { lineWidth: 0 }).trimEnd();
 }

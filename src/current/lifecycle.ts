@@ -165,7 +165,7 @@ function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<nu
  * from was among those removed. Call only once the parts of runs that were not committed are
  * gone (undoCurrent). Returns whether anything changed.
  */
-async function repairBucket(
+export async function repairBucket(
   update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'> & { formats?: CurrentContext['formats'] },
   bucket: number,
   options: {

@@ -9,6 +9,10 @@ import type { ApiClient } from '../api/client.ts';
 import { checked, describeIssues, Study } from '../api/resources.ts';
 import { ConfigError, PayloadError } from '../errors.ts';
 import { archiveRaw, type ExtractSinks, type Reject, rejectRecord } from '../records.ts';
+import { globToRegExp } from '../util/glob.ts';
+
+export { globToRegExp };
+
 import { sameValue } from './keys.ts';
 import { jsonText, nestsDeeperThan, tooDeepReason } from './nesting.ts';
 
@@ -64,17 +68,6 @@ function studyReject(raw: unknown, reason: string): Reject {
     ...(typeof id === 'string' ? { study_id: id } : {}),
     ...(typeof link_id === 'string' ? { link_id } : {}),
   });
-}
-
-/** A glob on whole link_ids: `*` any run of characters (slashes included), `?` one character. */
-export function globToRegExp(glob: string): RegExp {
-  let source = '';
-  for (const char of glob) {
-    if (char === '*') source += '.*';
-    else if (char === '?') source += '.';
-    else source += char.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
-  }
-  return new RegExp(`^${source}$`, 'su');
 }
 
 export interface StudySelection {

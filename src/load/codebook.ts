@@ -6,6 +6,7 @@
  * what was written.
  */
 import type { Format } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { outputFormats, studyFormats } from '../output/formats/index.ts';
 import {
   DATAPACKAGE_FILE,
@@ -15,8 +16,10 @@ import {
   REJECTS_FILE,
   REPORT_FILE,
 } from '../output/layout.ts';
-import { tableNames, tables } from '../tables/index.ts';
+import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
+import { runTableNames, type TableName, tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
+import { changesByStudy, schemaChangesIntro } from './report-schema-changes.ts';
 import { type Sample, sampleNote } from './sample.ts';
 
 export interface CodebookStudy {
@@ -29,10 +32,13 @@ export interface CodebookStudy {
   since: string | null;
 }
 
-/** What a guide (README.md, report.html) is about: one run, or the current/ dataset. */
+/** What a guide (README.md, report.html) is about: one run, the current/ dataset, or a package. */
 export interface GuideSubject {
-  /** A run folder, or the current/ dataset. */
-  kind: 'run' | 'current';
+  /**
+   * A run folder, the current/ dataset, or one study's package for someone else (`share`):
+   * current/'s rows of the study, laid out as a run's files.
+   */
+  kind: 'run' | 'current' | 'package';
   pipeline: string;
   /** The service's base URL as the manifest records it (never a key), or "sandbox". */
   service: string;
@@ -43,6 +49,8 @@ export interface GuideSubject {
   status?: 'complete' | 'partial';
   /** A sample run (run --limit). */
   sample?: Sample;
+  /** A package: what it says of the respondents' identities, first. */
+  privacy?: HandoffPrivacy;
 }
 
 export interface CodebookInput extends GuideSubject {
@@ -52,6 +60,8 @@ export interface CodebookInput extends GuideSubject {
   files: readonly string[];
   /** Files of the folder not yet in `files`, written after it (manifest.json, report.html). */
   alsoWritten?: readonly string[];
+  /** A run's changes on the service since the last committed run (src/drift/). */
+  schemaChanges?: { changes: readonly SchemaChange[]; accepted: boolean };
 }
 
 /**
@@ -73,8 +83,12 @@ export function codebookMarkdown(input: CodebookInput): string {
   const lines = [
     ...introLines(input),
     ...studyLines(input),
+    ...(input.schemaChanges ? schemaChangeLines(input.schemaChanges) : []),
     ...fileLines(input, (path) => files.has(path), hasUnder),
-    ...referenceLines(studyFormats.some((format) => hasUnder(format.folder))),
+    ...referenceLines(
+      studyFormats.some((format) => hasUnder(format.folder)),
+      input.kind === 'run' ? runTableNames : tableNames,
+    ),
   ];
   return `${lines.join('\n').trimEnd()}\n`;
 }
@@ -83,6 +97,7 @@ export function codebookMarkdown(input: CodebookInput): string {
 function introLines(input: CodebookInput): string[] {
   const full = input.studies.every((study) => study.since === null);
   const lines: string[] = [];
+  if (input.kind === 'package') return packageIntro(input);
   const title =
     input.kind === 'run'
       ? `# ${markdownText(input.pipeline)}: run ${input.runId}`
@@ -109,6 +124,27 @@ function introLines(input: CodebookInput): string[] {
   return lines;
 }
 
+/** A package's title, how it was made (identified first, in bold), what it is and where it came from. */
+function packageIntro(input: CodebookInput): string[] {
+  const study = input.studies[0];
+  const privacy = input.privacy ?? { identified: true };
+  const paragraphs = privacyParagraphs(privacy).map(markdownText);
+  const lines = [
+    `# ${markdownText(study?.title || study?.link_id || input.pipeline)}: a study from ${markdownText(input.pipeline)}`,
+    '',
+    '<!-- Written by study-export share from its table declarations. -->',
+    '',
+    ...(privacy.identified ? paragraphs.flatMap((paragraph) => [`**${paragraph}**`, '']) : []),
+    `This folder holds one study exported by study-export from the Study Responses service at`,
+    `${markdownText(input.service)}: every response in its newest copy, as the output's current dataset`,
+    `held it after run \`${input.runId}\`; packaged ${input.finishedAt} (UTC). Recordings are not in it.`,
+    '',
+  ];
+  if (!privacy.identified)
+    lines.push('## Privacy', '', ...paragraphs.flatMap((paragraph) => [paragraph, '']));
+  return lines;
+}
+
 /** The studies, each with its responses (and, in a run, since when). */
 function studyLines(input: CodebookInput): string[] {
   const lines: string[] = [];
@@ -130,6 +166,24 @@ function studyLines(input: CodebookInput): string[] {
     lines.push(`| ${cells.join(' | ')} |`);
   }
   if (input.studies.length === 0) lines.push('', 'No study was exported.');
+  return lines;
+}
+
+/** What changed on the service, per study, in report.html's words. */
+function schemaChangeLines({ changes, accepted }: NonNullable<CodebookInput['schemaChanges']>): string[] {
+  const lines = ['', '## Changes on the service since the last run', '', schemaChangesIntro, ''];
+  if (changes.length === 0) lines.push('None: every study looked as it did in its last run.');
+  if (accepted) {
+    lines.push(
+      'Accepted: the pipeline file says to stop on a change (`schema.on_change: fail`); this run was committed with them because it was given `--accept-schema-change`.',
+      '',
+    );
+  }
+  for (const list of changesByStudy(changes)) {
+    const first = list[0] as SchemaChange;
+    lines.push(`### ${markdownText(first.link_id)} (\`${first.study_id.replace(/`/g, "'")}\`)`, '');
+    for (const change of list) lines.push(`- \`${change.kind}\`: ${markdownText(change.message)}`);
+  }
   return lines;
 }
 
@@ -178,7 +232,7 @@ function fileLines(
 }
 
 /** Times, joins, recordings and every table's columns (and the wide sheets', where there are any). */
-function referenceLines(wide: boolean): string[] {
+function referenceLines(wide: boolean, names: readonly TableName[]): string[] {
   const lines: string[] = [];
   lines.push(
     '',
@@ -189,7 +243,7 @@ function referenceLines(wide: boolean): string[] {
     '## How the tables join',
     '',
   );
-  for (const name of tableNames) {
+  for (const name of names) {
     for (const key of tables[name].foreignKeys) {
       const fields = key.fields.map((f) => `\`${f}\``).join(', ');
       lines.push(`- ${name}.${key.fields.join(', ')} → ${key.reference.resource} (${fields})`);
@@ -211,7 +265,7 @@ function referenceLines(wide: boolean): string[] {
     'Key: the columns that identify a row; no two rows share it. "required: yes" means always a value; "may be """ means text the service may send empty.',
     '',
   );
-  for (const name of tableNames) lines.push(...tableSection(name, 3));
+  for (const name of names) lines.push(...tableSection(name, 3));
   if (wide) lines.push(...wideSheetSection(3));
   return lines;
 }

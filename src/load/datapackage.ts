@@ -25,6 +25,7 @@ import { createHash } from 'node:crypto';
 import { csvDialect } from '../output/formats/csv.ts';
 import { outputFormats, type TableFormat, tableFormatNamed } from '../output/formats/index.ts';
 import { wideFormat } from '../output/formats/wide.ts';
+import type { HandoffPrivacy } from '../privacy/index.ts';
 import {
   type Column,
   type TableDeclaration,
@@ -78,6 +79,11 @@ export interface DataPackageOptions {
   tables: readonly PackageResourceFile[];
   sheets?: readonly PackageSheet[];
   files?: readonly PackageFile[];
+  /**
+   * A package handed to someone else: how it was made (identified, or the profile and the
+   * study's replacement counts), as `privacy`, a property of the package's own.
+   */
+  privacy?: HandoffPrivacy;
 }
 
 const fieldTypes = {
@@ -125,6 +131,7 @@ export function dataPackage(options: DataPackageOptions) {
     description: options.description,
     created: options.created,
     ...(options.source ? { sources: [sourceOf(options.source)] } : {}),
+    ...(options.privacy ? { privacy: options.privacy } : {}),
     resources: [
       ...options.tables.map((file) => tableResource(file, formatsOf.get(file.table) ?? new Set())),
       ...(options.sheets ?? []).map((sheet) => sheetResource(sheet, names.of(sheet.path))),

@@ -21,7 +21,7 @@ import {
 } from '../output/formats/index.ts';
 import { defaultRowGroupBytes, defaultRowGroupSize } from '../output/formats/parquet.ts';
 import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tableNames } from '../tables/index.ts';
+import { type Row, runTableNames, type TableName } from '../tables/index.ts';
 import { allSettled, nextTurn } from '../util/concurrency.ts';
 
 export interface TableWritersOptions {
@@ -176,12 +176,12 @@ async function openTables(
   formats: readonly TableFormatModule[],
   blockOf: (table: TableName) => TableState['blockOf'],
 ): Promise<Map<TableName, TableState>> {
-  const opening = tableNames.map((table) =>
+  const opening = runTableNames.map((table) =>
     Promise.allSettled(formats.map((format) => format.open(storage, table, options))),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
-  tableNames.forEach((table, index) => {
+  runTableNames.forEach((table, index) => {
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );

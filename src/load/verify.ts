@@ -23,7 +23,7 @@ import { MANIFEST_FILE, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
-import { type TableName, tableNames, tables } from '../tables/index.ts';
+import { runTableNames, type TableName, tables } from '../tables/index.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -51,7 +51,7 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   const mediaFormat = mediaRowsFormat(manifest);
   const mediaRows: Values[] = [];
   // responses first: every other table's foreign key points at it.
-  const ordered: TableName[] = ['responses', ...tableNames.filter((t) => t !== 'responses')];
+  const ordered: TableName[] = ['responses', ...runTableNames.filter((t) => t !== 'responses')];
   for (const table of ordered) {
     for (const format of tableFormats) {
       const file = format.tableFile(table);
@@ -98,7 +98,7 @@ async function checkStudyFiles(
             path.startsWith(`${format.folder}/`) && !path.slice(format.folder.length + 1).includes('/'),
         ),
     );
-    if (manifest.config.output.formats.includes(format.name)) {
+    if ((manifest.config.output.formats as readonly string[]).includes(format.name)) {
       for (const study of manifest.studies) {
         const path = format.studyFile(names.get(study.study_id) ?? '');
         if (study.error === null && study.responses > 0 && !listed.has(path))

@@ -7,8 +7,10 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
+import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
-import { OutputReader } from '../reader/index.ts';
+import type { LinkageEntry } from '../privacy/index.ts';
+import { type HandoffProfile, OutputReader, openHandoff } from '../reader/index.ts';
 import type { S3Settings } from '../storage/index.ts';
 import { openStorage } from '../storage/index.ts';
 import { qdpxInput } from './from-output.ts';
@@ -23,6 +25,8 @@ export interface QdpxExportOptions {
   /** The folder the .qdpx files go into. */
   to: string;
   s3?: S3Settings;
+  /** The privacy profile the projects are made with, or 'identified' (the default). */
+  profile?: HandoffProfile;
   /** Tests only: a smaller limit for recordings inside the package. */
   internalLimitBytes?: number;
   onStudy?: (done: QdpxStudyDone) => void;
@@ -32,12 +36,15 @@ export interface QdpxStudyDone extends QdpxResult {
   study_id: string;
   link_id: string;
   file: string;
+  /** Every pseudonym in the project and what it stands for (for --linkage, never in the project). */
+  linkage: LinkageEntry[];
 }
 
 export const ORIGIN = `study-export ${packageJson.version}`;
 
 export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyDone[]> {
   const reader = await OutputReader.open(options.output, options.s3 ?? {});
+  const handoff = openHandoff(reader, options.profile ?? 'identified');
   const chosen =
     options.studies.length === 0
       ? await reader.studies()
@@ -55,7 +62,8 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
   const done: QdpxStudyDone[] = [];
   for (const study of unique) {
     const name = names.get(study.study_id) ?? study.study_id;
-    const { input, warnings } = await qdpxInput(await reader.study(study.study_id));
+    const handed = await handoff.study(study.study_id);
+    const { input, warnings } = await qdpxInput(handed);
     const where = join(folder, `${name}.qdpx`);
     // The storage writes it under a hidden name and renames it when closed; the writer aborts
     // it on failure: no half project is ever where a program would open it.
@@ -66,8 +74,27 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       externalFolder: join(folder, `${name} media`),
       ...(options.internalLimitBytes !== undefined ? { internalLimitBytes: options.internalLimitBytes } : {}),
     });
+    // The ledger (handoffs/) records the project and the responses it holds, as it holds them.
+    await appendHandoff(reader.storage, {
+      command: 'qdpx',
+      package: `${name}.qdpx`,
+      location: where,
+      studies: [{ study_id: study.study_id, link_id: study.link_id }],
+      identified: handed.privacy.identified,
+      responses: heldResponses(
+        input.responses.map((response) => response.response.response_id),
+        handed.linkage(),
+      ),
+    });
     const all: QdpxWarning[] = [...warnings, ...result.warnings];
-    const entry = { ...result, warnings: all, study_id: study.study_id, link_id: study.link_id, file: where };
+    const entry = {
+      ...result,
+      warnings: all,
+      study_id: study.study_id,
+      link_id: study.link_id,
+      file: where,
+      linkage: handed.linkage(),
+    };
     done.push(entry);
     options.onStudy?.(entry);
   }

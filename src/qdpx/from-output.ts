@@ -9,11 +9,13 @@
  * naming why.
  */
 
-import { byResponse, type Recording, type StudyReader } from '../reader/index.ts';
+import { byResponse, type HandoffStudy, type Recording } from '../reader/index.ts';
 import type { Row } from '../tables/index.ts';
 import type { QdpxRecording, QdpxResponse, QdpxStudy, QdpxWarning } from './types.ts';
 
-export async function qdpxInput(reader: StudyReader): Promise<{ input: QdpxStudy; warnings: QdpxWarning[] }> {
+export async function qdpxInput(
+  reader: HandoffStudy,
+): Promise<{ input: QdpxStudy; warnings: QdpxWarning[] }> {
   const studyId = reader.study.study_id;
   const warnings: QdpxWarning[] = [];
   const [questions, responses, answers, transcript, attributes] = await Promise.all([
@@ -49,6 +51,7 @@ export async function qdpxInput(reader: StudyReader): Promise<{ input: QdpxStudy
       study: reader.study,
       questions: [...questions].sort((a, b) => a.position - b.position),
       responses: items,
+      privacy: reader.privacy,
     },
     warnings,
   };

@@ -110,6 +110,7 @@ export async function writeQdpx(input: QdpxStudy, options: QdpxOptions): Promise
     }
     const parts = {
       study: input.study,
+      privacy: input.privacy,
       origin: options.origin,
       userGuid: context.userGuid,
       codes: context.codes,

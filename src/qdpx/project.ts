@@ -11,6 +11,7 @@
  * included; a case's link to its sources also in each source's name and a variable, since it
  * ignores a named case's SourceRef.
  */
+import { privacyParagraphs } from '../privacy/index.ts';
 import type { Row } from '../tables/index.ts';
 import type { CodeBook } from './codebook.ts';
 import { type ConversationText, conversationText, sourceText } from './conversation.ts';
@@ -212,6 +213,7 @@ function caseXml(context: PlanContext, item: QdpxResponse, name: string, sourceG
 
 export interface ProjectParts {
   study: QdpxStudy['study'];
+  privacy: QdpxStudy['privacy'];
   origin: string;
   userGuid: string;
   /** Absolute folder of the recordings kept outside, when there are any (ends in "/"). */
@@ -247,6 +249,7 @@ export function projectTail(parts: ProjectParts): string {
     `Study "${study.title}" (link id ${study.link_id}, study id ${study.study_id}), created ${study.created_at}.`,
     `Exported by ${parts.origin} at ${parts.exportedAt} from the study's newest rows.`,
     "Cases are respondents; codes are the discussion guide's question slots; every answer passage is coded.",
+    ...privacyParagraphs(parts.privacy),
   ].join('\n');
   return `${element('Description', description)}</Project>\n`;
 }

@@ -3,6 +3,7 @@
  * to open each recording's bytes. The writer is pure apart from the zip it writes: it never reads
  * an output itself (src/qdpx/from-output.ts builds this from the one reader of an output).
  */
+import type { HandoffPrivacy } from '../privacy/index.ts';
 import type { Row } from '../tables/index.ts';
 
 /** One recording of a turn, as it goes into the project. */
@@ -35,6 +36,8 @@ export interface QdpxStudy {
   questions: Row<'questions'>[];
   /** Ordered as the project lists them (response_number, created_at, response_id). */
   responses: QdpxResponse[];
+  /** How the project was made: identified, or de-identified by a privacy profile. */
+  privacy: HandoffPrivacy;
 }
 
 /** Something the export could not carry as asked; the command prints each. */

@@ -88,6 +88,19 @@ export class ZipIndex {
     return new ZipIndex(storage, path, entries);
   }
 
+  /**
+   * The same zip with every entry under another name (a handoff's pseudonyms in its paths); the
+   * bytes are read from the same places.
+   */
+  renamed(rename: (name: string) => string): ZipIndex {
+    const entries = new Map<string, ZipEntry>();
+    for (const entry of this.entries.values()) {
+      const name = rename(entry.name);
+      entries.set(name, { ...entry, name });
+    }
+    return new ZipIndex(this.storage, this.path, entries);
+  }
+
   /** Where the entry's bytes start in the zip. */
   dataOffset(entry: ZipEntry): Promise<number> {
     let offset = this.#dataOffsets.get(entry.name);

@@ -6,9 +6,17 @@
 import type { CommandModule } from 'yargs';
 import { exitCodes } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
-import { chosenOutput, endpointOption, type OutputArgs, outputOptions, studyOption } from '../output.ts';
+import {
+  chosenHandoff,
+  endpointOption,
+  type HandoffArgs,
+  handoffOptions,
+  outputOptions,
+  studyOption,
+  writeLinkage,
+} from '../output.ts';
 
-interface ArchiveArgs extends OutputArgs {
+interface ArchiveArgs extends HandoffArgs {
   study?: string[];
   to?: string;
   zip?: boolean;
@@ -23,7 +31,7 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
     command: 'archive [output]',
     describe: 'Pack each study of an output (newest rows, every recording) into a BagIt bag for a repository',
     builder: (yargs) =>
-      outputOptions(yargs)
+      handoffOptions(outputOptions(yargs))
         .option(
           'study',
           studyOption('a permanent study id or link_id (repeatable; default: every study of the output)'),
@@ -54,14 +62,16 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
           'With OUTPUT and no --config or --pipeline, no pipeline file is read; otherwise its output and its archive: section (the options above win).',
         ) as never,
     handler: async (args) => {
-      // The pipeline file is read beside OUTPUT too when named: its archive: section.
-      const { output, s3, config } = await chosenOutput(args, context, { alsoNamed: true });
+      // The pipeline file is read beside OUTPUT too when named: its archive: and privacy: sections.
+      const to = args.to ?? context.cwd;
+      const { output, s3, config, profile, linkage } = await chosenHandoff(args, context, to);
       const { archiveOutput } = await import('../../archive/index.ts');
       const result = await archiveOutput({
         output,
         s3,
         studies: args.study ?? [],
-        to: args.to ?? context.cwd,
+        to,
+        profile,
         form: args.zip ? 'zip' : args.tar ? 'tar' : 'folder',
         info: {
           source_organization: args['source-organization'] ?? config?.archive?.source_organization,
@@ -79,6 +89,12 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
             );
         },
       });
+      if (linkage !== null) {
+        const count = await writeLinkage(linkage, result.bags);
+        context.stdout.write(
+          `${linkage}: linkage table, ${count} pseudonyms (keep it apart from the bags)\n`,
+        );
+      }
       if (result.status === 'partial') {
         context.stderr.write(
           "study-export archive: some recordings are not in the bags (listed above and in each bag's data/recordings.csv)\n",

@@ -6,9 +6,17 @@
 import type { CommandModule } from 'yargs';
 import type { CliContext } from '../context.ts';
 import { formatBytes } from '../format.ts';
-import { chosenOutput, endpointOption, type OutputArgs, outputOptions, studyOption } from '../output.ts';
+import {
+  chosenHandoff,
+  endpointOption,
+  type HandoffArgs,
+  handoffOptions,
+  outputOptions,
+  studyOption,
+  writeLinkage,
+} from '../output.ts';
 
-interface QdpxArgs extends OutputArgs {
+interface QdpxArgs extends HandoffArgs {
   study?: string[];
   to: string;
 }
@@ -19,7 +27,7 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
     describe:
       'Write each study as a REFI-QDA project (.qdpx) for NVivo, ATLAS.ti, MAXQDA and QualCoder: conversations, recordings, respondents as cases, questions as codes',
     builder: (yargs) =>
-      outputOptions(yargs)
+      handoffOptions(outputOptions(yargs))
         .option('study', studyOption('a study by permanent id or link_id (repeatable; default: every study)'))
         .option('to', {
           type: 'string',
@@ -31,12 +39,13 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
         .example('$0 qdpx out/demo --study checkout-express-test-round-2-ef35 --to projects', '') as never,
     handler: async (args) => {
       const { exportQdpx } = await import('../../qdpx/export.ts');
-      const { output, s3 } = await chosenOutput(args, context);
-      await exportQdpx({
+      const { output, s3, profile, linkage } = await chosenHandoff(args, context, args.to);
+      const projects = await exportQdpx({
         output,
         studies: args.study ?? [],
         to: args.to,
         s3,
+        profile,
         onStudy: (study) => {
           for (const warning of study.warnings)
             context.stderr.write(
@@ -47,6 +56,12 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
           );
         },
       });
+      if (linkage !== null) {
+        const count = await writeLinkage(linkage, projects);
+        context.stdout.write(
+          `${linkage}: linkage table, ${count} pseudonyms (keep it apart from the projects)\n`,
+        );
+      }
     },
   };
 }

@@ -219,7 +219,7 @@ export const csvFormat = {
   resource: { profile: 'tabular-data-resource', encoding: 'utf-8', dialect: csvDialect },
   tableFile: tableFileOf,
   codebookLine: (holder) =>
-    holder === 'run'
+    holder !== 'current'
       ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
       : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
   async open(storage, table, options) {

@@ -18,8 +18,8 @@ import type { ColumnBuffers } from './column-buffers.ts';
 import type { CsvOptions } from './csv.ts';
 import type { EncodedRowGroup } from './parquet.ts';
 
-/** Whose files a line speaks of: a run's folder, or current/. */
-export type Holder = 'run' | 'current';
+/** Whose files a line speaks of: a run's folder, current/, or one study's package (laid out as a run's). */
+export type Holder = 'run' | 'current' | 'package';
 
 /** datapackage.json's entry for a file of the format. */
 export interface PackageEntry {

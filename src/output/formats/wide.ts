@@ -162,7 +162,7 @@ export const wideFormat = {
   description: 'One row per response, one column per question and attribute.',
   studyFile: studyFileOf,
   codebookLine: (holder) =>
-    `- **${holder === 'run' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
+    `- **${holder !== 'current' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
   // Its bytes and sha256 are checked as every file's; a CSV has no structure to check beyond.
   verifyFile: async () => [],
   open(input) {

@@ -283,7 +283,7 @@ export const xlsxFormat = {
   description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
   studyFile: studyFileOf,
   codebookLine: (holder) =>
-    `- **${holder === 'run' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
+    `- **${holder !== 'current' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
   async verifyFile(storage, path, bytes) {
     try {
       const names = await zipEntryNames(storage, path, bytes);

@@ -1,0 +1,141 @@
+/**
+ * Finding personal data in text: the built-in detectors (email, phone, url, ip), the terms list
+ * and the profile's own patterns. A match names its kind, where it is, and the form two
+ * spellings of one thing share (an email in any case, a phone number's digits, a term in any
+ * case), so that one thing gets one tag. Pure.
+ */
+import type { PrivacyDetector } from '../config/schema.ts';
+
+export type TagKind = 'EMAIL' | 'PHONE' | 'URL' | 'IP' | 'NAME' | 'PATTERN';
+export const tagKinds: readonly TagKind[] = ['EMAIL', 'PHONE', 'URL', 'IP', 'NAME', 'PATTERN'];
+
+export const kindOfDetector: Record<PrivacyDetector, TagKind> = {
+  email: 'EMAIL',
+  phone: 'PHONE',
+  url: 'URL',
+  ip: 'IP',
+};
+
+export interface Match {
+  kind: TagKind;
+  start: number;
+  end: number;
+  /** What two spellings of one thing share. */
+  key: string;
+}
+
+/** Not a letter, digit or underscore, in any script. */
+const edge = '[^\\p{L}\\p{N}\\p{M}_]';
+const before = `(?<=^|${edge})`;
+const after = `(?=$|${edge})`;
+
+const emailPattern = new RegExp(
+  `${before}[\\p{L}\\p{N}._%+'-]+@[\\p{L}\\p{N}-]+(?:\\.[\\p{L}\\p{N}-]+)*\\.\\p{L}{2,}${after}`,
+  'gu',
+);
+
+const topLevel =
+  'com|org|net|edu|gov|io|co|me|info|biz|dev|app|eu|uk|de|fr|es|it|nl|be|ch|at|se|no|dk|pl|pt|ie|br|mx|ar|in|jp|cn|au|ca|us';
+const urlPattern = new RegExp(
+  [
+    // A scheme, or www., and what follows up to a space or a bracket.
+    `${before}(?:[a-z][a-z0-9+.-]*:\\/\\/|www\\.)[^\\s<>"'\`()\\[\\]{}]+`,
+    // A bare domain of a common top-level domain, with or without a path.
+    `${before}[\\p{L}\\p{N}-]+(?:\\.[\\p{L}\\p{N}-]+)*\\.(?:${topLevel})(?:\\/[^\\s<>"'\`()\\[\\]{}]*)?${after}`,
+  ].join('|'),
+  'giu',
+);
+
+const octet = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const ipv4 = `(?<![\\d.])${octet}(?:\\.${octet}){3}(?![\\d]|\\.\\d)`;
+const hex = '[0-9a-f]{1,4}';
+const ipv6 = `(?<![\\w:])(?:${hex}(?::${hex}){7}|(?:${hex}(?::${hex}){0,6})?::(?:${hex}(?::${hex}){0,6})?)(?![\\w:])`;
+const ipPattern = new RegExp(`${ipv6}|${ipv4}`, 'giu');
+
+/** A run of digit groups with the separators phone numbers are written with. */
+const phonePattern =
+  /(?<![\p{L}\p{N}_+./:@-])(?:\+|00)?(?:\(\d{1,5}\)|\d{1,5})(?:(?: ?[./-] ?| )?(?:\(\d{1,5}\)|\d{1,5})){1,7}(?![\p{L}\p{N}_@]|[./:-]\d)/gu;
+
+/** Whether a run of digit groups is written as a phone number is (and not a date, an amount, a time). */
+export function isPhoneNumber(text: string): boolean {
+  const digits = text.replace(/\D/g, '');
+  if (/^(?:\+|00)/.test(text)) return digits.length >= 8 && digits.length <= 15;
+  // Dates and decimal amounts are never phone numbers.
+  if (/^\d{1,4}[./-]\d{1,2}[./-]\d{1,4}$/.test(text) || /^\d{1,3}(?:[.,]\d{3})+$/.test(text)) return false;
+  // A trunk prefix 0 (or one in brackets): national forms in most of Europe, Asia and Oceania.
+  if (/^\(?0/.test(text)) return digits.length >= 9 && digits.length <= 12;
+  // North American: (212) 555-0147, 212-555-0147, 212.555.0147, 212 555 0147.
+  if (/^(?:\(\d{3}\) ?|\d{3}[-. ])\d{3}[-. ]\d{4}$/.test(text)) return true;
+  // Nine digits grouped 3-3-3 or 3-2-2-2 (Spain, Portugal), without a trunk prefix.
+  return /^[5-9]\d{2}(?: \d{3} \d{3}| \d{2} \d{2} \d{2})$/.test(text);
+}
+
+export interface DetectorSet {
+  detect: readonly PrivacyDetector[];
+  /** One regular expression for every term (case-insensitive, on word boundaries), or null. */
+  terms: RegExp | null;
+  patterns: readonly RegExp[];
+}
+
+/** The terms as one expression: longest first, so "Anna Maria" wins over "Anna". */
+export function termsPattern(terms: readonly string[]): RegExp | null {
+  const unique = [...new Set(terms.map((term) => term.normalize('NFC')))].filter((term) => term !== '');
+  if (unique.length === 0) return null;
+  const alternatives = unique
+    .sort((a, b) => b.length - a.length || (a < b ? -1 : 1))
+    .map((term) => term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+'));
+  return new RegExp(`${before}(?:${alternatives.join('|')})${after}`, 'giu');
+}
+
+/** Every match in `text`, left to right, overlaps resolved: the earlier, then the longer, wins. */
+export function findMatches(text: string, set: DetectorSet): Match[] {
+  const found: Match[] = [];
+  const add = (
+    pattern: RegExp,
+    kind: TagKind,
+    key: (match: string) => string,
+    keep = (_: string) => true,
+  ) => {
+    pattern.lastIndex = 0;
+    for (const match of text.matchAll(pattern)) {
+      let value = match[0];
+      if (kind === 'URL') value = value.replace(/[.,;:!?]+$/, '');
+      if (value === '' || !keep(value)) continue;
+      found.push({ kind, start: match.index, end: match.index + value.length, key: key(value) });
+    }
+  };
+  for (const detector of set.detect) {
+    if (detector === 'email') add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
+    if (detector === 'url') add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
+    if (detector === 'ip')
+      add(
+        ipPattern,
+        'IP',
+        (v) => v.toLowerCase(),
+        (v) => v.includes('.') || hexGroups(v) >= 3,
+      );
+    if (detector === 'phone')
+      add(
+        phonePattern,
+        'PHONE',
+        (v) => `${/^(?:\+|00)/.test(v) ? '+' : ''}${v.replace(/^00/, '').replace(/\D/g, '')}`,
+        isPhoneNumber,
+      );
+  }
+  if (set.terms) add(set.terms, 'NAME', (v) => v.normalize('NFC').toLowerCase().replace(/\s+/g, ' '));
+  for (const pattern of set.patterns) add(pattern, 'PATTERN', (v) => v);
+  found.sort(
+    (a, b) => a.start - b.start || b.end - a.end || tagKinds.indexOf(a.kind) - tagKinds.indexOf(b.kind),
+  );
+  const kept: Match[] = [];
+  for (const match of found) {
+    const last = kept.at(-1);
+    if (last && match.start < last.end) continue;
+    kept.push(match);
+  }
+  return kept;
+}
+
+function hexGroups(value: string): number {
+  return value.split(':').filter((group) => group !== '').length;
+}

@@ -1,0 +1,92 @@
+/**
+ * A study's tags: every match in its texts becomes `[KIND-n]`, the same thing the same tag in
+ * every answer, turn, summary and short transcript of the study. Numbers do not depend on the
+ * order texts are read in, nor on which command reads them: a study's texts are all seen first
+ * (`see`), and each kind's distinct things are then numbered in the order of their keyed
+ * digests (HMAC-SHA-256 under the profile's secret), which says nothing about the things
+ * themselves. Pure.
+ */
+import { type DetectorSet, findMatches, type Match, type TagKind, tagKinds } from './detect.ts';
+import { keyedDigest } from './pseudonym.ts';
+
+export type KindCounts = Record<TagKind, number>;
+
+export function zeroCounts(): KindCounts {
+  return Object.fromEntries(tagKinds.map((kind) => [kind, 0])) as KindCounts;
+}
+
+export class StudyTags {
+  readonly #seen = new Map<string, { kind: TagKind; key: string }>();
+  #numbers: Map<string, number> | null = null;
+  /** Replacements made in the study's texts, by kind: each occurrence once. */
+  readonly occurrences: KindCounts = zeroCounts();
+
+  constructor(
+    private readonly secret: Buffer,
+    private readonly detectors: DetectorSet,
+  ) {}
+
+  /** First pass: a text of the study. Every text is seen once, before any is replaced. */
+  see(text: string | null | undefined): void {
+    if (!text) return;
+    if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
+    for (const match of findMatches(text, this.detectors)) {
+      this.occurrences[match.kind] += 1;
+      this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
+    }
+  }
+
+  /** Distinct things tagged, by kind. */
+  distinct(): KindCounts {
+    const counts = zeroCounts();
+    for (const { kind } of this.#seen.values()) counts[kind] += 1;
+    return counts;
+  }
+
+  /** `text` with every match replaced by its tag. */
+  replace(text: string): string;
+  replace(text: string | null): string | null;
+  replace(text: string | null): string | null {
+    if (!text) return text;
+    const numbers = this.numbers();
+    let out = '';
+    let at = 0;
+    for (const match of findMatches(text, this.detectors)) {
+      out += `${text.slice(at, match.start)}[${match.kind}-${this.numberOf(numbers, match)}]`;
+      at = match.end;
+    }
+    return at === 0 ? text : out + text.slice(at);
+  }
+
+  private numbers(): Map<string, number> {
+    if (this.#numbers) return this.#numbers;
+    const numbers = new Map<string, number>();
+    for (const kind of tagKinds) {
+      const ofKind = [...this.#seen].filter(([, thing]) => thing.kind === kind);
+      const ranked = ofKind
+        .map(([id, thing]) => ({
+          id,
+          digest: keyedDigest(this.secret, ['tag', kind, thing.key]).toString('hex'),
+        }))
+        .sort((a, b) => (a.digest < b.digest ? -1 : a.digest > b.digest ? 1 : 0));
+      for (const [index, { id }] of ranked.entries()) numbers.set(id, index + 1);
+    }
+    this.#numbers = numbers;
+    return numbers;
+  }
+
+  /** A text not seen in the first pass still gets a tag: the next number of its kind. */
+  private numberOf(numbers: Map<string, number>, match: Match): number {
+    const id = idOf(match);
+    let number = numbers.get(id);
+    if (number === undefined) {
+      number = [...numbers.keys()].filter((key) => key.startsWith(`${match.kind}\u0000`)).length + 1;
+      numbers.set(id, number);
+    }
+    return number;
+  }
+}
+
+function idOf(match: { kind: TagKind; key: string }): string {
+  return `${match.kind}\u0000${match.key}`;
+}

@@ -1,0 +1,141 @@
+/**
+ * The one place handoffs are de-identified. share, archive and qdpx (and any handoff added
+ * later) read a study through `openHandoff(output, profile)`: with a privacy profile, its rows,
+ * texts and recordings come out already de-identified (src/privacy), so a command has no privacy
+ * code of its own, and the same study gives the same pseudonyms and tags whichever command
+ * packs it. `'identified'` (--identified, or a pipeline without a privacy: section) reads the
+ * output as it is, and says so.
+ */
+import {
+  type HandoffPrivacy,
+  type LinkageEntry,
+  type PrivacyProfile,
+  profileStatement,
+  StudyDeidentifier,
+} from '../privacy/index.ts';
+import { type Row, type TableName, tableNames } from '../tables/index.ts';
+import type { CurrentFile } from './current.ts';
+import type { OutputReader, StudyReader } from './output.ts';
+import type { Located, Recording } from './recordings.ts';
+import type { RunReader } from './run.ts';
+import type { ZipEntry, ZipIndex } from './zip-index.ts';
+
+/** A privacy profile, or 'identified': the package keeps the respondents' identities. */
+export type { HandoffPrivacy };
+
+export type HandoffProfile = PrivacyProfile | 'identified';
+
+export interface HandoffStudy extends StudyReader {
+  privacy: HandoffPrivacy;
+  /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
+  linkage(): LinkageEntry[];
+  /** current/'s wide sheets and workbooks, byte for byte; none de-identified (their text is raw). */
+  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[] }>;
+  /** A run's raw payloads of the study may go into a package only when it is identified. */
+  rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
+}
+
+export class HandoffReader {
+  constructor(
+    readonly output: OutputReader,
+    readonly profile: HandoffProfile,
+  ) {}
+
+  get identified(): boolean {
+    return this.profile === 'identified';
+  }
+
+  /** A study of current/ by permanent id or link_id, as the package will carry it. */
+  async study(idOrLinkId: string): Promise<HandoffStudy> {
+    const source = await this.output.study(idOrLinkId);
+    const id = source.study.study_id;
+    const current = this.output.current;
+    if (this.profile === 'identified')
+      return {
+        ...source,
+        privacy: { identified: true },
+        linkage: () => [],
+        currentSheets: async () => ({
+          wide: await current.wideSheets(id),
+          workbooks: await current.workbooks(id),
+        }),
+        rawFiles: (run) => run.rawFiles(),
+      };
+    const study = new StudyDeidentifier(this.profile);
+    for (const table of tableNames) for await (const group of source.rows(table)) study.see(table, group);
+    const excluded = this.profile.config.recordings === 'exclude';
+    if (excluded) for await (const group of source.rows('media')) study.recordingsExcluded += group.length;
+    const rows = <T extends TableName>(table: T) => deidentified(source.rows(table), table, study);
+    return {
+      study: study.row('studies', source.study) as Row<'studies'>,
+      rows,
+      async all<T extends TableName>(table: T) {
+        const list: Row<T>[] = [];
+        for await (const group of rows(table)) list.push(...group);
+        return list;
+      },
+      recordings: () => (excluded ? none() : deidentifiedRecordings(source.recordings(), study)),
+      privacy: { identified: false, profile: profileStatement(this.profile), counts: study.counts() },
+      linkage: () => study.linkage(),
+      currentSheets: async () => ({ wide: [], workbooks: [] }),
+      rawFiles: () => [],
+    };
+  }
+}
+
+/** The reader every handoff command reads an output through. */
+export function openHandoff(output: OutputReader, profile: HandoffProfile): HandoffReader {
+  return new HandoffReader(output, profile);
+}
+
+async function* deidentified<T extends TableName>(
+  groups: AsyncIterable<Row<T>[]>,
+  table: T,
+  study: StudyDeidentifier,
+): AsyncIterable<Row<T>[]> {
+  for await (const group of groups) {
+    const out: Row<T>[] = [];
+    for (const row of group) {
+      const kept = study.row(table, row);
+      if (kept) out.push(kept);
+    }
+    yield out;
+  }
+}
+
+/** Recordings under their pseudonyms: their rows, notes and the media.zip names they are read by. */
+async function* deidentifiedRecordings(
+  groups: AsyncIterable<Recording[]>,
+  study: StudyDeidentifier,
+): AsyncIterable<Recording[]> {
+  const zips = new Map<ZipIndex, ZipIndex>();
+  const renamed = (zip: ZipIndex) => {
+    let view = zips.get(zip);
+    if (!view) {
+      view = zip.renamed((name) => study.renamedMediaPath(name));
+      zips.set(zip, view);
+    }
+    return view;
+  };
+  for await (const group of groups)
+    yield group.map((recording): Recording => {
+      const { located } = recording;
+      const id = recording.response_id;
+      let where: Located;
+      if ('reason' in located) where = { reason: study.mentionsOf(located.reason, id) };
+      else {
+        const zip = renamed(located.zip);
+        const entry = zip.entries.get(study.renamedMediaPath(located.entry.name)) as ZipEntry;
+        where = { ...located, zip, entry, row: study.row('media', located.row) as Row<'media'> };
+      }
+      return {
+        ...recording,
+        response_id: study.responseId(id),
+        row: recording.row && study.row('media', recording.row),
+        located: where,
+        note: recording.note && study.mentionsOf(recording.note, id),
+      };
+    });
+}
+
+async function* none(): AsyncIterable<Recording[]> {}
