@@ -2,18 +2,19 @@
  * `study-export share`: each chosen study of an output, local or s3://, as the analyst's
  * package (docs/share.md): its rows from current/, read through the output reader (src/reader),
  * as tables, wide sheet, workbook, codebook, report and datapackage.json, into a folder or a
- * bucket, as a folder or one zip per study. Nothing of the output is written: runs/, current/
- * and state/ stay as they were. Every package is checked to be absent before the first is
+ * bucket, as a folder or one zip per study. Of the output, only its ledger (handoffs/) is
+ * written, a record per package; runs/, current/ and state/ stay as they were. Every package is checked to be absent before the first is
  * written, so a refusal writes nothing.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
+import { appendHandoff } from '../ledger/index.ts';
 import { cutMessage } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
-import type { LinkageEntry } from '../privacy/index.ts';
+import type { HandoffPrivacy, LinkageEntry } from '../privacy/index.ts';
 import {
   type HandoffProfile,
   OutputReader,
@@ -101,6 +102,15 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
           options.onProgress?.({ step: 'warning', link_id: study.link_id, message: cutMessage(cut) }),
       });
       const location = await deliver(target, name, options.form, dir, files);
+      const linkage = handed.linkage();
+      await appendHandoff(output.storage, {
+        command: 'share',
+        package: name,
+        location,
+        studies: [{ study_id: study.study_id, link_id: study.link_id }],
+        identified: handed.privacy.identified,
+        responses: handedResponses(rows.responses, handed.privacy, linkage),
+      });
       const done: SharedStudy = {
         study_id: study.study_id,
         link_id: study.link_id,
@@ -108,7 +118,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
         responses: rows.responses.length,
-        linkage: handed.linkage(),
+        linkage,
       };
       shared.push(done);
       options.onProgress?.({ step: 'done', ...done });
@@ -135,6 +145,22 @@ async function chooseStudies(output: OutputReader, wanted: readonly string[]): P
     if (!chosen.has(study.study_id)) chosen.set(study.study_id, study);
   }
   return [...chosen.values()];
+}
+
+/**
+ * The responses a package holds, for the ledger: each id, with the pseudonym the package holds
+ * it under where the profile pseudonymised ids (the rows then hold pseudonyms, the linkage the ids).
+ */
+function handedResponses(
+  responses: readonly Row<'responses'>[],
+  privacy: HandoffPrivacy,
+  linkage: readonly LinkageEntry[],
+): { id: string; pseudonym?: string }[] {
+  if (privacy.identified || privacy.profile.ids === 'keep')
+    return responses.map((response) => ({ id: response.response_id }));
+  return linkage
+    .filter((entry) => entry.kind === 'response')
+    .map((entry) => ({ id: entry.response_id, pseudonym: entry.pseudonym }));
 }
 
 /** Where the rows came from and how the output writes them, from its newest run's manifest. */
