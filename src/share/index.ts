@@ -3,18 +3,18 @@
  * package (docs/share.md): its rows from current/, read through the output reader (src/reader),
  * as tables, wide sheet, workbook, codebook, report and datapackage.json, into a folder or a
  * bucket, as a folder or one zip per study. Of the output, only its ledger (handoffs/) is
- * written, a record per package; runs/, current/ and state/ stay as they were. Every package is checked to be absent before the first is
- * written, so a refusal writes nothing.
+ * written, a record per package; runs/, current/ and state/ stay as they were. Every package is
+ * checked to be absent before the first is written, so a refusal writes nothing.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
-import { appendHandoff } from '../ledger/index.ts';
+import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { cutMessage } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
-import type { HandoffPrivacy, LinkageEntry } from '../privacy/index.ts';
+import type { LinkageEntry } from '../privacy/index.ts';
 import {
   type HandoffProfile,
   OutputReader,
@@ -102,14 +102,17 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
           options.onProgress?.({ step: 'warning', link_id: study.link_id, message: cutMessage(cut) }),
       });
       const location = await deliver(target, name, options.form, dir, files);
-      const linkage = handed.linkage();
+      // The ledger (handoffs/) records the package and the responses it holds, as it holds them.
       await appendHandoff(output.storage, {
         command: 'share',
-        package: name,
+        package: location.split('/').at(-1) ?? name,
         location,
         studies: [{ study_id: study.study_id, link_id: study.link_id }],
         identified: handed.privacy.identified,
-        responses: handedResponses(rows.responses, handed.privacy, linkage),
+        responses: heldResponses(
+          rows.responses.map((response) => response.response_id),
+          handed.linkage(),
+        ),
       });
       const done: SharedStudy = {
         study_id: study.study_id,
@@ -118,7 +121,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
         responses: rows.responses.length,
-        linkage,
+        linkage: handed.linkage(),
       };
       shared.push(done);
       options.onProgress?.({ step: 'done', ...done });
@@ -145,22 +148,6 @@ async function chooseStudies(output: OutputReader, wanted: readonly string[]): P
     if (!chosen.has(study.study_id)) chosen.set(study.study_id, study);
   }
   return [...chosen.values()];
-}
-
-/**
- * The responses a package holds, for the ledger: each id, with the pseudonym the package holds
- * it under where the profile pseudonymised ids (the rows then hold pseudonyms, the linkage the ids).
- */
-function handedResponses(
-  responses: readonly Row<'responses'>[],
-  privacy: HandoffPrivacy,
-  linkage: readonly LinkageEntry[],
-): { id: string; pseudonym?: string }[] {
-  if (privacy.identified || privacy.profile.ids === 'keep')
-    return responses.map((response) => ({ id: response.response_id }));
-  return linkage
-    .filter((entry) => entry.kind === 'response')
-    .map((entry) => ({ id: entry.response_id, pseudonym: entry.pseudonym }));
 }
 
 /** Where the rows came from and how the output writes them, from its newest run's manifest. */
