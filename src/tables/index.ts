@@ -329,3 +329,22 @@ export function wideColumnDescription(header: string): string {
 export function responseStatus(summary: string | null): 'complete' | 'in progress' {
   return summary ? 'complete' : 'in progress';
 }
+
+/** Every data table's rows of one study (or any set of rows), by table. */
+export type TableRows = { [T in DataTableName]: Row<T>[] };
+
+/** Rows in key order: the same rows give the same files whatever order they were read in. */
+export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>[] {
+  const key = tables[table].primaryKey as readonly string[];
+  const value = (row: Row<T>, column: string) => (row as Record<string, unknown>)[column];
+  return rows.sort((a, b) => {
+    for (const column of key) {
+      const x = value(a, column);
+      const y = value(b, column);
+      if (x === y) continue;
+      if (typeof x === 'number' && typeof y === 'number') return x - y;
+      return String(x ?? '') < String(y ?? '') ? -1 : 1;
+    }
+    return 0;
+  });
+}
