@@ -6,7 +6,8 @@
  * maps every pseudonym back, the bag and the project still validate, --identified says so, and
  * the raw output's bytes never change.
  */
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -19,16 +20,22 @@ import { snapshot } from '../helpers/run.ts';
 const schema = join(import.meta.dirname, '../fixtures/refi-qda/Project-mrt2019.xsd');
 const checker = join(import.meta.dirname, '../qdpx/check_qdpx.py');
 
+const profile = ['attributes: { "utm_*": keep, id: pseudonymise }', 'text: { terms: terms.txt }'];
+
 let sandbox: Sandbox;
+/** A folder with the pipeline file and the output one run of it wrote (out/priv). */
+let shared: string;
 beforeAll(async () => {
   // Seed 1: two of the three studies pass email and name URL parameters.
   sandbox = await startSandbox({ seed: 1, studies: 3, responses: 8 });
-});
+  shared = await mkdtemp(join(tmpdir(), 'study-export-privacy-'));
+  await privacyPipeline(shared, sandbox, profile);
+  expect((await cli(shared, sandbox, ['run'])).code).toBe(0);
+}, 120_000);
 afterAll(async () => {
+  if (shared) await rm(shared, { recursive: true, force: true });
   await sandbox.close();
 });
-
-const profile = ['attributes: { "utm_*": keep, id: pseudonymise }', 'text: { terms: terms.txt }'];
 
 describe('handoffs with a privacy profile', () => {
   it('leave no planted personal data in any byte of a bag or a project, and the raw output untouched', async () => {
@@ -92,10 +99,8 @@ describe('handoffs with a privacy profile', () => {
 
   it('gives the same response the same pseudonym in every package and run, and other pseudonyms under another secret', async () => {
     await withTempDir(async (dir) => {
-      await privacyPipeline(dir, sandbox, profile);
-      expect((await cli(dir, sandbox, ['run'])).code).toBe(0);
       const ids = async (to: string, secret: string) => {
-        expect((await cli(dir, sandbox, ['archive', '--to', to], secret)).code).toBe(0);
+        expect((await cli(shared, sandbox, ['archive', '--to', to], secret)).code).toBe(0);
         const all: string[] = [];
         for (const bag of await readdir(to)) {
           expect((await validateDataPackage(join(to, bag, 'data'))).errors).toEqual([]);
@@ -115,6 +120,115 @@ describe('handoffs with a privacy profile', () => {
       expect(overlap).toEqual([]);
     });
   }, 240_000);
+});
+
+describe('packages that keep identities', () => {
+  it('say so when made with --identified, and hold what the profile would have removed', async () => {
+    await withTempDir(async (dir) => {
+      const output = join(shared, 'out', 'priv');
+      const planted = await plantedIn(await onlyRun(output));
+      const bags = join(dir, 'bags');
+      const made = await cli(shared, sandbox, ['archive', '--to', bags, '--identified'], null);
+      expect(made.code).toBe(0);
+      expect((await scanOutput(bags, planted.responseIds)).length).toBeGreaterThan(0);
+      for (const study of sandbox.studies()) {
+        const bag = join(bags, study.link_id);
+        expect(await readFile(join(bag, 'bag-info.txt'), 'utf8')).toMatch(/^Privacy: identified/m);
+        expect(await readFile(join(bag, 'data/index.html'), 'utf8')).toContain('IDENTIFIED');
+        const descriptor = JSON.parse(await readFile(join(bag, 'data/datapackage.json'), 'utf8'));
+        expect(descriptor.privacy).toEqual({ identified: true });
+      }
+      const project = join(dir, 'projects');
+      expect((await cli(shared, sandbox, ['qdpx', '--to', project, '--identified'], null)).code).toBe(0);
+      const qde = await unzipText(join(project, `${sandbox.studies()[0]?.link_id}.qdpx`), 'project.qde');
+      expect(qde).toContain('IDENTIFIED');
+    });
+  }, 120_000);
+
+  it('keep the recordings under pseudonyms with recordings: keep, and say they identify people', async () => {
+    await withTempDir(async (dir) => {
+      await privacyPipeline(dir, sandbox, [...profile, 'recordings: keep']);
+      const output = join(shared, 'out', 'priv');
+      const bags = join(dir, 'bags');
+      const made = await cli(dir, sandbox, ['archive', output, '--config', 'pipeline.yaml', '--to', bags]);
+      expect(made.code).toBe(0);
+      const planted = await plantedIn(await onlyRun(output));
+      expect(await scanOutput(bags, planted.responseIds)).toEqual([]);
+      let recordings = 0;
+      for (const study of sandbox.studies()) {
+        const bag = join(bags, study.link_id);
+        expect(await readFile(join(bag, 'data/index.html'), 'utf8')).toContain(
+          'Its recordings identify people',
+        );
+        const list = csvRows(await readFile(join(bag, 'data/recordings.csv'), 'utf8'));
+        for (const row of list.filter((r) => r.in_bag === 'yes')) {
+          expect(row.file).toMatch(/^recordings\/resp-[a-z2-7]{16}\//);
+          await access(join(bag, 'data', row.file as string));
+          recordings += 1;
+        }
+      }
+      expect(recordings).toBeGreaterThan(0);
+      expect(
+        (await cli(dir, sandbox, ['verify', join(bags, sandbox.studies()[1]?.link_id ?? '')])).code,
+      ).toBe(0);
+    });
+  }, 120_000);
+});
+
+describe('a profile that cannot be applied', () => {
+  const refused = async (dir: string, args: string[], secret: string | null, message: RegExp) => {
+    const result = await cli(dir, sandbox, args, secret);
+    expect(result.stderr).toMatch(message);
+    expect(result.code).toBe(2);
+    await expect(access(join(dir, 'bags'))).rejects.toThrow();
+  };
+
+  it('stops with exit 2 naming what is wrong, and writes nothing', async () => {
+    await withTempDir(async (dir) => {
+      const output = join(shared, 'out', 'priv');
+      const to = ['--to', join(dir, 'bags')];
+      const use = async (lines: string[]) => {
+        await privacyPipeline(dir, sandbox, lines);
+        return ['archive', output, '--config', 'pipeline.yaml', ...to];
+      };
+      await refused(dir, await use(profile), null, /TEST_PSEUDONYM_KEY is not set/);
+      await refused(dir, await use(profile), '', /TEST_PSEUDONYM_KEY is empty/);
+      await refused(dir, await use(['text: { detect: [email, phnoe] }']), 'k', /did you mean phone\?/);
+      await refused(dir, await use(['txt: {}']), 'k', /unknown key "txt" \(did you mean text\?/);
+      await refused(dir, await use(['text: { terms: missing.txt }']), 'k', /missing\.txt: .*no such file/);
+      await refused(
+        dir,
+        await use(["text: { patterns: ['PANEL-(\\d+'] }"]),
+        'k',
+        /patterns\[0\]: "PANEL-\(\\\\d\+" is not a valid regular expression/,
+      );
+      await privacyPipeline(dir, sandbox, ['text: { terms: terms.txt }']);
+      await writeFile(
+        join(dir, 'terms.txt'),
+        Buffer.concat([Buffer.from('Ana\nJos'), Buffer.from([0xe9]), Buffer.from('\n')]),
+      );
+      await refused(
+        dir,
+        ['archive', output, '--config', 'pipeline.yaml', ...to],
+        'k',
+        /terms\.txt: line 2: not UTF-8/,
+      );
+      await privacyPipeline(dir, sandbox, profile);
+      await refused(
+        dir,
+        ['archive', output, '--config', 'pipeline.yaml', ...to, '--linkage', join(dir, 'bags', 'l.csv')],
+        'k',
+        /inside the destination/,
+      );
+      // OUTPUT alone: its runs recorded a privacy: section, so the pipeline file must be named.
+      await refused(
+        dir,
+        ['qdpx', output, '--to', join(dir, 'bags')],
+        'k',
+        /has a privacy: section; name its file/,
+      );
+    });
+  }, 120_000);
 });
 
 /** The project validates, its coded passages are the bag's (de-identified) answers, with the same ids. */
