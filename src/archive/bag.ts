@@ -9,10 +9,15 @@ import { csvText } from '../load/csv.ts';
 import { dataPackage } from '../load/datapackage.ts';
 import { nameOf } from '../names.ts';
 import { privacySummary } from '../privacy/index.ts';
-import { byResponse, type HandoffStudy, type OutputReader, type RunReader } from '../reader/index.ts';
+import {
+  byResponse,
+  type HandoffStudy,
+  type OutputReader,
+  type RunReader,
+  studyTables,
+} from '../reader/index.ts';
 import { redact } from '../redact.ts';
-import type { Row } from '../tables/index.ts';
-import { tableNames } from '../tables/index.ts';
+import type { Row, TableRows } from '../tables/index.ts';
 import type { Conversation, TurnRecording } from './conversation.ts';
 import { conversationText } from './conversation.ts';
 import {
@@ -24,16 +29,7 @@ import {
   readme,
   report,
 } from './guide.ts';
-import {
-  addTables,
-  diskFile,
-  memoryFile,
-  Payload,
-  type StudyRows,
-  sheetHeader,
-  sortByKey,
-  storedFile,
-} from './payload.ts';
+import { addTables, diskFile, memoryFile, Payload, sheetHeader, storedFile } from './payload.ts';
 import { filterRaw, PROVENANCE_DIR, runsJson } from './provenance.ts';
 import { addRecording, type PlannedRecording } from './recording-files.ts';
 import type { BagSink } from './sink.ts';
@@ -78,7 +74,7 @@ export interface StudyBagResult {
 
 export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResult> {
   const payload = new Payload(input.sink);
-  const rows = await studyRows(input.study);
+  const rows = await studyTables(input.study);
   const tableFiles = await addTables(payload, rows, input.scratch, input.escapeFormulae);
   const sheets = await addSheets(payload, input);
   const planned = await addRecordings(payload, input.study, input.scratch);
@@ -135,13 +131,6 @@ function digestFields(payload: Payload, path: string): { bytes?: number; sha256?
   return digests ? { bytes: digests.bytes, sha256: digests.sha256 } : {};
 }
 
-async function studyRows(study: HandoffStudy): Promise<StudyRows> {
-  const rows = {} as StudyRows;
-  for (const table of tableNames)
-    (rows as Record<string, unknown>)[table] = sortByKey(table, await study.all(table));
-  return rows;
-}
-
 /** The study's wide sheet and workbook as current/ holds them, byte for byte. */
 async function addSheets(payload: Payload, input: StudyBagInput) {
   const { storage } = input.output;
@@ -185,7 +174,7 @@ async function addRecordings(
 }
 
 /** Responses in the order people number them; each with its rows and recordings. */
-function conversationsOf(rows: StudyRows, planned: readonly PlannedRecording[]): Conversation[] {
+function conversationsOf(rows: TableRows, planned: readonly PlannedRecording[]): Conversation[] {
   const transcript = byResponse(rows.transcript);
   const answers = byResponse(rows.answers);
   const attributes = byResponse(rows.attributes);

@@ -5,6 +5,7 @@
  * what people read about it: `study-export init` writes it as the key's comment (template.ts).
  */
 import { z } from 'zod';
+import { durationPattern, durationRule } from './duration.ts';
 
 export const formats = ['csv', 'parquet', 'xlsx'] as const;
 export type Format = (typeof formats)[number];
@@ -185,6 +186,30 @@ export const ArchiveConfig = z.strictObject({
   contact_email: z.string().min(1).optional().describe("bag-info.txt's Contact-Email"),
 });
 
+export const IncrementalConfig = z.strictObject({
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      'export only responses updated since the last run (a watermark per study); false: all, every run',
+    ),
+  reconcile_every: z
+    .string()
+    .regex(durationPattern, durationRule)
+    .default('7d')
+    .describe(
+      'how often a scheduled run also lists each study whole and takes the responses the service no longer lists out of current/ (7d, 12h, 30m; 0: only with run --reconcile)',
+    ),
+  reconcile_max_fraction: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.2)
+    .describe(
+      "a reconcile that would take more than this share of a study's responses out of current/ takes none, and the run exits 3, until a run with --accept-deletions",
+    ),
+});
+
 /** The built-in detectors of personal data in respondents' text (src/privacy/detect.ts). */
 export const privacyDetectors = ['email', 'phone', 'url', 'ip'] as const;
 export type PrivacyDetector = (typeof privacyDetectors)[number];
@@ -254,9 +279,14 @@ export const PipelineConfig = z.strictObject({
   source: SourceConfig.prefault({}).describe('the service exported'),
   studies: StudiesConfig.prefault({}).describe('which studies'),
   incremental: z
-    .boolean()
-    .default(true)
-    .describe('export only responses updated since the last run (a watermark per study)'),
+    .preprocess(
+      // `incremental: true|false` is short for `incremental: { enabled: true|false }`.
+      (value) => (typeof value === 'boolean' ? { enabled: value } : value),
+      IncrementalConfig.prefault({}),
+    )
+    .describe(
+      'export only what changed since the last run, and now and then take what the service no longer lists out of current/ (true or false alone sets enabled)',
+    ),
   output: OutputConfig.prefault({}).describe('where and in which formats'),
   media: MediaConfig.prefault({}).describe('audio and video recordings'),
   archive: ArchiveConfig.optional().describe(

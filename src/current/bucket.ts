@@ -123,6 +123,11 @@ function replaces(study: CurrentStudy): boolean {
   return study.since === null && study.lossless;
 }
 
+/** A reconcile takes responses the service no longer lists out of the study's rows. */
+function removes(study: CurrentStudy): boolean {
+  return (study.removed?.size ?? 0) > 0;
+}
+
 /** What a study's row in the new studies part is: the run's, else the one before. */
 type StudyRows = Map<string, Row<'studies'>[]>;
 
@@ -193,6 +198,7 @@ class BucketMerge {
     const anyReplaces = this.studies.some(replaces);
     const responsesChanged =
       anyReplaces ||
+      this.studies.some(removes) ||
       (await this.#anyStaged('responses')) ||
       tableNames.some((table) => isResponseTable(table) && this.#partition(table).previous === null);
     const rewrite = new Set<TableName>();
@@ -258,7 +264,11 @@ class BucketMerge {
     const planners = new Map(
       this.studies.map((study) => [
         study.study_id,
-        new MergePlanner({ replace: replaces(study), incomplete: staging.incompleteOf(study.study_id) }),
+        new MergePlanner({
+          replace: replaces(study),
+          incomplete: staging.incompleteOf(study.study_id),
+          ...(study.removed ? { removed: study.removed } : {}),
+        }),
       ]),
     );
     for (const [id, planner] of planners) {
@@ -376,6 +386,7 @@ class BucketMerge {
     return (
       this.start.copies !== null ||
       replaces(study) ||
+      removes(study) ||
       this.#partition('responses').previous === null ||
       (await this.#hasStaged(id, 'responses')) ||
       (await this.#hasStaged(id, 'questions')) ||

@@ -40,6 +40,8 @@ export interface CurrentStudy {
   lossless: boolean;
   /** Responses the run fetched for the study. */
   responses?: number;
+  /** Responses the service no longer lists (a reconcile): they leave the study's rows. */
+  removed?: ReadonlySet<string>;
 }
 
 /** A bucket's new parts, ready in scratch, and what publishing them replaces. */

@@ -17,7 +17,7 @@ import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../load/csv.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
-import { type TableName, tableNames } from '../tables/index.ts';
+import { type DataTableName, type TableName, tableNames } from '../tables/index.ts';
 import {
   createPartWriter,
   newestPart,
@@ -76,7 +76,7 @@ export async function findFormatGaps(
     const [top, partition] = folder.split('/');
     if (
       formats.includes('csv') &&
-      tableNames.includes(top as TableName) &&
+      tableNames.includes(top as DataTableName) &&
       partition?.startsWith('bucket=')
     ) {
       const newest = newestPart(files.map((file) => file.name));

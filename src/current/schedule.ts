@@ -185,5 +185,5 @@ export class CurrentPreparation {
  * study is such a study commits nothing and needs none of its parts (nothing-new.ts).
  */
 function foundNothing(study: CurrentStudy): boolean {
-  return study.since !== null && study.lossless && study.responses === 0;
+  return study.since !== null && study.lossless && study.responses === 0 && (study.removed?.size ?? 0) === 0;
 }

@@ -23,6 +23,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { TableFormat } from '../config/schema.ts';
+import type { HandoffPrivacy } from '../privacy/index.ts';
 import {
   type Column,
   type TableDeclaration,
@@ -76,6 +77,11 @@ export interface DataPackageOptions {
   tables: readonly PackageResourceFile[];
   sheets?: readonly PackageSheet[];
   files?: readonly PackageFile[];
+  /**
+   * A package handed to someone else: how it was made (identified, or the profile and the
+   * study's replacement counts), as `privacy`, a property of the package's own.
+   */
+  privacy?: HandoffPrivacy;
 }
 
 const fieldTypes = {
@@ -137,6 +143,7 @@ export function dataPackage(options: DataPackageOptions) {
     description: options.description,
     created: options.created,
     ...(options.source ? { sources: [sourceOf(options.source)] } : {}),
+    ...(options.privacy ? { privacy: options.privacy } : {}),
     resources: [
       ...options.tables.map((file) => tableResource(file, formatsOf.get(file.table) ?? new Set())),
       ...(options.sheets ?? []).map((sheet) => sheetResource(sheet, names.of(sheet.path))),

@@ -20,7 +20,7 @@ import type { RowGroup, SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Column, type Row, type TableName, tableNames, tables } from '../tables/index.ts';
+import { type Column, type Row, runTableNames, type TableName, tables } from '../tables/index.ts';
 import { epochMicros } from '../util/timestamp.ts';
 import { ColumnBuffers } from './column-buffers.ts';
 
@@ -112,7 +112,7 @@ export interface EncodedRowGroup {
 }
 
 /** Every row group and footer is encoded with its own ParquetWriter: the schemas are made once. */
-const schemas = new Map<string, SchemaElement[]>(tableNames.map((table) => [table, parquetSchema(table)]));
+const schemas = new Map<string, SchemaElement[]>(runTableNames.map((table) => [table, parquetSchema(table)]));
 
 function parquetWriter(table: TableName, writer: ByteWriter): ParquetWriter {
   const schema = schemas.get(table) ?? parquetSchema(table);

@@ -12,7 +12,7 @@
  */
 import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
 import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tableNames } from '../tables/index.ts';
+import { type Row, runTableNames, type TableName } from '../tables/index.ts';
 import { allSettled, nextTurn } from '../util/concurrency.ts';
 import { ColumnBuffers } from './column-buffers.ts';
 import { type CsvOptions, createTableCsvWriter } from './csv.ts';
@@ -191,12 +191,12 @@ async function openTables(
   formats: readonly TableFormat[],
   blockOf: (table: TableName) => TableState['blockOf'],
 ): Promise<Map<TableName, TableState>> {
-  const opening = tableNames.map((table) =>
+  const opening = runTableNames.map((table) =>
     Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
-  tableNames.forEach((table, index) => {
+  runTableNames.forEach((table, index) => {
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );

@@ -25,7 +25,7 @@ import { MANIFEST_FILE, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
-import { type TableName, tableNames, tables } from '../tables/index.ts';
+import { runTableNames, type TableName, tables } from '../tables/index.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -52,7 +52,7 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   const responseIds = { csv: new Set<string>(), parquet: new Set<string>() };
   const mediaRows: Values[] = [];
   // responses first: every other table's foreign key points at it.
-  const ordered: TableName[] = ['responses', ...tableNames.filter((t) => t !== 'responses')];
+  const ordered: TableName[] = ['responses', ...runTableNames.filter((t) => t !== 'responses')];
   for (const table of ordered) {
     for (const format of ['csv', 'parquet'] as const) {
       const file = `${table}.${format}`;

@@ -26,6 +26,25 @@ export interface StudyOutcome {
   error: string | null;
 }
 
+/** What a run's reconcile found (src/pipeline/reconcile.ts); the ids it removed are in its deletions table. */
+export interface ReconcileRecord {
+  studies: {
+    study_id: string;
+    link_id: string;
+    /** Responses current/ held for the study. */
+    held: number;
+    /** Responses the service listed; null when its listing was not whole. */
+    listed: number | null;
+    /** Held and no longer listed; null when the listing was not whole. */
+    missing: number | null;
+    /** Taken out of current/ by this run. */
+    removed: number;
+    outcome: 'removed' | 'none' | 'held_back' | 'incomplete';
+  }[];
+  /** Studies of the output the service no longer lists: reported, never removed. */
+  unlisted: { study_id: string; link_id: string }[];
+}
+
 /** A sample run (`run --limit N`): at most N responses of each study. */
 export interface Sample {
   /** Responses per study, at most. */
@@ -51,6 +70,8 @@ export interface Manifest {
   rejects: { count: number; file: string };
   /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
   sample?: Sample;
+  /** Present when the run reconciled (run --reconcile, incremental.reconcile_every). */
+  reconcile?: ReconcileRecord;
 }
 
 /** Written last: on object storage, a run without its manifest is not a run. */

@@ -38,6 +38,7 @@ import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
+import { deletionRows, type Reconciliation, reconciledCounts, removedCount } from './reconcile.ts';
 import { sampleOf } from './sample.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning } from './watermark.ts';
@@ -69,6 +70,8 @@ export interface ExportRunInput {
   /** What latest names; null when this run must be committed whatever it finds. */
   previousRun: PreviousRun | null;
   claims: ResponseClaims;
+  /** What the run's reconcile found (reconcile.ts); null when it reconciles nothing. */
+  reconciliation: Reconciliation | null;
 }
 
 /** What exportRun did: its result, and what publishing the run takes from the export. */
@@ -101,7 +104,9 @@ export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     for (const record of input.listing.raw) files.sinks.raw.write(record);
     for (const reject of input.listing.rejects) files.sinks.rejects.write(reject);
     for (const warning of input.listing.warnings) files.sinks.warn(warning);
+    for (const warning of input.reconciliation?.warnings ?? []) files.sinks.warn(warning);
     await writers.write('studies', input.listing.studies.map(studyRow));
+    await writers.write('deletions', deletionRows(input.reconciliation, input.run.id));
     startReporting(input, files);
     const timings: Record<string, number> = {};
     const exportStart = Date.now();
@@ -242,7 +247,8 @@ async function exportStudies(
         // A bucket's copied rows are written when its last study ends: a row group for the bucket.
         await writers.endStudy(study.id, { endsGroup: current?.endsBucket(study.id) ?? true });
         await stage.close();
-        current?.add(outcome);
+        const removed = input.reconciliation?.removed.get(study.id);
+        current?.add(removed ? { ...outcome, removed } : outcome);
         reporter.tick('studies');
         reporter.studyDone(outcome);
         return outcome;
@@ -265,7 +271,8 @@ function nothingNewResult(
   const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
   if (skew) log.warn(skew);
   const sinceRun = previousRun ? nothingNewSince(findings, previousRun.runId) : null;
-  if (!previousRun || sinceRun === null) return null;
+  // Responses a reconcile takes out of current/ are news of their own.
+  if (!previousRun || sinceRun === null || removedCount(input.reconciliation) > 0) return null;
   const unchanged = {
     sinceRun,
     pointer: previousRun.pointer,
@@ -292,7 +299,8 @@ async function describeRun(
   const { outcomes, tables, archived, timings } = closed;
   const { rejects, media, stats } = files;
   const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
-  const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
+  const heldBack = input.reconciliation?.heldBack === true;
+  const partial = rejects.count > 0 || mediaFailed > 0 || heldBack || outcomes.some((o) => !o.lossless);
   const status = partial ? 'partial' : 'complete';
   const sample = sampleOf(options);
   await writeRunGuide(run.files, {
@@ -329,6 +337,7 @@ async function describeRun(
     warnings: log.warnings,
     rejects: { count: rejects.count, file: REJECTS_FILE },
     ...(sample ? { sample } : {}),
+    ...(input.reconciliation ? { reconcile: input.reconciliation.record } : {}),
   };
   await writeManifest(run.files, manifest);
   return {
@@ -340,5 +349,6 @@ async function describeRun(
     rejects: rejects.count,
     mediaFailed,
     durationMs: finishedAt - startedAt,
+    ...(input.reconciliation ? { reconciled: reconciledCounts(input.reconciliation) } : {}),
   };
 }

@@ -45,8 +45,9 @@ import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
 import { type ExportedRun, exportRun } from './export-run.ts';
 import { growHeapSlowly } from './heap-growth.ts';
-import { planRun, type StudyListing } from './plan.ts';
+import { planRun, reconcileRun, type StudyListing } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
+import type { Reconciliation } from './reconcile.ts';
 import { sampleOf, withSample } from './sample.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
@@ -88,10 +89,16 @@ export async function runPipeline(given: RunOptions): Promise<RunResult> {
     if ('result' in plan) return plan.result;
     const lease = await takeLease(output, { config, options, client: plan.client, service: service.client });
     try {
+      // Another run committed since the reconcile listed: it may hold responses listed after it.
+      const reconciliation =
+        plan.reconciliation && lease.committedMeanwhile
+          ? await reconcileRun({ ...output, config, options, startedAt }, plan.listing, lease)
+          : plan.reconciliation;
       return await exportAndPublish({
         output,
         lease,
         listing: plan.listing,
+        reconciliation,
         config,
         options,
         log,
@@ -155,6 +162,8 @@ interface Lease {
   /** What `latest` names; null when the run is written whatever it finds. */
   previousRun: PreviousRun | null;
   client: ApiClient;
+  /** Another run committed between the plan's reads and the lease. */
+  committedMeanwhile: boolean;
 }
 
 /**
@@ -189,7 +198,10 @@ async function takeLease(
     shard: descriptorShard(options.shard),
     pointer: shardNames(options.shard).latest,
   };
-  const lease = { scratch, pipelineDir, current, state: output.state, previousRun: null, client: run.client };
+  const lease = {
+    ...{ scratch, pipelineDir, current, state: output.state, previousRun: null },
+    ...{ client: run.client, committedMeanwhile: false },
+  };
   // A replay or a sample moves nothing of the output's but its own folder.
   if (!publishes(options)) return lease;
   try {
@@ -207,7 +219,7 @@ async function takeLease(
       owns: (studyId) => inShard(studyId, options.shard),
     });
     const client = committed ? run.service : run.client;
-    return { ...lease, state, previousRun: options.full ? null : now, client };
+    return { ...lease, state, previousRun: options.full ? null : now, client, committedMeanwhile: committed };
   } catch (error) {
     await scratch.remove();
     await pipelineDir.release();
@@ -220,6 +232,7 @@ interface RunWork {
   output: Output;
   lease: Lease;
   listing: StudyListing;
+  reconciliation: Reconciliation | null;
   config: PipelineConfig;
   options: RunOptions;
   log: WarningLog;
@@ -240,6 +253,7 @@ async function exportAndPublish(work: RunWork): Promise<RunResult> {
   try {
     const exported = await exportRun({
       ...{ run, client, listing, config, state, options, startedAt, log, claims, current },
+      reconciliation: work.reconciliation,
       ...{ scratchDir: lease.scratch.dir, staging: context.staging, previousRun: lease.previousRun },
     });
     result = exported.result;
@@ -334,6 +348,7 @@ function destinationsFor(
         startedAt: work.startedAt,
         media: config.media.enabled,
         serviceSkewMs: client.serviceClock?.skewMs ?? null,
+        ...(work.reconciliation ? { reconciled: work.reconciliation.reconciled } : {}),
       });
   return destinationsOf(output.storage, {
     current: prepared && {

@@ -38,6 +38,10 @@ export interface RunOverrides {
   acceptNewSource?: boolean;
   /** A sample: at most this many responses per study, moving nothing else (sample.ts). */
   limit?: number;
+  /** Take what the service no longer lists out of current/ (reconcile.ts), due or not. */
+  reconcile?: boolean;
+  /** A reconcile past incremental.reconcile_max_fraction goes through; implies reconcile. */
+  acceptDeletions?: boolean;
 }
 
 export interface RunOptions extends RunOverrides {
@@ -126,6 +130,8 @@ export interface RunResult {
   filled?: FormatsFilled;
   /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
   sample?: Sample;
+  /** Set when the run reconciled: studies listed whole, responses taken out of current/, studies held back. */
+  reconciled?: { studies: number; removed: number; heldBack: number };
   /**
    * The run is committed, but part of its publication failed (current/, the state): each
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.

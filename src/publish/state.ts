@@ -31,6 +31,8 @@ export const StudyState = z.object({
   media_watermark: Instant.nullable().optional(),
   last_run: z.string(),
   last_run_at: z.string(),
+  /** When a run last compared the study's whole listing with current/ (src/pipeline/reconcile.ts). */
+  reconciled_at: Instant.optional(),
 });
 export type StudyState = z.infer<typeof StudyState>;
 

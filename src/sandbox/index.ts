@@ -98,6 +98,8 @@ export interface Sandbox {
   addResponse(linkId: string): string;
   /** The response is gone from the list, its detail is a 404 and desc counts one less. */
   deleteResponse(linkId: string, responseId: string): void;
+  /** The study is gone from every key's study list; its responses' list and details are 404s. */
+  deleteStudy(linkIdOrId: string): void;
   addStudy(spec: AddStudySpec): Study;
   /** Serve fn(item) instead of the list item (malformed-payload tests). */
   mutateListItem(linkId: string, responseId: string, fn: (item: Record<string, unknown>) => unknown): void;
@@ -211,6 +213,7 @@ function dataControls(
   | 'touchResponse'
   | 'addResponse'
   | 'deleteResponse'
+  | 'deleteStudy'
   | 'addStudy'
   | 'mutateListItem'
   | 'mutateDetail'
@@ -250,6 +253,10 @@ function dataControls(
       const { record, entry } = entryOf(linkId, responseId);
       record.entries.splice(record.entries.indexOf(entry), 1);
       record.byId.delete(entry.id);
+    },
+    deleteStudy(linkIdOrId) {
+      const record = study(linkIdOrId);
+      data.studies.splice(data.studies.indexOf(record), 1);
     },
     addStudy(spec) {
       if (data.byLinkId(spec.link_id)) throw new Error(`sandbox: link_id "${spec.link_id}" is already taken`);

@@ -1,5 +1,5 @@
 /** The tables reference as Markdown, rendered from the declarations in index.ts. */
-import { type Column, type TableName, tableNames, tables, wideSheet } from './index.ts';
+import { type Column, runTableNames, type TableName, tables, wideSheet } from './index.ts';
 
 export const typeNames = {
   string: 'string',
@@ -22,7 +22,7 @@ export function tablesMarkdown(): string {
     "facts are in each run's datapackage.json.",
     '',
   ];
-  for (const name of tableNames) parts.push(...tableSection(name));
+  for (const name of runTableNames) parts.push(...tableSection(name));
   parts.push(...wideSheetSection());
   return `${parts.join('\n')}\n`;
 }

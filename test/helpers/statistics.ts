@@ -1,0 +1,180 @@
+/**
+ * Readers of SPSS and Stata files this project did not write: ReadStat's command line
+ * (`readstat`), PSPP (`pspp-convert` for the cases, `pspp` for the dictionary) and R's haven
+ * (read_sav, read_dta). Each returns what it read in one shape, so tests compare value by value.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Papa from 'papaparse';
+
+const run = promisify(execFile);
+const big = { maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' as const };
+
+/** Rows as a reader's CSV gives them: a header, then every value as text. */
+export interface CsvRead {
+  header: string[];
+  rows: Record<string, string>[];
+}
+
+function parseCsv(text: string): CsvRead {
+  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
+  const [header = [], ...records] = parsed.data;
+  return {
+    header,
+    rows: records.map((r) => Object.fromEntries(header.map((name, i) => [name, r[i] ?? '']))),
+  };
+}
+
+/** `readstat FILE -`: the values as CSV (SPSS times as seconds since 1582, Stata's as text). */
+export async function readstatRows(path: string): Promise<CsvRead> {
+  return parseCsv((await run('readstat', [path, '-'], big)).stdout);
+}
+
+/** `readstat FILE`: the file's metadata as its lines say it ("Table label: …"). */
+export async function readstatMetadata(path: string): Promise<Record<string, string>> {
+  const { stdout } = await run('readstat', [path], big);
+  return Object.fromEntries(
+    stdout
+      .split('\n')
+      .filter((line) => line.includes(': '))
+      .map((line) => [line.slice(0, line.indexOf(': ')), line.slice(line.indexOf(': ') + 2)]),
+  );
+}
+
+/** `pspp-convert FILE out.csv`: the cases (times as "MM/DD/YYYY hh:mm:ss", missing numbers as " "). */
+export async function psppRows(path: string): Promise<CsvRead> {
+  const dir = await mkdtemp(join(tmpdir(), 'pspp-'));
+  try {
+    await run('pspp-convert', [path, join(dir, 'out.csv')], big);
+    return parseCsv(await readFile(join(dir, 'out.csv'), 'utf8'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** PSPP's dictionary of a .sav: each variable's label, formats and measure; value labels by variable. */
+export interface PsppDictionary {
+  variables: Record<string, { label: string; measure: string; format: string }>;
+  valueLabels: Record<string, Record<string, string>>;
+  fileLabel: string;
+}
+
+export async function psppDictionary(path: string): Promise<PsppDictionary> {
+  const dir = await mkdtemp(join(tmpdir(), 'pspp-'));
+  try {
+    const syntax = join(dir, 'read.sps');
+    await writeFile(
+      syntax,
+      `GET FILE='${path.replaceAll("'", "''")}'.\nDISPLAY DICTIONARY.\nSYSFILE INFO FILE='${path.replaceAll("'", "''")}'.\n`,
+    );
+    await run('pspp', ['-o', join(dir, 'out.csv'), syntax], big);
+    return parseDictionary(await readFile(join(dir, 'out.csv'), 'utf8'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function parseDictionary(text: string): PsppDictionary {
+  const tables = text.split(/\n(?=Table: )/);
+  const table = (title: string) => {
+    const found = tables.find((t) => t.startsWith(`Table: ${title}\n`));
+    return found
+      ? (Papa.parse<string[]>(found.slice(found.indexOf('\n') + 1), { skipEmptyLines: true }).data ?? [])
+      : [];
+  };
+  const variables: PsppDictionary['variables'] = {};
+  const [head = [], ...rows] = table('Variables');
+  const at = (name: string) => head.indexOf(name);
+  for (const row of rows) {
+    variables[row[0]!] = {
+      label: row[at('Label')] ?? '',
+      measure: row[at('Measurement Level')] ?? '',
+      format: row[at('Print Format')] ?? '',
+    };
+  }
+  // PSPP heads a variable's value labels with its label (its name when it has none).
+  const byLabel = new Map(Object.entries(variables).map(([name, v]) => [v.label || name, name]));
+  const valueLabels: PsppDictionary['valueLabels'] = {};
+  let current = '';
+  for (const row of table('Value Labels').slice(1)) {
+    if (row[0]) current = byLabel.get(row[0]) ?? row[0];
+    valueLabels[current] = { ...valueLabels[current], [row[1]!]: row[2]! };
+  }
+  const info = table('File Information');
+  const fileLabel = info.find((row) => row[0] === 'Label')?.[1] ?? '';
+  return { variables, valueLabels, fileLabel };
+}
+
+/** A column as haven reads it: its values (times as ISO 8601 UTC), label, class and value labels. */
+export interface HavenColumn {
+  class: string[];
+  label: string | null;
+  values: (string | number | null)[];
+  labels: Record<string, number> | null;
+}
+
+export interface HavenRead {
+  label: string | null;
+  notes: string[] | null;
+  columns: Record<string, HavenColumn>;
+}
+
+const havenScript = `
+library(haven); library(jsonlite)
+args <- commandArgs(trailingOnly = TRUE)
+d <- if (grepl("[.]sav$", args[1])) read_sav(args[1]) else read_dta(args[1])
+column <- function(x) {
+  values <- if (inherits(x, "POSIXct")) format(x, "%Y-%m-%dT%H:%M:%SZ", tz = "UTC") else as.vector(unclass(x))
+  labels <- attr(x, "labels")
+  list(class = I(class(x)), label = attr(x, "label"), values = I(values),
+       labels = if (is.null(labels)) NULL else as.list(setNames(as.numeric(labels), names(labels))))
+}
+out <- list(label = attr(d, "label"), notes = attr(d, "notes"), columns = lapply(d, column))
+writeLines(toJSON(out, auto_unbox = TRUE, null = "null", na = "null", digits = NA), args[2], useBytes = TRUE)
+`;
+
+/** R's haven: read_sav for .sav, read_dta for .dta. */
+export async function havenRead(path: string): Promise<HavenRead> {
+  const dir = await mkdtemp(join(tmpdir(), 'haven-'));
+  try {
+    const out = join(dir, 'out.json');
+    await run('Rscript', ['-e', havenScript, path, out], big);
+    return JSON.parse(await readFile(out, 'utf8')) as HavenRead;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Seconds from 1582-10-14 (SPSS's epoch) to 1970-01-01. */
+const SPSS_EPOCH_SECONDS = 12_219_379_200;
+
+/** A time as the tests compare them: ISO 8601 to the second, UTC. */
+export const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** "MM/DD/YYYY hh:mm:ss" (PSPP's CSV, ReadStat's CSV of a Stata %tc) as ISO 8601. */
+export function isoFromUsTime(text: string): string | null {
+  const match = /^(\d{2})\/(\d{2})\/(\d{4}) (\d{2}:\d{2}:\d{2})$/.exec(text.trim());
+  return match ? `${match[3]}-${match[1]}-${match[2]}T${match[4]}Z` : null;
+}
+
+/** Seconds since 1582 (ReadStat's CSV of an SPSS DATETIME) as ISO 8601. */
+export function isoFromSpssSeconds(text: string): string | null {
+  return text.trim() === '' ? null : isoSecond((Number(text) - SPSS_EPOCH_SECONDS) * 1000);
+}
+
+/** A number in a reader's CSV: empty or "." is missing. */
+export function numberFrom(text: string): number | null {
+  const trimmed = text.trim();
+  return trimmed === '' || trimmed === '.' ? null : Number(trimmed);
+}
+
+/** Milliseconds from 1960-01-01 (Stata's epoch) to 1970-01-01. */
+const STATA_EPOCH_MS = 315_619_200_000;
+
+/** A Stata %tc value in ReadStat's CSV (milliseconds since 1960 for a %tc with a display pattern). */
+export function isoFromStataMs(text: string): string | null {
+  return text.trim() === '' ? null : isoSecond(Number(text) - STATA_EPOCH_MS);
+}
