@@ -3,6 +3,7 @@
 import type { FormatsFilled } from '../current/index.ts';
 import { sampleNote } from '../load/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
+import { schemaChangeLines } from '../pipeline/schema-drift.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
 export function formatSummary(result: RunResult): string {
@@ -23,6 +24,12 @@ export function formatSummary(result: RunResult): string {
   if (result.status === 'partial') {
     lines.push(
       '  every rejected record and failed media file is listed in manifest.json (records in rejects.jsonl)',
+    );
+  }
+  if (result.schemaChanges) {
+    lines.push(
+      `service changes since the last run (${formatCount(result.schemaChanges.length)}, in manifest.json's schema_changes and report.html):`,
+      ...schemaChangeLines(result.schemaChanges).map((line) => `  ${line}`),
     );
   }
   if (result.filled) lines.push(filledLine(result.filled));

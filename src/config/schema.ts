@@ -268,6 +268,17 @@ export const PrivacyConfig = z.strictObject({
 });
 export type PrivacyConfig = z.infer<typeof PrivacyConfig>;
 
+export const schemaChangeRules = ['warn', 'fail'] as const;
+
+export const SchemaConfig = z.strictObject({
+  on_change: z
+    .enum(schemaChangeRules)
+    .default('warn')
+    .describe(
+      "what a change of a study's schema on the service does (a question added, gone or reworded, a concept, a URL parameter, a field the spec does not name, a JSON type): warn reports it and commits; fail commits nothing and exits 4 naming every change, until a run is given --accept-schema-change",
+    ),
+});
+
 export const pipelineNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const pipelineNameRule = 'expected letters, digits, ".", "_" or "-" (it names a folder)';
 
@@ -289,6 +300,9 @@ export const PipelineConfig = z.strictObject({
     ),
   output: OutputConfig.prefault({}).describe('where and in which formats'),
   media: MediaConfig.prefault({}).describe('audio and video recordings'),
+  schema: SchemaConfig.prefault({}).describe(
+    "changes on the service between the last committed run and this one, per study (reported in the run's summary, manifest, report and codebook)",
+  ),
   archive: ArchiveConfig.optional().describe(
     '`study-export archive`: who deposits its BagIt bags (each also a command-line option)',
   ),

@@ -6,6 +6,7 @@
  * what was written.
  */
 import type { Format } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import {
   DATAPACKAGE_FILE,
   MANIFEST_FILE,
@@ -17,6 +18,7 @@ import {
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
 import { runTableNames, type TableName, tableNames, tables } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
+import { changesByStudy, schemaChangesIntro } from './report-schema-changes.ts';
 import { type Sample, sampleNote } from './sample.ts';
 
 export interface CodebookStudy {
@@ -57,6 +59,8 @@ export interface CodebookInput extends GuideSubject {
   files: readonly string[];
   /** Files of the folder not yet in `files`, written after it (manifest.json, report.html). */
   alsoWritten?: readonly string[];
+  /** A run's changes on the service since the last committed run (src/drift/). */
+  schemaChanges?: { changes: readonly SchemaChange[]; accepted: boolean };
 }
 
 /**
@@ -78,6 +82,7 @@ export function codebookMarkdown(input: CodebookInput): string {
   const lines = [
     ...introLines(input),
     ...studyLines(input),
+    ...(input.schemaChanges ? schemaChangeLines(input.schemaChanges) : []),
     ...fileLines(input, (path) => files.has(path), hasUnder),
     ...referenceLines(
       hasUnder('wide') || hasUnder('xlsx'),
@@ -160,6 +165,24 @@ function studyLines(input: CodebookInput): string[] {
     lines.push(`| ${cells.join(' | ')} |`);
   }
   if (input.studies.length === 0) lines.push('', 'No study was exported.');
+  return lines;
+}
+
+/** What changed on the service, per study, in report.html's words. */
+function schemaChangeLines({ changes, accepted }: NonNullable<CodebookInput['schemaChanges']>): string[] {
+  const lines = ['', '## Changes on the service since the last run', '', schemaChangesIntro, ''];
+  if (changes.length === 0) lines.push('None: every study looked as it did in its last run.');
+  if (accepted) {
+    lines.push(
+      'Accepted: the pipeline file says to stop on a change (`schema.on_change: fail`); this run was committed with them because it was given `--accept-schema-change`.',
+      '',
+    );
+  }
+  for (const list of changesByStudy(changes)) {
+    const first = list[0] as SchemaChange;
+    lines.push(`### ${markdownText(first.link_id)} (\`${first.study_id.replace(/`/g, "'")}\`)`, '');
+    for (const change of list) lines.push(`- \`${change.kind}\`: ${markdownText(change.message)}`);
+  }
   return lines;
 }
 

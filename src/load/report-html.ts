@@ -8,10 +8,12 @@
  * numbers, and the page prints. All text from the service or respondents is escaped.
  */
 import { conceptName, questionLabel } from '../concept-name.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { privacyParagraphs } from '../privacy/index.ts';
 import type { Warning } from '../records.ts';
 import type { GuideSubject } from './codebook.ts';
 import { answersSection, orderedQuestions } from './report-answers.ts';
+import { schemaChangesHtml } from './report-schema-changes.ts';
 import { segmentsSection } from './report-segments.ts';
 import { numberTable } from './report-table.ts';
 import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
@@ -33,6 +35,8 @@ export interface ReportInput extends GuideSubject {
   stats: RunStats;
   warnings: readonly Warning[];
   mediaEnabled: boolean;
+  /** A run's changes on the service since the last committed run (src/drift/). */
+  schemaChanges?: { changes: readonly SchemaChange[]; accepted: boolean };
 }
 
 const style = `
@@ -97,11 +101,14 @@ export function reportHtml(input: ReportInput): string {
       (s, i) =>
         `<li><a href="#study-${i + 1}">${e(s.link_id)}${s.title ? `: ${e(shorten(s.title, 80))}` : ''}</a></li>`,
     ),
+    ...(input.schemaChanges ? ['<li><a href="#schema-changes">Changes on the service</a></li>'] : []),
     '<li><a href="#problems">Warnings and rejects</a></li></ul></nav>',
   );
   studies.forEach((study, index) => {
     parts.push(studySection(study, input.stats.studies.get(study.study_id), index + 1, input));
   });
+  if (input.schemaChanges)
+    parts.push(schemaChangesHtml(input.schemaChanges.changes, input.schemaChanges.accepted));
   parts.push(problemsSection(input), '</main></body></html>');
   return `${parts.join('\n')}\n`;
 }

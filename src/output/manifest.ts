@@ -4,6 +4,7 @@
  * in: the config carries the name of the key's environment variable, never the key.
  */
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
@@ -68,6 +69,13 @@ export interface Manifest {
   media: unknown;
   warnings: Warning[];
   rejects: { count: number; file: string };
+  /** What changed on the service since the last committed run, per study (src/drift/). */
+  schema_changes?: SchemaChange[];
+  /**
+   * Present (true) when schema.on_change is fail and the run was committed with its changes
+   * because it was given --accept-schema-change.
+   */
+  schema_changes_accepted?: true;
   /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
   sample?: Sample;
   /** Present when the run reconciled (run --reconcile, incremental.reconcile_every). */

@@ -7,6 +7,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { checked, SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaObserver } from '../drift/observe.ts';
 import { AuthError, PayloadError, StudyExportError } from '../errors.ts';
 import {
   type DetailResult,
@@ -61,6 +62,8 @@ export interface ExportStudyInput {
   limit?: number;
   /** The study's wide sheet is written: its path in the run and its header (datapackage.json). */
   onWideSheet?: (sheet: { path: string; header: string[] }) => void;
+  /** Sees each response's payloads as they pass, for the study's schema (src/drift/). */
+  observer?: SchemaObserver;
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
@@ -182,6 +185,7 @@ async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: Deta
     outcome.lossless = false;
     input.onIncompleteResponse?.(listed.id);
   }
+  input.observer?.response(listed, detail);
   const media =
     detail && input.media
       ? await input.media.archiveResponse(

@@ -49,6 +49,7 @@ import { planRun, reconcileRun, type StudyListing } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Reconciliation } from './reconcile.ts';
 import { sampleOf, withSample } from './sample.ts';
+import { schemaChangeStop, schemaRule, withSchemas } from './schema-drift.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import type { PreviousRun, RunOptions, RunOverrides, RunResult, WarningLog } from './types.ts';
@@ -257,6 +258,9 @@ async function exportAndPublish(work: RunWork): Promise<RunResult> {
       ...{ scratchDir: lease.scratch.dir, staging: context.staging, previousRun: lease.previousRun },
     });
     result = exported.result;
+    // A rule of the pipeline file may stop the run here, before anything is committed.
+    if (publishes(options) && schemaRule(config, options, exported.drift.changes) === 'stop')
+      throw schemaChangeStop(exported.drift.changes);
     // Each study's parts were prepared as it ended; the last ones while the run closed.
     const unchanged = result.status === 'unchanged';
     const prepared = current ? await current.done({ unchanged }) : null;
@@ -340,16 +344,21 @@ function destinationsFor(
   const { output, lease, config, options } = work;
   const { state, client } = lease;
   const { prepared, exported } = run;
-  // State moves only for lossless studies, and only once the run is committed.
+  // State moves only for lossless studies, and only once the run is committed; with it, the
+  // schema each study had in this run.
   const advanced = !publishes(options)
     ? null
-    : advanceState(state, exported.outcomes, {
-        id: run.runId,
-        startedAt: work.startedAt,
-        media: config.media.enabled,
-        serviceSkewMs: client.serviceClock?.skewMs ?? null,
-        ...(work.reconciliation ? { reconciled: work.reconciliation.reconciled } : {}),
-      });
+    : withSchemas(
+        state,
+        advanceState(state, exported.outcomes, {
+          id: run.runId,
+          startedAt: work.startedAt,
+          media: config.media.enabled,
+          serviceSkewMs: client.serviceClock?.skewMs ?? null,
+          ...(work.reconciliation ? { reconciled: work.reconciliation.reconciled } : {}),
+        }),
+        exported.drift.schemas,
+      );
   return destinationsOf(output.storage, {
     current: prepared && {
       context: run.context,

@@ -2,6 +2,7 @@
 import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import type { FormatsFilled } from '../current/index.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import type { Sample } from '../load/sample.ts';
 import type { PreviousRun } from '../publish/run-dir.ts';
 import type { Warning } from '../records.ts';
@@ -42,6 +43,8 @@ export interface RunOverrides {
   reconcile?: boolean;
   /** A reconcile past incremental.reconcile_max_fraction goes through; implies reconcile. */
   acceptDeletions?: boolean;
+  /** Commit a run whose studies' schemas changed although schema.on_change is fail (schema-drift.ts). */
+  acceptSchemaChange?: boolean;
 }
 
 export interface RunOptions extends RunOverrides {
@@ -132,6 +135,8 @@ export interface RunResult {
   sample?: Sample;
   /** Set when the run reconciled: studies listed whole, responses taken out of current/, studies held back. */
   reconciled?: { studies: number; removed: number; heldBack: number };
+  /** What changed on the service since the last committed run, per study (src/drift/). */
+  schemaChanges?: SchemaChange[];
   /**
    * The run is committed, but part of its publication failed (current/, the state): each
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.

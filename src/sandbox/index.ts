@@ -23,8 +23,16 @@ import {
   startListener,
 } from './server.ts';
 import { UrlSigner } from './signing.ts';
+import {
+  addChange,
+  noChanges,
+  questionsOf,
+  type SchemaChangeOption,
+  type StudySchemaChange,
+} from './study-schema.ts';
 
 export type { FaultRates, FaultSpec } from './faults.ts';
+export type { StudySchemaChange } from './study-schema.ts';
 export type { RequestLogEntry };
 export { parseFaults };
 
@@ -61,6 +69,11 @@ export interface SandboxOptions {
    * clock is off.
    */
   startTime?: number;
+  /**
+   * Schema changes made as the sandbox starts (`--schema-change`), each followed by a response
+   * to its study, so that an incremental run against it sees them.
+   */
+  schemaChanges?: SchemaChangeOption[];
 }
 
 export interface AddStudySpec {
@@ -104,6 +117,12 @@ export interface Sandbox {
   /** Serve fn(item) instead of the list item (malformed-payload tests). */
   mutateListItem(linkId: string, responseId: string, fn: (item: Record<string, unknown>) => unknown): void;
   mutateDetail(linkId: string, responseId: string, fn: (detail: Record<string, unknown>) => unknown): void;
+  /**
+   * Changes the study's schema as the service would (study-schema.ts): a question slot added or
+   * reworded and a URL parameter added apply to the responses added after it; a field set is
+   * in every payload of its place from now on.
+   */
+  changeSchema(linkIdOrId: string, change: StudySchemaChange): void;
   /** Answer the next `times` (default 1) matching requests with `reply`. */
   overrideNext(match: OverrideMatch, reply: OverrideReply, times?: number): void;
   close(): Promise<void>;
@@ -172,6 +191,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     );
     listeners.push(api);
 
+    const controls = dataControls(data, context, clock, keys);
+    for (const { study, change } of options.schemaChanges ?? []) {
+      const target = study ?? data.visibleStudies('primary')[0]?.linkId ?? '';
+      controls.changeSchema(target, change);
+      controls.addResponse(data.byLinkIdOrId(target)?.linkId ?? target);
+    }
     return {
       base_url: api.url,
       api_key: keys.primary,
@@ -183,7 +208,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       setFaults(spec) {
         faults = spec ? parseFaults(spec) : noFaults();
       },
-      ...dataControls(data, context, clock, keys),
+      ...controls,
       overrideNext(match, reply, times = 1) {
         shared.overrides.add(match, reply, times);
       },
@@ -217,6 +242,7 @@ function dataControls(
   | 'addStudy'
   | 'mutateListItem'
   | 'mutateDetail'
+  | 'changeSchema'
 > {
   const study = (linkIdOrId: string): StudyRecord => {
     const found = data.byLinkIdOrId(linkIdOrId);
@@ -269,6 +295,17 @@ function dataControls(
     mutateDetail(linkId, responseId, fn) {
       const { record, entry } = entryOf(linkId, responseId);
       context.detailMutations.set(mutationKey(record, entry.id), fn);
+    },
+    changeSchema(linkIdOrId, change) {
+      const record = study(linkIdOrId);
+      record.changes ??= noChanges();
+      addChange(record.changes, change, record.nextIndex);
+      try {
+        questionsOf(record.questions, record.changes, record.nextIndex);
+      } catch (error) {
+        record.changes.questions.pop();
+        throw error;
+      }
     },
   };
 }

@@ -141,7 +141,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nsorce:\n  per_page: 10\n');
     const error = await loadError('x');
     expect(error.message).toBe(
-      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, archive, privacy)`,
+      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, schema, archive, privacy)`,
     );
   });
 
@@ -151,6 +151,15 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     expect(error.message).toContain(
       'media: unknown key "videos" (did you mean video? expected one of: enabled, video, concurrency, deadline_ms, max_file_mib)',
     );
+  });
+
+  it('schema.on_change other than warn or fail (exit 2)', async () => {
+    await writePipeline('x', 'name: x\nschema:\n  on_change: stop\n');
+    const error = await loadError('x');
+    expect(error.message).toBe(
+      `${path.join('pipelines', 'x.yaml')}: schema.on_change: expected one of: warn, fail, found "stop"`,
+    );
+    expect(error.exitCode).toBe(2);
   });
 
   it('wrong type', async () => {

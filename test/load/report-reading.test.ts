@@ -30,7 +30,7 @@ class P(HTMLParser):
         a = dict(attrs)
         if tag == 'section' and (a.get('aria-labelledby') or '').startswith('study-') and 'class' not in a:
             self.studies.append({'heading': '', 'questions': [], 'tables': []})
-        elif tag == 'section' and a.get('aria-labelledby') == 'problems':
+        elif tag == 'section' and a.get('aria-labelledby') in ('problems', 'schema-changes'):
             self.studies.append({'heading': '', 'questions': [], 'tables': [], 'problems': True})
         elif tag == 'section' and a.get('class') == 'question':
             self.studies[-1]['questions'].append({'concept_id': a.get('data-concept-id'), 'heading': '', 'notes': [], 'answers': []})

@@ -97,6 +97,12 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     describe:
       'let source.base_url differ from the service that wrote the output (the same data at a new address); recorded from this run on',
   },
+  acceptSchemaChange: {
+    flag: 'accept-schema-change',
+    type: 'boolean',
+    describe:
+      "commit this run although a study's schema changed under schema.on_change: fail (the manifest records the acceptance)",
+  },
 };
 
 export function runCommand(context: CliContext): CommandModule<object, RunArgs> {
