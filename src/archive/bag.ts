@@ -66,6 +66,8 @@ export interface MissingRecording {
 
 export interface StudyBagResult {
   location: string;
+  /** The responses the bag holds (its responses table), for the ledger (handoffs/). */
+  responseIds: string[];
   files: number;
   bytes: number;
   recordings: number;
@@ -112,6 +114,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
   await writeTagFiles(input.sink, payload.written, bagInfo(input));
   return {
     location: input.sink.location,
+    responseIds: rows.responses.map((response) => response.response_id),
     files: payload.written.length,
     bytes: payload.written.reduce((sum, file) => sum + file.digests.bytes, 0),
     recordings: planned.length,

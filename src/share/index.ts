@@ -6,10 +6,12 @@
  * and state/ stay as they were. Every package is checked to be absent before the first is
  * written, so a refusal writes nothing.
  */
+
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
+import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { cutMessage } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
@@ -101,6 +103,18 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
           options.onProgress?.({ step: 'warning', link_id: study.link_id, message: cutMessage(cut) }),
       });
       const location = await deliver(target, name, options.form, dir, files);
+      // The ledger (handoffs/) records the package and the responses it holds, as it holds them.
+      await appendHandoff(output.storage, {
+        command: 'share',
+        package: location.split('/').at(-1) ?? name,
+        location,
+        studies: [{ study_id: study.study_id, link_id: study.link_id }],
+        identified: handed.privacy.identified,
+        responses: heldResponses(
+          rows.responses.map((response) => response.response_id),
+          handed.linkage(),
+        ),
+      });
       const done: SharedStudy = {
         study_id: study.study_id,
         link_id: study.link_id,
