@@ -8,7 +8,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openMediaArchive } from '../../src/media/archive.ts';
+import { openMediaArchive } from '../../src/output/codecs/zip-writer.ts';
 import { ZipIndex } from '../../src/reader/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { parseRange } from '../../src/view/server.ts';
