@@ -1,5 +1,4 @@
-import { eraseResponses } from '/work/wt-erase/src/erase/index.ts';
+import { eraseResponses } from './src/erase/index.ts';
 const t0 = Date.now();
-const orig = console.log;
-const r = await eraseResponses({ output: '/tmp/erase-play/out/demo', choice: { responses: ['ec757c38-9357-49eb-957e-2950be907852'] } });
+const r = await eraseResponses({ output: '/tmp/erase-bench/c', choice: { responses: ['ea246654-5736-442c-adb3-41168003d7f1'] } });
 console.log('total', Date.now() - t0, JSON.stringify(r.erasure.runs));
