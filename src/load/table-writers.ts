@@ -32,6 +32,8 @@ export interface TableWritersOptions {
   rowGroupBytes?: number;
   /** Tables whose copied groups get row groups of their own, which a StudyCopy receives. */
   perStudy?: readonly TableName[];
+  /** The tables written (default: every table a run writes). */
+  tables?: readonly TableName[];
 }
 
 /** Receives a group's bytes of the `perStudy` tables, as they are written into the run's files. */
@@ -191,12 +193,13 @@ async function openTables(
   formats: readonly TableFormat[],
   blockOf: (table: TableName) => TableState['blockOf'],
 ): Promise<Map<TableName, TableState>> {
-  const opening = runTableNames.map((table) =>
+  const written = options.tables ?? runTableNames;
+  const opening = written.map((table) =>
     Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
-  runTableNames.forEach((table, index) => {
+  written.forEach((table, index) => {
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );

@@ -192,11 +192,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     listeners.push(api);
 
     const controls = dataControls(data, context, clock, keys);
+    // Each changed study gets one respondent after its changes.
+    const changed = new Set<string>();
     for (const { study, change } of options.schemaChanges ?? []) {
       const target = study ?? data.visibleStudies('primary')[0]?.linkId ?? '';
       controls.changeSchema(target, change);
-      controls.addResponse(data.byLinkIdOrId(target)?.linkId ?? target);
+      changed.add(data.byLinkIdOrId(target)?.linkId ?? target);
     }
+    for (const linkId of changed) controls.addResponse(linkId);
     return {
       base_url: api.url,
       api_key: keys.primary,
