@@ -6,9 +6,9 @@
  * zip64 where sizes or offsets need it). A zip that holds no erased recording is left as it is.
  */
 import type yauzl from 'yauzl';
-import { openStoredZip } from '../load/verify.ts';
 import { centralHeader, endRecords, type ZipEntryRecord } from '../media/zip-format.ts';
 import { nameOf } from '../names.ts';
+import { openStoredZip } from '../output/codecs/zip-reader.ts';
 import type { Storage } from '../storage/types.ts';
 
 export interface ZipKept {

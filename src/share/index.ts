@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
-import { cutMessage } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import { cutMessage } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import {
