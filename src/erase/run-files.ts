@@ -12,6 +12,7 @@
  * the run is refused before anything changes (`unreadableFiles`).
  */
 import { createHash } from 'node:crypto';
+import { recordedPipeline } from '../config/recorded.ts';
 import { codebookMarkdown } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
@@ -109,9 +110,7 @@ export async function rewriteRun(input: {
   // Tables first, one format each counted for the report: Parquet where there is one.
   const tableFiles = listed
     .map((path) => ({ path, of: tableFormatOf(path) }))
-    .sort(
-      (a, b) => Number(b.of?.format.extension === 'parquet') - Number(a.of?.format.extension === 'parquet'),
-    );
+    .sort((a, b) => Number(b.of?.format.name === 'parquet') - Number(a.of?.format.name === 'parquet'));
   for (const { path, of } of tableFiles) {
     if (of === null) continue;
     const { table, format } = of;
@@ -129,7 +128,7 @@ export async function rewriteRun(input: {
       }
       continue;
     }
-    const writer = await format.create(to, path, table, { storage: from, path });
+    const writer = await format.create(to, table, recordedPipeline(manifest).output.csv);
     let kept = 0;
     try {
       for await (const batch of format.read(from, path, table, bytesOf.get(path) ?? 0)) {
