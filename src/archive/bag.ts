@@ -5,9 +5,9 @@
  */
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { csvText } from '../load/csv.ts';
 import { dataPackage } from '../load/datapackage.ts';
 import { nameOf } from '../names.ts';
+import { csvText } from '../output/formats/csv.ts';
 import { privacySummary } from '../privacy/index.ts';
 import {
   byResponse,

@@ -5,22 +5,27 @@
  * what people read about it: `study-export init` writes it as the key's comment (template.ts).
  */
 import { z } from 'zod';
+import { type VideoMode, videoModes } from '../media/types.ts';
+import {
+  type Format,
+  formatNames,
+  isTableFormat,
+  studyFormats,
+  type TableFormat,
+  tableFormats,
+} from '../output/formats/index.ts';
 import { durationPattern, durationRule } from './duration.ts';
 
-export const formats = ['csv', 'parquet', 'xlsx'] as const;
-export type Format = (typeof formats)[number];
-/** The formats the tables are written in; xlsx is one workbook per study beside them. */
-export const tableFormats = ['csv', 'parquet'] as const;
-export type TableFormat = (typeof tableFormats)[number];
-export const isTableFormat = (format: Format): format is TableFormat =>
-  (tableFormats as readonly string[]).includes(format);
-export const tableFormatMissing =
-  'expected csv or parquet beside xlsx, e.g. [csv, xlsx] (the tables are written in csv or parquet; xlsx adds a workbook per study)';
-/** What --formats takes, said once for every command that has it (and checked by parseFormats). */
-export const formatsRule = `${tableFormats.join(' and/or ')}, plus xlsx for a workbook per study beside them; comma-separated, e.g. csv,xlsx`;
+export const formats = formatNames;
+export { type Format, isTableFormat, type TableFormat };
 
-export const videoModes = ['mp4', 'hls', 'both'] as const;
-export type VideoMode = (typeof videoModes)[number];
+const tableNames = tableFormats.map((format) => format.name);
+const perStudy = studyFormats.filter((format) => format.selectable);
+export const tableFormatMissing = `expected ${tableNames.join(' or ')} beside ${perStudy.map((f) => f.name).join(', ')}, e.g. [csv, xlsx] (the tables are written in ${tableNames.join(' or ')}; ${perStudy.map((f) => `${f.name} adds ${f.help}`).join(', ')})`;
+/** What --formats takes, said once for every command that has it (and checked by parseFormats). */
+export const formatsRule = `${tableNames.join(' and/or ')}, plus ${perStudy.map((f) => `${f.name} for ${f.help}`).join(', ')} beside them; comma-separated, e.g. csv,xlsx`;
+
+export { type VideoMode, videoModes };
 
 /**
  * The range of every numeric setting, declared once: the pipeline file's schema and the
@@ -155,7 +160,9 @@ export const OutputConfig = z.strictObject({
     .min(1)
     .refine((list) => list.some(isTableFormat), tableFormatMissing)
     .default(['csv', 'parquet'])
-    .describe('csv and/or parquet; add xlsx for one workbook per study beside them'),
+    .describe(
+      `${tableNames.join(' and/or ')}; add ${perStudy.map((f) => `${f.name} for ${f.help.replace(/^a /, 'one ')}`).join(', ')} beside them`,
+    ),
   csv: CsvConfig.default({ bom: false, escape_formulae: true }).describe('how CSV files are written'),
   s3: S3Config.optional().describe(
     'for S3-compatible servers (MinIO, R2, Ceph); credentials come only from the AWS environment and profiles',

@@ -8,6 +8,7 @@
 import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nameOf } from '../names.ts';
+import { readPart, rowOf } from '../output/formats/parquet-read.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
@@ -31,8 +32,6 @@ import {
   type PartSource,
   type PartWriter,
   type PreparedPart,
-  readPart,
-  rowOf,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import { prepareCurrentWide, prepareCurrentWorkbook, wideFolder, workbookFolder } from './wide.ts';

@@ -15,7 +15,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import type { CsvOptions } from '../load/csv.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { readPart, studyIdIn } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { type DataTableName, type TableName, tableNames } from '../tables/index.ts';
 import {
@@ -27,8 +28,6 @@ import {
   partFileName,
   partitionPath,
   publishPart,
-  readPart,
-  studyIdIn,
 } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { prepareCurrentWorkbook } from './wide.ts';

@@ -5,8 +5,8 @@
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { bucketOf } from '../buckets.ts';
+import { STUDY_COLUMN, storeBuffer, studyIdIn } from '../output/formats/parquet-read.ts';
 import { partitionOf } from './partitions.ts';
-import { STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /** The response ids current/ holds under each study (an empty set for a study it holds none of). */

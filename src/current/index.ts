@@ -24,7 +24,7 @@ export { migrateToBuckets } from './migrate.ts';
 export { currentOwners, sharedWarning } from './owners.ts';
 export { currentFormats } from './package.ts';
 export { CurrentListing } from './partitions.ts';
-export { newestPart, parsePartName, partitionName, readPart, studyIdIn } from './parts.ts';
+export { newestPart, parsePartName, partitionName } from './parts.ts';
 export { CurrentPreparation } from './schedule.ts';
 export { CurrentStaging, stagingWriters } from './staging.ts';
 export { studyFolderName } from './wide.ts';

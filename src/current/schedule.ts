@@ -6,7 +6,7 @@
  */
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
-import type { StudyCopy } from '../load/table-writers.ts';
+import type { StudyCopy } from '../output/formats/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
 import { type BucketStart, prepareBucket, startBucket } from './bucket.ts';

@@ -16,10 +16,11 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { createInterface } from 'node:readline';
 import { finished } from 'node:stream/promises';
-import type { CsvOptions } from '../load/csv.ts';
-import { createWideWriter, wideRowSpill } from '../load/wide.ts';
-import { aboutSheet, sheetsOf, workbookProperties } from '../load/xlsx.ts';
 import { nameOf, partitionValueOf } from '../names.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
+import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
+import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
@@ -27,7 +28,7 @@ import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import type { Row } from '../tables/index.ts';
 import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
-import { type PartSource, type PreparedPart, readPart, STUDY_FOLDER_PREFIX } from './parts.ts';
+import type { PartSource, PreparedPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**
@@ -97,7 +98,7 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
     const columns = wideColumns(input.questions, keys.chosen().keys);
     const parts = { answers: input.answers, transcript: input.transcript } as const;
     // exceljs is loaded only where workbooks are written.
-    const { writeWorkbook } = await import('../load/xlsx-workbook.ts');
+    const { writeWorkbook } = await import('../output/formats/xlsx-workbook.ts');
     await writeWorkbook(
       output,
       [

@@ -19,6 +19,8 @@
  * The packages the ledger (handoffs/) lists as holding an erased response are returned, so the
  * recipients can be told.
  */
+
+import { recordedPipeline } from '../config/recorded.ts';
 import { eraseFromCurrent, writeCurrentGuide } from '../current/index.ts';
 import { ConfigError, RunError } from '../errors.ts';
 import { type Handoff, handoffsHolding } from '../ledger/index.ts';
@@ -180,7 +182,7 @@ async function eraseCurrent(
   const newest = runs.at(-1)?.manifest;
   if (!newest) return;
   const latest = (await storage.read(shardNames(undefined).latest))?.toString('utf8').trim() || null;
-  const { config } = newest;
+  const config = recordedPipeline(newest);
   await eraseFromCurrent(
     {
       store: storage,

@@ -7,6 +7,7 @@
  */
 import type { Format } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
+import { outputFormats, studyFormats } from '../output/formats/index.ts';
 import {
   DATAPACKAGE_FILE,
   MANIFEST_FILE,
@@ -85,7 +86,7 @@ export function codebookMarkdown(input: CodebookInput): string {
     ...(input.schemaChanges ? schemaChangeLines(input.schemaChanges) : []),
     ...fileLines(input, (path) => files.has(path), hasUnder),
     ...referenceLines(
-      hasUnder('wide') || hasUnder('xlsx'),
+      studyFormats.some((format) => hasUnder(format.folder)),
       input.kind === 'run' ? runTableNames : tableNames,
     ),
   ];
@@ -198,28 +199,12 @@ function fileLines(
     lines.push(
       '- **report.html**: open first. Responses over time, skipped questions, recordings, warnings.',
     );
-  if (hasUnder('wide'))
-    lines.push(
-      `- **${input.kind === 'current' ? 'wide/study_id=<id>/<link_id>.csv' : 'wide/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
-    );
-  if (hasUnder('xlsx'))
-    lines.push(
-      `- **${input.kind === 'current' ? 'xlsx/study_id=<id>/<link_id>.xlsx' : 'xlsx/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
-    );
-  const parquet = input.formats.includes('parquet') || input.kind === 'current';
-  if (parquet) {
-    lines.push(
-      input.kind !== 'current'
-        ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'
-        : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
-    );
-  }
-  if (input.formats.includes('csv')) {
-    lines.push(
-      input.kind !== 'current'
-        ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
-        : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
-    );
+  for (const format of [...outputFormats].sort((x, y) => x.codebookRank - y.codebookRank)) {
+    const shown =
+      format.kind === 'study'
+        ? hasUnder(format.folder)
+        : input.formats.includes(format.name) || (input.kind === 'current' && format.currentStore);
+    if (shown) lines.push(format.codebookLine(input.kind));
   }
   if (has(DATAPACKAGE_FILE))
     lines.push(

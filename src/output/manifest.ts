@@ -9,10 +9,25 @@ import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
+import type { CsvOptions } from './formats/csv.ts';
+import type { Format } from './formats/index.ts';
 import { MANIFEST_FILE, runPath } from './layout.ts';
 
 /** A file of the run with its size and sha256, as counted while it was written. */
 export type ManifestFile = StoredFile;
+
+/**
+ * The pipeline file as the run read it: src/config/schema.ts's PipelineConfig, key for key,
+ * with a base_url that never keeps user:password or a query. Named here by the keys readers of
+ * an output use, since a manifest may be an earlier version's.
+ */
+export interface RecordedConfig {
+  name: string;
+  source: { base_url: string; [key: string]: unknown };
+  output: { formats: readonly Format[]; csv: CsvOptions; [key: string]: unknown };
+  media: { enabled: boolean; [key: string]: unknown };
+  [key: string]: unknown;
+}
 
 export interface StudyOutcome {
   study_id: string;
@@ -61,7 +76,7 @@ export interface Manifest {
   started_at: string;
   finished_at: string;
   timings_ms: Record<string, number>;
-  config: PipelineConfig;
+  config: RecordedConfig;
   studies: StudyOutcome[];
   tables: Record<string, number>;
   files: ManifestFile[];
@@ -88,7 +103,7 @@ export async function writeManifest(run: Storage, manifest: Manifest): Promise<v
 }
 
 /** The config as it may be recorded: a base_url never keeps user:password or a query. */
-export function publicConfig(config: PipelineConfig): PipelineConfig {
+export function publicConfig<Config extends RecordedConfig>(config: Config): Config {
   return { ...config, source: { ...config.source, base_url: redact(config.source.base_url) } };
 }
 

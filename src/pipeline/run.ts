@@ -9,7 +9,8 @@
  * wrong for one record or one study is recorded and makes the run partial.
  */
 import { join } from 'node:path';
-import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
+import { type ApiClient, createApiClient } from '../api/client.ts';
+import { clientSettings } from '../config/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import {
   type CurrentContext,

@@ -8,6 +8,7 @@
  * replayed run has no media.zip and its media table is empty. State is neither read nor moved.
  */
 import { join, resolve } from 'node:path';
+import { recordedPipeline } from '../config/recorded.ts';
 import { type Format, IncrementalConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { MANIFEST_FILE, RAW_DIR } from '../output/layout.ts';
@@ -39,7 +40,7 @@ export async function replayRun(options: ReplayOptions): Promise<RunResult> {
       { context: { file: path } },
     );
   }
-  const config = manifest.config;
+  const config = recordedPipeline(manifest);
   const recorded = await openRecordedSource(join(options.runDir, RAW_DIR), config.source.base_url);
   try {
     return await runPipeline({

@@ -9,7 +9,6 @@
 import { join } from 'node:path';
 import type { Format, TableFormat } from '../config/schema.ts';
 import { codebookMarkdown } from '../load/codebook.ts';
-import type { CsvOptions } from '../load/csv.ts';
 import {
   dataPackage,
   type PackageFile,
@@ -19,8 +18,9 @@ import {
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { createTableWriters } from '../load/table-writers.ts';
-import { createWideWriter } from '../load/wide.ts';
-import { type CutReport, createXlsxWriter } from '../load/xlsx.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { createWideWriter } from '../output/formats/wide.ts';
+import { type CutReport, createXlsxWriter } from '../output/formats/xlsx.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
 import type { HandoffPrivacy } from '../privacy/index.ts';
 import { byResponse } from '../reader/index.ts';
@@ -94,6 +94,8 @@ async function writeTables(local: LocalStorage, input: StudyPackageInput): Promi
   const writers = await createTableWriters(local, {
     formats: tableFormats,
     csv: { ...input.source.csv, bom: false },
+    // The service's data only: what a run records of itself (deletions) is not the study's.
+    tables: tableNames,
   });
   try {
     for (const table of tableNames) await writers.write(table, input.rows[table] as Row<typeof table>[]);
