@@ -164,7 +164,9 @@ export class WideMeasure {
   /** The extent of the dataset `wideDataset` makes of these columns. */
   measured(columns: readonly WideColumn[]): Measured {
     const text = new Map<number, TextExtent>();
-    wideSheet.fixed.forEach((column, i) => text.set(i, this.#fixed.get(column.key) ?? emptyExtent()));
+    wideSheet.fixed.forEach((column, i) => {
+      text.set(i, this.#fixed.get(column.key) ?? emptyExtent());
+    });
     columns.forEach((column, i) => {
       const extents = column.of === 'attribute' ? this.#attributes : this.#cells;
       text.set(wideSheet.fixed.length + i, extents.get(column.key) ?? emptyExtent());
