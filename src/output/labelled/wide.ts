@@ -15,22 +15,8 @@ import {
   type Measured,
   measureText,
   type TextExtent,
-  type ValueLabel,
 } from './dataset.ts';
 import { attributeVariableName, slotVariableName, uniqueNames } from './names.ts';
-
-/** The codes of the coded columns, declared once: files of every run agree on them. */
-export const valueCodes: Record<'status' | 'modality', readonly ValueLabel[]> = {
-  status: [
-    { code: 1, label: 'complete' },
-    { code: 2, label: 'in progress' },
-  ],
-  modality: [
-    { code: 1, label: 'text' },
-    { code: 2, label: 'audio' },
-    { code: 3, label: 'video' },
-  ],
-};
 
 /** A variable of the dataset and the wide sheet's column it holds. */
 export interface WideVariable {
@@ -75,8 +61,12 @@ export function wideDataset(
   const names = wideVariableNames(columns);
   const fixed: LabelledVariable[] = wideSheet.fixed.map((column, i) => {
     const base = { name: names[i]!, label: column.description };
-    if (column.key === 'status' || column.key === 'modality') {
-      return { ...base, kind: 'coded', labels: valueCodes[column.key] };
+    if ('codes' in column) {
+      return {
+        ...base,
+        kind: 'coded',
+        labels: column.codes.map((label, code) => ({ code: code + 1, label })),
+      };
     }
     if (column.type === 'timestamp') return { ...base, kind: 'time' };
     if (column.type === 'integer') return { ...base, kind: 'integer' };
