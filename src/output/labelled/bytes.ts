@@ -84,6 +84,14 @@ export class Bytes {
     return this;
   }
 
+  /** bytes [from, to) of `source` in exactly `size` bytes, padded with `pad`; no copy made first. */
+  copy(source: Buffer, from: number, to: number, size: number, pad: number): this {
+    const at = this.#room(size);
+    const used = source.copy(this.#buffer, at, from, Math.min(to, from + size));
+    this.#buffer.fill(pad, at + used, at + size);
+    return this;
+  }
+
   /** `value` in exactly `size` bytes: cut, or padded with `pad` (a byte). */
   fixed(value: Uint8Array | string, size: number, pad: number): this {
     const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;

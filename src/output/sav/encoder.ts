@@ -147,28 +147,34 @@ export class SavEncoder {
 
   /**
    * A string variable's value: each segment's 255 bytes (or the whole), padded with spaces.
-   * Padding is most of a wide column's units, so runs of it are written a block at a time.
+   * Padding is most of a wide column's units, so runs of it are written a block at a time, and
+   * the segments after the value's end are counted, not walked.
    */
-  #string(target: SavVariable, bytes: Uint8Array): void {
+  #string(target: SavVariable, bytes: Buffer): void {
     const perSegment = target.segments.length > 1 ? 255 : target.width;
     let spaces = 0;
-    target.segments.forEach((width, segment) => {
-      const data = bytes.subarray(segment * perSegment, segment * perSegment + perSegment);
-      const units = segmentBytes(width) / 8;
-      const dataUnits = Math.ceil(data.length / 8);
+    for (let segment = 0; segment < target.segments.length; segment++) {
+      const start = segment * perSegment;
+      if (start >= bytes.length) {
+        spaces += target.unitsFrom[segment]!;
+        break;
+      }
+      const end = Math.min(bytes.length, start + perSegment);
+      const dataUnits = Math.ceil((end - start) / 8);
       for (let unit = 0; unit < dataUnits; unit++) {
-        this.#unit.fill(SPACE);
-        this.#unit.set(data.subarray(unit * 8, unit * 8 + 8));
-        if (isSpaces(this.#unit)) {
+        const from = start + unit * 8;
+        const to = Math.min(end, from + 8);
+        if (allSpaces(bytes, from, to)) {
           spaces++;
           continue;
         }
         this.#spaces(spaces);
         spaces = 0;
-        this.#rawUnit(this.#unit);
+        this.#raw.copy(bytes, from, to, 8, SPACE);
+        this.#code(CODE.RAW);
       }
-      spaces += units - dataUnits;
-    });
+      spaces += segmentBytes(target.segments[segment]!) / 8 - dataUnits;
+    }
     this.#spaces(spaces);
   }
 
@@ -211,8 +217,8 @@ function fileLabel(dataset: LabelledDataset): Buffer {
   return Buffer.concat([cutBytes(dataset.label, Math.max(0, FILE_LABEL_BYTES - end.length)), end]);
 }
 
-function isSpaces(unit: Uint8Array): boolean {
-  for (const byte of unit) if (byte !== SPACE) return false;
+function allSpaces(bytes: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] !== SPACE) return false;
   return true;
 }
 
