@@ -18,7 +18,13 @@ import { encodeDta, type StrlStore } from '../dta/index.ts';
 import { encodeSav } from '../sav/index.ts';
 import { WideMeasure, wideDataset } from './wide.ts';
 
-export type StatisticsFormat = 'sav' | 'dta';
+export const statisticsFormats = ['sav', 'dta'] as const;
+export type StatisticsFormat = (typeof statisticsFormats)[number];
+
+/** The statistics formats among `formats`, in a fixed order. */
+export function statisticsFormatsOf(formats: readonly string[]): StatisticsFormat[] {
+  return statisticsFormats.filter((format) => formats.includes(format));
+}
 
 export interface StatisticsFileWriter {
   add(row: WideRow): Promise<void>;
