@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Papa from 'papaparse';
-import { createParquetWriter } from '../src/load/parquet.ts';
+import { createParquetWriter } from '../src/output/formats/parquet.ts';
 import { type Row, tables } from '../src/tables/index.ts';
 import { localFile } from '../test/helpers/storage.ts';
 

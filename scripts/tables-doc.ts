@@ -1,8 +1,8 @@
 /**
- * Writes docs/tables.md from the table declarations (src/tables/index.ts), so the reference
+ * Writes docs/tables.md from the table declarations (src/tables/index.ts) and the formats, so the reference
  * never drifts from what the tool writes. `npm run docs` runs it; a test checks it is current.
  */
 import { writeFile } from 'node:fs/promises';
-import { tablesMarkdown } from '../src/tables/markdown.ts';
+import { tablesReference } from '../src/output/formats/index.ts';
 
-await writeFile(new URL('../docs/tables.md', import.meta.url), tablesMarkdown());
+await writeFile(new URL('../docs/tables.md', import.meta.url), tablesReference());

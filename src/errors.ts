@@ -75,6 +75,17 @@ export class BusyError extends StudyExportError {
   }
 }
 
+/**
+ * The service's schema changed under `schema.on_change: fail`: the run stopped before
+ * committing anything, and its message names every change.
+ */
+export class SchemaChangeError extends StudyExportError {
+  override readonly exitCode = exitCodes.stoppedByRule;
+  constructor(message: string, options: { context?: ErrorContext; cause?: unknown } = {}) {
+    super('E_SCHEMA_CHANGED', message, options);
+  }
+}
+
 /** The service refused the key (401/403 on base_url). */
 export class AuthError extends StudyExportError {
   override readonly exitCode = exitCodes.usage;

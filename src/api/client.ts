@@ -16,7 +16,6 @@ import https from 'node:https';
 import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { apiDeadlineMs, type PipelineConfig } from '../config/schema.ts';
 import { HttpError } from '../errors.ts';
 import { type Agents, type GetResponse, httpGet } from '../http/get.ts';
 import { type RetryEvent, type RetryPolicy, retryPolicy, type TryAgain, withRetries } from '../http/retry.ts';
@@ -150,29 +149,11 @@ export function pathSegment(value: string, what: string): string {
 
 const dotSegment = /(^|\/)(%2E){1,2}(\/|$)/;
 
-/** The client options a pipeline file's `source` section sets (run and studies alike). */
-export function clientSettings(
-  source: PipelineConfig['source'],
-): Pick<
-  ApiClientOptions,
-  'apiKeyEnv' | 'concurrency' | 'timeoutMs' | 'deadlineMs' | 'maxBodyBytes' | 'retries' | 'maxRetryAfterMs'
-> {
-  return {
-    apiKeyEnv: source.api_key_env,
-    concurrency: source.concurrency,
-    timeoutMs: source.timeout_ms,
-    deadlineMs: apiDeadlineMs(source),
-    maxBodyBytes: source.max_body_mib * MiB,
-    retries: source.retries,
-    maxRetryAfterMs: source.max_retry_after_s * 1000,
-  };
-}
-
-const MiB = 1024 * 1024;
-
 export function createApiClient(options: ApiClientOptions): ApiClient {
   return new HttpApiClient(options);
 }
+
+const MiB = 1024 * 1024;
 
 class HttpApiClient implements ApiClient {
   readonly baseUrl: string;

@@ -5,14 +5,19 @@
  */
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { csvText } from '../load/csv.ts';
 import { dataPackage } from '../load/datapackage.ts';
 import { nameOf } from '../names.ts';
+import { csvText } from '../output/formats/csv.ts';
 import { privacySummary } from '../privacy/index.ts';
-import { byResponse, type HandoffStudy, type OutputReader, type RunReader } from '../reader/index.ts';
+import {
+  byResponse,
+  type HandoffStudy,
+  type OutputReader,
+  type RunReader,
+  studyTables,
+} from '../reader/index.ts';
 import { redact } from '../redact.ts';
-import type { Row } from '../tables/index.ts';
-import { tableNames } from '../tables/index.ts';
+import type { Row, TableRows } from '../tables/index.ts';
 import type { Conversation, TurnRecording } from './conversation.ts';
 import { conversationText } from './conversation.ts';
 import {
@@ -24,16 +29,7 @@ import {
   readme,
   report,
 } from './guide.ts';
-import {
-  addTables,
-  diskFile,
-  memoryFile,
-  Payload,
-  type StudyRows,
-  sheetHeader,
-  sortByKey,
-  storedFile,
-} from './payload.ts';
+import { addTables, diskFile, memoryFile, Payload, sheetHeader, storedFile } from './payload.ts';
 import { filterRaw, PROVENANCE_DIR, runsJson } from './provenance.ts';
 import { addRecording, type PlannedRecording } from './recording-files.ts';
 import type { BagSink } from './sink.ts';
@@ -70,6 +66,8 @@ export interface MissingRecording {
 
 export interface StudyBagResult {
   location: string;
+  /** The responses the bag holds (its responses table), for the ledger (handoffs/). */
+  responseIds: string[];
   files: number;
   bytes: number;
   recordings: number;
@@ -78,7 +76,7 @@ export interface StudyBagResult {
 
 export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResult> {
   const payload = new Payload(input.sink);
-  const rows = await studyRows(input.study);
+  const rows = await studyTables(input.study);
   const tableFiles = await addTables(payload, rows, input.scratch, input.escapeFormulae);
   const sheets = await addSheets(payload, input);
   const planned = await addRecordings(payload, input.study, input.scratch);
@@ -116,6 +114,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
   await writeTagFiles(input.sink, payload.written, bagInfo(input));
   return {
     location: input.sink.location,
+    responseIds: rows.responses.map((response) => response.response_id),
     files: payload.written.length,
     bytes: payload.written.reduce((sum, file) => sum + file.digests.bytes, 0),
     recordings: planned.length,
@@ -133,13 +132,6 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
 function digestFields(payload: Payload, path: string): { bytes?: number; sha256?: string } {
   const digests = payload.digestsOf(path);
   return digests ? { bytes: digests.bytes, sha256: digests.sha256 } : {};
-}
-
-async function studyRows(study: HandoffStudy): Promise<StudyRows> {
-  const rows = {} as StudyRows;
-  for (const table of tableNames)
-    (rows as Record<string, unknown>)[table] = sortByKey(table, await study.all(table));
-  return rows;
 }
 
 /** The study's wide sheet and workbook as current/ holds them, byte for byte. */
@@ -185,7 +177,7 @@ async function addRecordings(
 }
 
 /** Responses in the order people number them; each with its rows and recordings. */
-function conversationsOf(rows: StudyRows, planned: readonly PlannedRecording[]): Conversation[] {
+function conversationsOf(rows: TableRows, planned: readonly PlannedRecording[]): Conversation[] {
   const transcript = byResponse(rows.transcript);
   const answers = byResponse(rows.answers);
   const attributes = byResponse(rows.attributes);

@@ -10,10 +10,9 @@ import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { escapeHtml as e } from '../load/svg-charts.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
-import { type Row, tableNames } from '../tables/index.ts';
+import { type Row, type TableRows, tableNames } from '../tables/index.ts';
 import { tableSection } from '../tables/markdown.ts';
 import { type Conversation, conversationHtml, conversationTitle, htmlPage } from './conversation.ts';
-import type { StudyRows } from './payload.ts';
 
 export interface GuideFacts {
   pipeline: string;
@@ -21,7 +20,7 @@ export interface GuideFacts {
   /** The newest run the bag's contents came from. */
   runId: string;
   baggedAt: string;
-  studyRows: StudyRows;
+  studyRows: TableRows;
   missing: number;
   recordings: number;
   /** How the bag was made: identified, or de-identified by a profile. */

@@ -10,14 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
+import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
-import { type HandoffProfile, OutputReader, openHandoff } from '../reader/index.ts';
+import { type HandoffProfile, OutputReader, openHandoff, studyRuns } from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { type BagInfoSettings, type StudyBagResult, writeStudyBag } from './bag.ts';
 import { openFolderSink } from './folder-sink.ts';
-import { newestFinish, studyRuns } from './provenance.ts';
+import { newestFinish } from './provenance.ts';
 import type { BagSink } from './sink.ts';
 import { openTarSink } from './tar-sink.ts';
 import { openZipSink } from './zip-sink.ts';
@@ -94,6 +95,15 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
         time,
       });
       const bag = { ...result, study_id: study.study_id, link_id: study.link_id, linkage: handed.linkage() };
+      // The ledger (handoffs/) records the bag and the responses it holds, once it is whole.
+      await appendHandoff(output.storage, {
+        command: 'archive',
+        package: result.location.split('/').at(-1) ?? bagName,
+        location: result.location,
+        studies: [{ study_id: study.study_id, link_id: study.link_id }],
+        identified: handed.privacy.identified,
+        responses: heldResponses(result.responseIds, bag.linkage),
+      });
       options.onBag?.(bag);
       bags.push(bag);
     } catch (error) {

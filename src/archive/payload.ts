@@ -8,11 +8,11 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Papa from 'papaparse';
-import { createTableCsvWriter } from '../load/csv.ts';
-import { createParquetWriter } from '../load/parquet.ts';
+import { createTableCsvWriter } from '../output/formats/csv.ts';
+import { createParquetWriter } from '../output/formats/parquet.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tableNames, tables } from '../tables/index.ts';
+import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
 import type { BagFile, BagSink, Digests } from './sink.ts';
 
 export interface Written {
@@ -63,31 +63,13 @@ export function storedFile(path: string, storage: Storage, source: string, size:
   return { path, size, open: () => storage.readStream(source) };
 }
 
-/** Rows in key order: the same rows give the same files whatever order current/'s parts held them in. */
-export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>[] {
-  const key = tables[table].primaryKey as readonly string[];
-  const value = (row: Row<T>, column: string) => (row as Record<string, unknown>)[column];
-  return rows.sort((a, b) => {
-    for (const column of key) {
-      const x = value(a, column);
-      const y = value(b, column);
-      if (x === y) continue;
-      if (typeof x === 'number' && typeof y === 'number') return x - y;
-      return String(x ?? '') < String(y ?? '') ? -1 : 1;
-    }
-    return 0;
-  });
-}
-
-export type StudyRows = { [T in TableName]: Row<T>[] };
-
 /**
  * Every table of the study as CSV (UTF-8, no byte order mark) and Parquet under data/tables/,
  * written to scratch and then added; resolves with their paths under data/.
  */
 export async function addTables(
   payload: Payload,
-  rows: StudyRows,
+  rows: TableRows,
   scratch: string,
   escapeFormulae: boolean,
 ): Promise<{ table: TableName; format: 'csv' | 'parquet'; path: string }[]> {

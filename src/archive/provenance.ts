@@ -19,11 +19,6 @@ import type { Row } from '../tables/index.ts';
 
 export const PROVENANCE_DIR = 'provenance';
 
-/** The runs that exported the study, oldest first (their manifests list it). */
-export function studyRuns(runs: readonly RunReader[], studyId: string): RunReader[] {
-  return runs.filter((run) => run.manifest.studies?.some((study) => study.study_id === studyId)).reverse();
-}
-
 /** runs.json: one entry per run that exported the study. */
 export function runsJson(runs: readonly RunReader[], study: Row<'studies'>): string {
   const entries = runs.map((run) => {

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import Papa from 'papaparse';
 import type yauzl from 'yauzl';
-import { openStoredZip } from '../load/verify.ts';
+import { openStoredZip } from '../output/codecs/zip-reader.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import {

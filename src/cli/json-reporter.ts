@@ -3,7 +3,7 @@
  * every few seconds for a stage that moved, and its end. Warnings, retries and finished
  * studies are written as they happen. Every line passes the secret mask on its way out.
  */
-
+import type { SchemaChange } from '../drift/schema.ts';
 import type { StudyOutcome } from '../output/manifest.ts';
 import type { RetryEvent } from '../pipeline/progress.ts';
 import type { Warning } from '../records.ts';
@@ -46,6 +46,11 @@ export class JsonReporter extends LineReporter {
 
   override studyDone(outcome: StudyOutcome): void {
     this.print(jsonEvent('study_done', outcome));
+  }
+
+  /** One event per change of a study's schema, as the manifest's schema_changes holds it. */
+  schemaChange(change: SchemaChange): void {
+    this.print(jsonEvent('schema_change', change));
   }
 
   protected override blankLine(): void {}

@@ -14,6 +14,7 @@ import { qdpxCommand } from './commands/qdpx.ts';
 import { replayCommand } from './commands/replay.ts';
 import { runCommand } from './commands/run.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
+import { shareCommand } from './commands/share.ts';
 import { studiesCommand } from './commands/studies.ts';
 import { validateCommand } from './commands/validate.ts';
 import { verifyCommand } from './commands/verify.ts';
@@ -34,6 +35,7 @@ const commandNames = [
   'describe',
   'archive',
   'qdpx',
+  'share',
   'erase',
   'handoffs',
 ];
@@ -77,6 +79,7 @@ export async function main(context: CliContext): Promise<number> {
     .command(describeCommand(context))
     .command(archiveCommand(context))
     .command(qdpxCommand(context))
+    .command(shareCommand(context))
     .command(eraseCommand(context))
     .command(handoffsCommand(context))
     .option('log-format', {

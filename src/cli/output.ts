@@ -181,7 +181,7 @@ const linkageColumns = ['study_id', 'link_id', 'kind', 'pseudonym', 'response_id
  * pseudonym and the response id (or URL-parameter value) it stands for.
  */
 export async function writeLinkage(file: string, studies: readonly StudyLinkage[]): Promise<number> {
-  const { csvText } = await import('../load/csv.ts');
+  const { csvText } = await import('../output/formats/csv.ts');
   const rows = studies.flatMap((study) =>
     study.linkage.map((entry) => [
       study.study_id,

@@ -96,6 +96,10 @@ function hintFor(error: StudyExportError): string | undefined {
         return 'export the key in that variable, or set source.base_url to "sandbox" to try the embedded service';
       }
       return undefined;
+    case 'E_SCHEMA_CHANGED':
+      return 'exit 4: nothing was committed; --accept-schema-change commits the next run with these changes';
+    case 'E_BUSY':
+      return 'exit 75: nothing was written; a scheduler should try again later';
     case 'E_AUTH':
       return 'the key is never printed; check the variable holds the key for this base_url';
     case 'E_NETWORK':

@@ -108,6 +108,7 @@ function summaryFields(result: RunResult, exitCode: number): object {
     warnings: result.warnings,
     rejects: result.rejects,
     media_failed: result.mediaFailed,
+    schema_changes: result.schemaChanges?.length ?? 0,
     ...(result.unfinished === undefined ? {} : { unfinished: result.unfinished }),
     ...(result.sample === undefined ? {} : { sample: result.sample }),
     ...(result.filled === undefined ? {} : { current_formats_added: result.filled }),

@@ -3,6 +3,7 @@
 import type { FormatsFilled } from '../current/index.ts';
 import { sampleNote } from '../load/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
+import { schemaChangeLines } from '../pipeline/schema-drift.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
 export function formatSummary(result: RunResult): string {
@@ -25,7 +26,14 @@ export function formatSummary(result: RunResult): string {
       '  every rejected record and failed media file is listed in manifest.json (records in rejects.jsonl)',
     );
   }
+  if (result.schemaChanges) {
+    lines.push(
+      `service changes since the last run (${formatCount(result.schemaChanges.length)}, in manifest.json's schema_changes and report.html):`,
+      ...schemaChangeLines(result.schemaChanges).map((line) => `  ${line}`),
+    );
+  }
   if (result.filled) lines.push(filledLine(result.filled));
+  if (result.reconciled) lines.push(reconciledLine(result.reconciled));
   if (result.runDir && result.sample) {
     lines.push(`sample run: ${result.runDir}`, `  ${sampleNote(result.sample)}`);
   } else if (result.runDir) lines.push(`run: ${result.runDir}`);
@@ -42,6 +50,17 @@ export function nothingNewLine(unchanged: NothingNew): string {
       : `${unchanged.pointer} still names ${unchanged.latest}`;
   const line = `nothing new since run ${unchanged.sinceRun} (${studies}, ${requests}): no run written, ${pointer}`;
   return unchanged.filled ? `${line}\n${filledLine(unchanged.filled)}` : line;
+}
+
+/** What the run's reconcile did (src/pipeline/reconcile.ts). */
+function reconciledLine(reconciled: NonNullable<RunResult['reconciled']>): string {
+  const studies = `${formatCount(reconciled.studies)} ${reconciled.studies === 1 ? 'study' : 'studies'} listed whole`;
+  const removed = `${formatCount(reconciled.removed)} ${reconciled.removed === 1 ? 'response' : 'responses'} the service no longer lists taken out of current/ (deletions table)`;
+  const held =
+    reconciled.heldBack > 0
+      ? `; ${formatCount(reconciled.heldBack)} held back by incremental.reconcile_max_fraction (see the warnings; --accept-deletions lets them through)`
+      : '';
+  return `reconcile: ${studies}, ${removed}${held}`;
 }
 
 /** Formats added since current/ was written, filled in from its own files. */

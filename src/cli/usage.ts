@@ -4,6 +4,7 @@
  */
 import { type Format, formats, formatsRule, isTableFormat } from '../config/schema.ts';
 import { exitCodes, StudyExportError } from '../errors.ts';
+import { studyFormats, tableFormats } from '../output/formats/index.ts';
 
 /** The command line is wrong: unknown option, bad value, missing argument. */
 export class UsageError extends StudyExportError {
@@ -51,9 +52,13 @@ export function parseFormats(value: string | string[]): Format[] {
   }
   const chosen = [...new Set(items)] as Format[];
   if (!chosen.some(isTableFormat)) {
-    const example = [...chosen.filter((format) => format !== 'xlsx'), 'csv', 'xlsx'].join(',');
+    const tableNames = tableFormats.map((format) => format.name);
+    const example = [tableNames[0], ...chosen].join(',');
+    const adds = studyFormats
+      .filter((format) => chosen.includes(format.name as Format))
+      .map((format) => `${format.name} adds ${format.help}`);
     throw new Error(
-      `--formats: xlsx needs csv or parquet beside it, e.g. --formats ${example} (the tables are written in csv or parquet; xlsx adds a workbook per study)`,
+      `--formats: ${chosen.join(', ')} needs ${tableNames.join(' or ')} beside it, e.g. --formats ${example} (the tables are written in ${tableNames.join(' or ')}; ${adds.join(', ')})`,
     );
   }
   return chosen;

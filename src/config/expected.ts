@@ -10,6 +10,8 @@ type AnySchema = z.ZodType;
 interface SchemaDef {
   type: string;
   innerType?: AnySchema;
+  /** A pipe's (a preprocessed key's) schema of the value it gives. */
+  out?: AnySchema;
   element?: AnySchema;
   valueType?: AnySchema;
   shape?: Record<string, AnySchema>;
@@ -22,10 +24,12 @@ function defOf(schema: AnySchema): SchemaDef {
 
 const wrappers = new Set(['default', 'prefault', 'optional', 'nullable', 'readonly']);
 
-function unwrap(schema: AnySchema): AnySchema {
+function unwrap(schema: AnySchema, { pipes = true } = {}): AnySchema {
   let current = schema;
-  for (let def = defOf(current); wrappers.has(def.type) && def.innerType; def = defOf(current)) {
-    current = def.innerType;
+  for (let def = defOf(current); ; def = defOf(current)) {
+    if (wrappers.has(def.type) && def.innerType) current = def.innerType;
+    else if (pipes && def.type === 'pipe' && def.out) current = def.out;
+    else break;
   }
   return current;
 }
@@ -35,7 +39,7 @@ export function schemaAt(root: AnySchema, path: KeyPath): AnySchema | undefined 
   let current: AnySchema | undefined = unwrap(root);
   for (const segment of path) {
     if (!current) return undefined;
-    const def = defOf(current);
+    const def = defOf(unwrap(current));
     const next: AnySchema | undefined =
       def.type === 'object'
         ? def.shape?.[String(segment)]
@@ -44,7 +48,8 @@ export function schemaAt(root: AnySchema, path: KeyPath): AnySchema | undefined 
           : def.type === 'record'
             ? def.valueType
             : undefined;
-    current = next ? unwrap(next) : undefined;
+    // Not through a pipe: what it accepts before its schema is what the message says.
+    current = next ? unwrap(next, { pipes: false }) : undefined;
   }
   return current;
 }
@@ -71,8 +76,11 @@ export function describeExpected(schema: AnySchema | undefined): string {
       return `one of: ${Object.values(def.entries ?? {}).join(', ')}`;
     case 'array':
       return `a list of ${plural(describeExpected(def.element))}`;
-    case 'object':
-      return `a mapping with keys: ${allowedKeys(inner).join(', ')}`;
+    case 'object': {
+      const mapping = `a mapping with keys: ${allowedKeys(inner).join(', ')}`;
+      // A section with a shorthand (incremental: true) takes a boolean too.
+      return schema.safeParse(true).success ? `true or false, or ${mapping}` : mapping;
+    }
     case 'record':
       return `a mapping of keys to ${plural(describeExpected(def.valueType))}`;
     default:
@@ -85,10 +93,11 @@ function describeNumber(schema: AnySchema): string {
   const integer = !schema.safeParse(0.5).success;
   const noun = integer ? 'integer' : 'number';
   const { minValue, maxValue } = schema as unknown as { minValue: number | null; maxValue: number | null };
-  if (isBound(minValue) && isBound(maxValue)) return `an ${noun} from ${minValue} to ${maxValue}`;
+  const article = integer ? 'an' : 'a';
+  if (isBound(minValue) && isBound(maxValue)) return `${article} ${noun} from ${minValue} to ${maxValue}`;
   if (!schema.safeParse(0).success && schema.safeParse(1).success) return `a positive ${noun}`;
   if (schema.safeParse(0).success && !schema.safeParse(-1).success) return `an ${noun} of 0 or more`;
-  return `an ${noun}`;
+  return `${article} ${noun}`;
 }
 
 /** A declared bound, not zod's implicit safe-integer range. */

@@ -5,21 +5,27 @@
  * what people read about it: `study-export init` writes it as the key's comment (template.ts).
  */
 import { z } from 'zod';
+import { type VideoMode, videoModes } from '../media/types.ts';
+import {
+  type Format,
+  formatNames,
+  isTableFormat,
+  studyFormats,
+  type TableFormat,
+  tableFormats,
+} from '../output/formats/index.ts';
+import { durationPattern, durationRule } from './duration.ts';
 
-export const formats = ['csv', 'parquet', 'xlsx'] as const;
-export type Format = (typeof formats)[number];
-/** The formats the tables are written in; xlsx is one workbook per study beside them. */
-export const tableFormats = ['csv', 'parquet'] as const;
-export type TableFormat = (typeof tableFormats)[number];
-export const isTableFormat = (format: Format): format is TableFormat =>
-  (tableFormats as readonly string[]).includes(format);
-export const tableFormatMissing =
-  'expected csv or parquet beside xlsx, e.g. [csv, xlsx] (the tables are written in csv or parquet; xlsx adds a workbook per study)';
+export const formats = formatNames;
+export { type Format, isTableFormat, type TableFormat };
+
+const tableNames = tableFormats.map((format) => format.name);
+const perStudy = studyFormats.filter((format) => format.selectable);
+export const tableFormatMissing = `expected ${tableNames.join(' or ')} beside ${perStudy.map((f) => f.name).join(', ')}, e.g. [csv, xlsx] (the tables are written in ${tableNames.join(' or ')}; ${perStudy.map((f) => `${f.name} adds ${f.help}`).join(', ')})`;
 /** What --formats takes, said once for every command that has it (and checked by parseFormats). */
-export const formatsRule = `${tableFormats.join(' and/or ')}, plus xlsx for a workbook per study beside them; comma-separated, e.g. csv,xlsx`;
+export const formatsRule = `${tableNames.join(' and/or ')}, plus ${perStudy.map((f) => `${f.name} for ${f.help}`).join(', ')} beside them; comma-separated, e.g. csv,xlsx`;
 
-export const videoModes = ['mp4', 'hls', 'both'] as const;
-export type VideoMode = (typeof videoModes)[number];
+export { type VideoMode, videoModes };
 
 /**
  * The range of every numeric setting, declared once: the pipeline file's schema and the
@@ -154,7 +160,9 @@ export const OutputConfig = z.strictObject({
     .min(1)
     .refine((list) => list.some(isTableFormat), tableFormatMissing)
     .default(['csv', 'parquet'])
-    .describe('csv and/or parquet; add xlsx for one workbook per study beside them'),
+    .describe(
+      `${tableNames.join(' and/or ')}; add ${perStudy.map((f) => `${f.name} for ${f.help.replace(/^a /, 'one ')}`).join(', ')} beside them`,
+    ),
   csv: CsvConfig.default({ bom: false, escape_formulae: true }).describe('how CSV files are written'),
   s3: S3Config.optional().describe(
     'for S3-compatible servers (MinIO, R2, Ceph); credentials come only from the AWS environment and profiles',
@@ -183,6 +191,30 @@ export const ArchiveConfig = z.strictObject({
     .describe("bag-info.txt's Source-Organization: the organisation the bags come from"),
   contact_name: z.string().min(1).optional().describe("bag-info.txt's Contact-Name: who answers for them"),
   contact_email: z.string().min(1).optional().describe("bag-info.txt's Contact-Email"),
+});
+
+export const IncrementalConfig = z.strictObject({
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      'export only responses updated since the last run (a watermark per study); false: all, every run',
+    ),
+  reconcile_every: z
+    .string()
+    .regex(durationPattern, durationRule)
+    .default('7d')
+    .describe(
+      'how often a scheduled run also lists each study whole and takes the responses the service no longer lists out of current/ (7d, 12h, 30m; 0: only with run --reconcile)',
+    ),
+  reconcile_max_fraction: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.2)
+    .describe(
+      "a reconcile that would take more than this share of a study's responses out of current/ takes none, and the run exits 3, until a run with --accept-deletions",
+    ),
 });
 
 /** The built-in detectors of personal data in respondents' text (src/privacy/detect.ts). */
@@ -243,6 +275,17 @@ export const PrivacyConfig = z.strictObject({
 });
 export type PrivacyConfig = z.infer<typeof PrivacyConfig>;
 
+export const schemaChangeRules = ['warn', 'fail'] as const;
+
+export const SchemaConfig = z.strictObject({
+  on_change: z
+    .enum(schemaChangeRules)
+    .default('warn')
+    .describe(
+      "what a change of a study's schema on the service does (a question added, gone or reworded, a concept, a URL parameter, a field the spec does not name, a JSON type): warn reports it and commits; fail commits nothing and exits 4 naming every change, until a run is given --accept-schema-change",
+    ),
+});
+
 export const pipelineNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 export const pipelineNameRule = 'expected letters, digits, ".", "_" or "-" (it names a folder)';
 
@@ -254,11 +297,19 @@ export const PipelineConfig = z.strictObject({
   source: SourceConfig.prefault({}).describe('the service exported'),
   studies: StudiesConfig.prefault({}).describe('which studies'),
   incremental: z
-    .boolean()
-    .default(true)
-    .describe('export only responses updated since the last run (a watermark per study)'),
+    .preprocess(
+      // `incremental: true|false` is short for `incremental: { enabled: true|false }`.
+      (value) => (typeof value === 'boolean' ? { enabled: value } : value),
+      IncrementalConfig.prefault({}),
+    )
+    .describe(
+      'export only what changed since the last run, and now and then take what the service no longer lists out of current/ (true or false alone sets enabled)',
+    ),
   output: OutputConfig.prefault({}).describe('where and in which formats'),
   media: MediaConfig.prefault({}).describe('audio and video recordings'),
+  schema: SchemaConfig.prefault({}).describe(
+    "changes on the service between the last committed run and this one, per study (reported in the run's summary, manifest, report and codebook)",
+  ),
   archive: ArchiveConfig.optional().describe(
     '`study-export archive`: who deposits its BagIt bags (each also a command-line option)',
   ),

@@ -13,6 +13,8 @@ type AnySchema = z.ZodType;
 interface SchemaDef {
   type: string;
   innerType?: AnySchema;
+  /** A pipe's (a preprocessed key's) schema of the value it gives. */
+  out?: AnySchema;
   shape?: Record<string, AnySchema>;
 }
 
@@ -21,7 +23,8 @@ const defOf = (schema: AnySchema) => (schema as unknown as { _zod: { def: Schema
 /** The object schema inside default/prefault/optional wrappers, or undefined for any other. */
 function objectShape(schema: AnySchema): Record<string, AnySchema> | undefined {
   let def = defOf(schema);
-  while (def.innerType && def.type !== 'object') def = defOf(def.innerType);
+  for (let inner = def.innerType ?? def.out; inner && def.type !== 'object'; inner = def.innerType ?? def.out)
+    def = defOf(inner);
   return def.type === 'object' ? def.shape : undefined;
 }
 

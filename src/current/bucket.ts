@@ -8,6 +8,7 @@
 import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nameOf } from '../names.ts';
+import { readPart, rowOf } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/labelled/study-file.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
@@ -32,8 +33,6 @@ import {
   type PartSource,
   type PartWriter,
   type PreparedPart,
-  readPart,
-  rowOf,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import {
@@ -131,6 +130,11 @@ function replaces(study: CurrentStudy): boolean {
   return study.since === null && study.lossless;
 }
 
+/** A reconcile takes responses the service no longer lists out of the study's rows. */
+function removes(study: CurrentStudy): boolean {
+  return (study.removed?.size ?? 0) > 0;
+}
+
 /** What a study's row in the new studies part is: the run's, else the one before. */
 type StudyRows = Map<string, Row<'studies'>[]>;
 
@@ -201,6 +205,7 @@ class BucketMerge {
     const anyReplaces = this.studies.some(replaces);
     const responsesChanged =
       anyReplaces ||
+      this.studies.some(removes) ||
       (await this.#anyStaged('responses')) ||
       tableNames.some((table) => isResponseTable(table) && this.#partition(table).previous === null);
     const rewrite = new Set<TableName>();
@@ -266,7 +271,11 @@ class BucketMerge {
     const planners = new Map(
       this.studies.map((study) => [
         study.study_id,
-        new MergePlanner({ replace: replaces(study), incomplete: staging.incompleteOf(study.study_id) }),
+        new MergePlanner({
+          replace: replaces(study),
+          incomplete: staging.incompleteOf(study.study_id),
+          ...(study.removed ? { removed: study.removed } : {}),
+        }),
       ]),
     );
     for (const [id, planner] of planners) {
@@ -389,6 +398,7 @@ class BucketMerge {
     return (
       this.start.copies !== null ||
       replaces(study) ||
+      removes(study) ||
       this.#partition('responses').previous === null ||
       (await this.#hasStaged(id, 'responses')) ||
       (await this.#hasStaged(id, 'questions')) ||

@@ -1,6 +1,6 @@
 /** What preparing and publishing a run's part of the current dataset work with. */
 import type { Format } from '../config/schema.ts';
-import type { CsvOptions } from '../load/csv.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
 import type { TableName } from '../tables/index.ts';
 import type { DescriptorShard } from './descriptor.ts';
 import type { CurrentListing, Partition } from './partitions.ts';
@@ -40,6 +40,8 @@ export interface CurrentStudy {
   lossless: boolean;
   /** Responses the run fetched for the study. */
   responses?: number;
+  /** Responses the service no longer lists (a reconcile): they leave the study's rows. */
+  removed?: ReadonlySet<string>;
 }
 
 /** A bucket's new parts, ready in scratch, and what publishing them replaces. */

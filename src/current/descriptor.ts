@@ -16,18 +16,12 @@
 import { BUCKETS, bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import { idOf } from '../names.ts';
+import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR, currentDescriptorPath, shardOfCurrentDescriptor } from '../output/layout.ts';
 import { type Shard, shardLabel, shardOfBucket } from '../shard.ts';
 import { tableNames } from '../tables/index.ts';
 import { currentPackage, type PackageScope } from './package.ts';
-import {
-  newestPart,
-  ofUncommittedRun,
-  partitionName,
-  readPart,
-  STUDY_FOLDER_PREFIX,
-  type UncommittedRuns,
-} from './parts.ts';
+import { newestPart, ofUncommittedRun, partitionName, type UncommittedRuns } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { studyFolderName } from './wide.ts';
 

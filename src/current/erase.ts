@@ -12,13 +12,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import type { CsvOptions } from '../load/csv.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { readPart } from '../output/formats/parquet-read.ts';
 import { type Row, type TableName, tableNames, tables } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
 import { writeCurrentDescriptor } from './descriptor.ts';
 import { repairBucket } from './lifecycle.ts';
 import { newestRun, type Partition, partitionsOf } from './partitions.ts';
-import { createPartWriter, parsePartName, publishPart, readPart } from './parts.ts';
+import { createPartWriter, parsePartName, publishPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 export interface CurrentErasure {

@@ -15,9 +15,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import type { CsvOptions } from '../load/csv.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { readPart, studyIdIn } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
-import { type TableName, tableNames } from '../tables/index.ts';
+import { type DataTableName, type TableName, tableNames } from '../tables/index.ts';
 import {
   createPartWriter,
   newestPart,
@@ -27,8 +28,6 @@ import {
   partFileName,
   partitionPath,
   publishPart,
-  readPart,
-  studyIdIn,
 } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { prepareCurrentWorkbook } from './wide.ts';
@@ -76,7 +75,7 @@ export async function findFormatGaps(
     const [top, partition] = folder.split('/');
     if (
       formats.includes('csv') &&
-      tableNames.includes(top as TableName) &&
+      tableNames.includes(top as DataTableName) &&
       partition?.startsWith('bucket=')
     ) {
       const newest = newestPart(files.map((file) => file.name));

@@ -10,19 +10,13 @@ import type { PipelineConfig } from '../config/schema.ts';
 import { codebookMarkdown } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats, type StudyStats } from '../load/run-stats.ts';
+import { STUDY_COLUMN, storeBuffer, studyIdIn } from '../output/formats/parquet-read.ts';
 import { CODEBOOK_FILE, CURRENT_DIR, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
 import { publicConfig } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 import { currentFormats } from './package.ts';
-import {
-  newestPart,
-  parsePartName,
-  STUDY_COLUMN,
-  storeBuffer,
-  studyIdIn,
-  type UncommittedRuns,
-} from './parts.ts';
+import { newestPart, parsePartName, type UncommittedRuns } from './parts.ts';
 
 /** The columns RunStats reads, per table. */
 const needed: Partial<Record<TableName, string[]>> = {

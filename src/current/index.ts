@@ -6,11 +6,12 @@
  * stopped part way); the output's reader (src/reader/) reads parts back.
  */
 
-export type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
+export type { CurrentContext, CurrentOutput, CurrentStudy, PreparedBucket } from './context.ts';
 export { descriptorShard, writeCurrentDescriptor } from './descriptor.ts';
 export { type CurrentErased, type CurrentErasure, currentHolders, eraseFromCurrent } from './erase.ts';
 export { type FormatsFilled, fillFormatGaps, findFormatGaps, hasGaps } from './formats.ts';
 export { countCurrent, writeCurrentGuide } from './guide.ts';
+export { heldResponses } from './held.ts';
 export {
   publishCurrent,
   repairCurrent,
@@ -23,7 +24,7 @@ export { migrateToBuckets } from './migrate.ts';
 export { currentOwners, sharedWarning } from './owners.ts';
 export { currentFormats } from './package.ts';
 export { CurrentListing } from './partitions.ts';
-export { newestPart, parsePartName, partitionName, readPart, studyIdIn } from './parts.ts';
+export { newestPart, parsePartName, partitionName } from './parts.ts';
 export { CurrentPreparation } from './schedule.ts';
 export { CurrentStaging, stagingWriters } from './staging.ts';
 export { studyFolderName } from './wide.ts';

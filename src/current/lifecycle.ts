@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
 import { partitionValueOf } from '../names.ts';
+import { STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/labelled/study-file.ts';
 import { CURRENT_DIR, shardNames } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
@@ -23,7 +24,7 @@ import { killPoint } from '../util/kill-point.ts';
 import type { CurrentContext, CurrentOutput, PreparedBucket } from './context.ts';
 import { writeCurrentDescriptor } from './descriptor.ts';
 import { attributesOf, newestRun, type Partition, partitionsOf, readAll, staleFiles } from './partitions.ts';
-import { partFileName, partitionPath, publishPart, STUDY_FOLDER_PREFIX } from './parts.ts';
+import { partFileName, partitionPath, publishPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import {
   prepareCurrentStatistics,

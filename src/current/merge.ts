@@ -19,8 +19,10 @@
  *   the previous ones, in the run's order.
  * - replace (a full, lossless export of the study): the run's rows are the whole study; only
  *   incomplete responses keep their previous copy. Responses deleted on the service go away.
+ * - removed (a reconcile: responses the service no longer lists): their previous rows go, in
+ *   every response table, unless the run itself fetched a copy (then it lists them after all).
  */
-import type { Row, TableName } from '../tables/index.ts';
+import type { DataTableName, Row, TableName } from '../tables/index.ts';
 
 /** Tables whose rows belong to one response, and go and come with it. */
 export const responseTables = ['responses', 'answers', 'transcript', 'attributes', 'media'] as const;
@@ -40,6 +42,8 @@ export interface MergeOptions {
   replace: boolean;
   /** Responses of the run whose copy is incomplete (their detail could not be fetched). */
   incomplete: ReadonlySet<string>;
+  /** Responses the service no longer lists: their previous copy goes. */
+  removed?: ReadonlySet<string>;
 }
 
 /** Which copy of each response the merged part holds. */
@@ -49,6 +53,8 @@ export interface MergePlan {
   takeNew: Set<string>;
   /** Responses of the run whose previous copy stays (the run's is incomplete). */
   keepPrevious: Set<string>;
+  /** Previous copies that go with no new one (a reconcile's). */
+  removed: ReadonlySet<string>;
 }
 
 /** A plan that has seen the run's responses and not yet the previous ones. */
@@ -68,7 +74,7 @@ export class MergePlanner {
   keepPreviousResponse(version: ResponseVersion): boolean {
     const id = version.response_id;
     this.#previousSeen.add(id);
-    if (!this.#incoming.has(id)) return !this.options.replace;
+    if (!this.#incoming.has(id)) return !this.options.replace && !this.options.removed?.has(id);
     if (this.options.incomplete.has(id)) {
       this.#keepPrevious.add(id);
       return true;
@@ -79,14 +85,15 @@ export class MergePlanner {
   plan(): MergePlan {
     const takeNew = new Set<string>();
     for (const id of this.#incoming) if (!this.#keepPrevious.has(id)) takeNew.add(id);
-    return { replace: this.options.replace, takeNew, keepPrevious: new Set(this.#keepPrevious) };
+    const removed = new Set([...(this.options.removed ?? [])].filter((id) => !this.#incoming.has(id)));
+    return { replace: this.options.replace, takeNew, keepPrevious: new Set(this.#keepPrevious), removed };
   }
 }
 
 /** Whether a previous row of a response table stays in the merged part. */
 export function keepPreviousRow(plan: MergePlan, row: { response_id: string }): boolean {
   if (plan.keepPrevious.has(row.response_id)) return true;
-  if (plan.replace) return false;
+  if (plan.replace || plan.removed.has(row.response_id)) return false;
   return !plan.takeNew.has(row.response_id);
 }
 
@@ -115,7 +122,7 @@ export function mergeQuestions(
 }
 
 /** The rows of one study, table by table. */
-export type StudyRows = { [T in TableName]: Row<T>[] };
+export type StudyRows = { [T in DataTableName]: Row<T>[] };
 
 /**
  * The whole merge of one study in memory: what bucket.ts does row group by row group.

@@ -21,20 +21,13 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import type { CsvOptions } from '../load/csv.ts';
 import { idOf, nameOf } from '../names.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import {
-  createPartWriter,
-  newestPart,
-  parsePartName,
-  partitionPath,
-  publishPart,
-  readPart,
-  STUDY_FOLDER_PREFIX,
-} from './parts.ts';
+import { createPartWriter, newestPart, parsePartName, partitionPath, publishPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 import { studyFolderName, wideFolder, workbookFolder } from './wide.ts';
 

@@ -6,9 +6,10 @@
  */
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import type { KnownOwners } from '../extract/index.ts';
+import { STUDY_COLUMN, storeBuffer, studyIdIn } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { Warning } from '../records.ts';
-import { newestPart, STUDY_COLUMN, storeBuffer, studyIdIn } from './parts.ts';
+import { newestPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 const RESPONSES = `${CURRENT_DIR}/responses`;

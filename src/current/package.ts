@@ -14,6 +14,7 @@ import { parquetMetadataAsync } from 'hyparquet';
 import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
+import { storeBuffer } from '../output/formats/parquet-read.ts';
 import {
   CODEBOOK_FILE,
   CURRENT_DIR,
@@ -24,7 +25,7 @@ import {
 import { redact } from '../redact.ts';
 import { compareRunIds } from '../run-id.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
-import { parsePartName, storeBuffer } from './parts.ts';
+import { parsePartName } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /** current/'s guide (guide.ts), rewritten after each descriptor. */

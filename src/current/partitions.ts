@@ -4,9 +4,10 @@
  * partition's newest part is the partition; the others are older parts, or an unfinished write.
  */
 
+import { readPart } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import { newestPart, type PartSource, parsePartName, partitionPath, readPart } from './parts.ts';
+import { newestPart, type PartSource, parsePartName, partitionPath } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**

@@ -6,7 +6,7 @@
  */
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
-import type { StudyCopy } from '../load/table-writers.ts';
+import type { StudyCopy } from '../output/formats/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
 import { type BucketStart, prepareBucket, startBucket } from './bucket.ts';
@@ -185,5 +185,5 @@ export class CurrentPreparation {
  * study is such a study commits nothing and needs none of its parts (nothing-new.ts).
  */
 function foundNothing(study: CurrentStudy): boolean {
-  return study.since !== null && study.lossless && study.responses === 0;
+  return study.since !== null && study.lossless && study.responses === 0 && (study.removed?.size ?? 0) === 0;
 }

@@ -16,10 +16,11 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { createInterface } from 'node:readline';
 import { finished } from 'node:stream/promises';
-import type { CsvOptions } from '../load/csv.ts';
-import { createWideWriter, wideRowSpill } from '../load/wide.ts';
-import { aboutSheet, sheetsOf, workbookProperties } from '../load/xlsx.ts';
 import { nameOf, partitionValueOf } from '../names.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
+import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
+import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
 import {
   createStatisticsWriter,
   type StatisticsFormat,
@@ -30,10 +31,9 @@ import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
-import { type Row, responseStatus } from '../tables/index.ts';
-import { questionKey } from '../transform/questions.ts';
-import { AttributeKeys, wideColumns } from '../transform/wide.ts';
-import { type PartSource, type PreparedPart, readPart, STUDY_FOLDER_PREFIX } from './parts.ts';
+import type { Row } from '../tables/index.ts';
+import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
+import type { PartSource, PreparedPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
 /**
@@ -103,7 +103,7 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
     const columns = wideColumns(input.questions, keys.chosen().keys);
     const parts = { answers: input.answers, transcript: input.transcript } as const;
     // exceljs is loaded only where workbooks are written.
-    const { writeWorkbook } = await import('../load/xlsx-workbook.ts');
+    const { writeWorkbook } = await import('../output/formats/xlsx-workbook.ts');
     await writeWorkbook(
       output,
       [
@@ -250,57 +250,6 @@ export async function removeOtherSheets(
   }
 }
 
-type Fixed = Omit<WideRow, 'cells' | 'attributes'>;
-
-function fixedOf(row: Row<'responses'>): Fixed {
-  return {
-    response_id: row.response_id,
-    response_number: row.response_number,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    status: responseStatus(row.summary),
-    // A part written before the column existed holds none.
-    modality: row.modality ?? null,
-    summary: row.summary,
-  };
-}
-
-/** A response's question and attribute cells, gathered from the answers and attributes parts. */
-type Cells = Pick<WideRow, 'cells' | 'attributes'>;
-
-class Grouped {
-  readonly #byResponse = new Map<string, Cells>();
-
-  constructor(private readonly keys: AttributeKeys) {}
-
-  #of(responseId: string): Cells {
-    let own = this.#byResponse.get(responseId);
-    if (!own) {
-      // No prototype: a respondent's key may be "__proto__".
-      own = { cells: {}, attributes: Object.create(null) as Record<string, string> };
-      this.#byResponse.set(responseId, own);
-    }
-    return own;
-  }
-
-  answer(answer: Row<'answers'>): void {
-    const { cells } = this.#of(answer.response_id);
-    // Answers without a discussion guide question id came from the answers object: their slot is the key.
-    const key = questionKey(answer.discussion_guide_question_id ?? answer.answer_id, answer.concept_id);
-    cells[key] = key in cells ? `${cells[key]}\n${answer.answer}` : answer.answer;
-  }
-
-  attribute(attribute: Row<'attributes'>): void {
-    this.#of(attribute.response_id).attributes[attribute.key] = attribute.value;
-    this.keys.add([attribute.key]);
-  }
-
-  row(response: Row<'responses'>): WideRow {
-    const own = this.#byResponse.get(response.response_id);
-    return { ...fixedOf(response), cells: own?.cells ?? {}, attributes: own?.attributes ?? {} };
-  }
-}
-
 type WideSources = Pick<CurrentWideInput, 'answers' | 'attributes' | 'responses' | 'studyId'>;
 
 /** The study's wide rows; `keys` counts their attribute keys as they pass. */
@@ -312,7 +261,7 @@ async function* wideRows(
 ): AsyncIterable<WideRow[]> {
   const { answers, attributes, responses, studyId } = input;
   if (sliceCount === 1) {
-    const grouped = new Grouped(keys);
+    const grouped = new WideRowBuilder(keys);
     for await (const rows of studyGroups(answers, 'answers', studyId))
       for (const row of rows) grouped.answer(row);
     if (attributes) {
@@ -331,7 +280,7 @@ async function* wideRows(
     await spill(studyGroups(attributes, 'attributes', studyId), sliceCount, at('attributes'), bySlice);
   await spill(studyGroups(responses, 'responses', studyId), sliceCount, at('responses'), bySlice);
   for (let n = 0; n < sliceCount; n++) {
-    const grouped = new Grouped(keys);
+    const grouped = new WideRowBuilder(keys);
     for await (const answer of lines<Row<'answers'>>(at('answers')(n))) grouped.answer(answer);
     if (attributes)
       for await (const row of lines<Row<'attributes'>>(at('attributes')(n))) grouped.attribute(row);

@@ -1,5 +1,6 @@
 /** current/'s attributes rows, each bucket's newest part, for choosing responses by attribute. */
-import { newestPart, readPart } from '../current/index.ts';
+import { newestPart } from '../current/index.ts';
+import { readPart } from '../output/formats/parquet-read.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row } from '../tables/index.ts';
 

@@ -19,9 +19,8 @@
  * The packages the ledger (handoffs/) lists as holding an erased response are returned, so the
  * recipients can be told.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+
+import { recordedPipeline } from '../config/recorded.ts';
 import { eraseFromCurrent, writeCurrentGuide } from '../current/index.ts';
 import { ConfigError, RunError } from '../errors.ts';
 import { type Handoff, handoffsHolding } from '../ledger/index.ts';
@@ -38,6 +37,7 @@ import { compareRunIds, runIdAt } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Lease, Storage } from '../storage/types.ts';
 import { killPoint } from '../util/kill-point.ts';
+import { openScratch } from '../util/scratch.ts';
 import {
   type ErasureRecord,
   type PendingErasure,
@@ -48,7 +48,7 @@ import {
   writeErasureRecord,
   writePendingErasure,
 } from './record.ts';
-import { type Choice, chosenIds, type OutputRun, outputRuns } from './select.ts';
+import { type Choice, chosenIds, type OutputRun, outputRuns, refuseUnreadable } from './select.ts';
 import { eraseRun } from './switch.ts';
 
 export type { AttributeChoice, Choice } from './select.ts';
@@ -73,8 +73,12 @@ export async function eraseResponses(input: {
   if (runs.length === 0 && (await storage.listFolders(CURRENT_DIR)).length === 0)
     throw new ConfigError(`${input.output}: not an output of study-export (no runs/ and no current/)`);
   // Bad input is told before the lock is taken: nothing at all changes then.
-  if ((await pendingErasures(storage)).length === 0) await chosenIds(storage, runs, input.choice, new Set());
+  if ((await pendingErasures(storage)).length === 0)
+    refuseUnreadable(runs, (await chosenIds(storage, runs, input.choice, new Set())).held);
   const leases = await takeLocks(storage, runs);
+  // Removed on any exit but SIGKILL; a killed erasure's is removed by the next run or erase.
+  const scratch = await openScratch();
+  const scratchDir = scratch.dir;
   try {
     await refuseUnfinishedRuns(storage);
     await storage.removeLeftovers(RUNS_DIR, {
@@ -84,12 +88,13 @@ export async function eraseResponses(input: {
     });
     const finished: ErasureRecord[] = [];
     for (const pending of await pendingErasures(storage))
-      finished.push(await carryOut(storage, pending, 'response', now));
+      finished.push(await carryOut({ storage, scratchDir, now }, pending, 'response'));
     const done = new Set(finished.flatMap((record) => record.responses.map((r) => r.ref)));
     const asked = 'responses' in input.choice ? input.choice.responses : [];
     const finishedIds = new Set(asked.filter((id) => done.has(responseRef(id))));
     const current = await outputRuns(storage);
     const { ids, held } = await chosenIds(storage, current, input.choice, finishedIds);
+    refuseUnreadable(current, held);
     const id = erasureId(now(), current);
     const pending: PendingErasure = {
       id,
@@ -107,27 +112,37 @@ export async function eraseResponses(input: {
         : await (async () => {
             await writePendingErasure(storage, pending);
             killPoint('erase-planned');
-            return carryOut(storage, pending, 'attributes' in input.choice ? 'attribute' : 'response', now);
+            return carryOut(
+              { storage, scratchDir, now },
+              pending,
+              'attributes' in input.choice ? 'attribute' : 'response',
+            );
           })();
     const handoffs = (await handoffsHolding(storage, [...ids, ...finishedIds])).map((found) => found.handoff);
     return { erasure, finished, handoffs };
   } finally {
+    await scratch.remove();
     for (const lease of leases.reverse()) await lease.release().catch(() => {});
   }
 }
 
+interface Erasing {
+  storage: Storage;
+  scratchDir: string;
+  now: () => Date;
+}
+
 /** Steps 4 to 6 for a plan (a new one, or one a kill stopped). */
 async function carryOut(
-  storage: Storage,
+  { storage, scratchDir, now }: Erasing,
   pending: PendingErasure,
   chosenBy: ErasureRecord['chosen_by'],
-  now: () => Date,
 ): Promise<ErasureRecord> {
   const ids = new Set(pending.ids);
   const erasure = { id: pending.id, at: pending.started_at };
   const counts: RunCounts[] = [];
   for (const run of pending.runs) {
-    const erased = await eraseRun({ storage, runId: run.run_id, ids, erasure });
+    const erased = await eraseRun({ storage, runId: run.run_id, ids, erasure, scratchDir });
     const planned = Object.values(run.responses_by_study).reduce((a, b) => a + b, 0);
     counts.push({
       run_id: run.run_id,
@@ -137,7 +152,7 @@ async function carryOut(
     });
     killPoint('erase-run-done');
   }
-  await eraseCurrent(storage, pending, ids);
+  await eraseCurrent(storage, scratchDir, pending, ids);
   killPoint('erase-current-done');
   const handoffs = await handoffsHolding(storage, ids);
   const record: ErasureRecord = {
@@ -158,6 +173,7 @@ async function carryOut(
 /** current/'s part, with the settings of the newest run (its formats, CSV options, name). */
 async function eraseCurrent(
   storage: Storage,
+  scratchDir: string,
   pending: PendingErasure,
   ids: ReadonlySet<string>,
 ): Promise<void> {
@@ -166,27 +182,22 @@ async function eraseCurrent(
   const newest = runs.at(-1)?.manifest;
   if (!newest) return;
   const latest = (await storage.read(shardNames(undefined).latest))?.toString('utf8').trim() || null;
-  const scratchDir = await mkdtemp(join(tmpdir(), `study-export-erase-${process.pid}-`));
-  try {
-    const { config } = newest;
-    await eraseFromCurrent(
-      {
-        store: storage,
-        name: config.name,
-        csv: config.output.csv,
-        formats: config.output.formats,
-        baseUrl: config.source.base_url,
-        scratchDir,
-        erasureId: pending.id,
-        latest,
-      },
-      pending.current_studies,
-      ids,
-    );
-    await writeCurrentGuide(storage, config, latest ?? newest.run_id);
-  } finally {
-    await rm(scratchDir, { recursive: true, force: true });
-  }
+  const config = recordedPipeline(newest);
+  await eraseFromCurrent(
+    {
+      store: storage,
+      name: config.name,
+      csv: config.output.csv,
+      formats: config.output.formats,
+      baseUrl: config.source.base_url,
+      scratchDir,
+      erasureId: pending.id,
+      latest,
+    },
+    pending.current_studies,
+    ids,
+  );
+  await writeCurrentGuide(storage, config, latest ?? newest.run_id);
 }
 
 /** A run id of the erasure's time, after every run's, so its current/ parts are the newest. */

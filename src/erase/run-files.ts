@@ -14,8 +14,8 @@
 import { codebookMarkdown } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
-import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import { XLSX_DIR } from '../output/formats/xlsx.ts';
 import {
   CODEBOOK_FILE,
   DATAPACKAGE_FILE,

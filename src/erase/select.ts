@@ -4,12 +4,13 @@
  * and the studies current/ holds them under. Reads only.
  */
 import { currentHolders } from '../current/index.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, RunError } from '../errors.ts';
 import { RUNS_DIR, runPath } from '../output/layout.ts';
 import { type Manifest, readRunManifest } from '../output/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
+import { unreadableFiles } from './run-files.ts';
 import { tableFormatOf } from './table-formats.ts';
 
 export interface AttributeChoice {
@@ -95,6 +96,22 @@ async function idsByAttribute(
   const { readCurrentAttributes } = await import('./current-attributes.ts');
   for await (const row of readCurrentAttributes(storage)) if (matches(row)) ids.add(String(row.response_id));
   return ids;
+}
+
+/**
+ * A run holding a chosen response and a file erase cannot read back is refused before anything
+ * changes, naming the files: never a run half erased.
+ */
+export function refuseUnreadable(runs: readonly OutputRun[], held: Held): void {
+  const blocked = runs
+    .filter((run) => held.runs.has(run.id))
+    .map((run) => ({ id: run.id, files: unreadableFiles(run.manifest) }))
+    .filter((run) => run.files.length > 0);
+  if (blocked.length === 0) return;
+  const named = blocked.map((run) => `run ${run.id}: ${run.files.slice(0, 5).join(', ')}`).join('; ');
+  throw new RunError(
+    `erase cannot rewrite these files, which may hold the responses (${named}); nothing was erased`,
+  );
 }
 
 /** The ids chosen; exit 2 (ConfigError) naming what the output does not hold. */

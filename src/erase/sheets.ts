@@ -5,9 +5,9 @@
  * About sheet; the workbook through the run's own writer, load/xlsx-workbook.ts).
  */
 import { PassThrough } from 'node:stream';
-import { csvText } from '../load/csv.ts';
-import { sheetsOf } from '../load/xlsx.ts';
-import type { SheetSource, SheetValue, WorkbookProperties } from '../load/xlsx-workbook.ts';
+import { csvText } from '../output/formats/csv.ts';
+import { sheetsOf } from '../output/formats/xlsx.ts';
+import type { SheetSource, SheetValue, WorkbookProperties } from '../output/formats/xlsx-workbook.ts';
 import type { WideColumn } from '../records.ts';
 import { copyInto } from '../storage/copy.ts';
 import type { Storage } from '../storage/types.ts';
@@ -143,7 +143,7 @@ export async function rewriteWorkbook(
   const output = new PassThrough();
   const copied = copyInto(output, to, path);
   try {
-    const { writeWorkbook } = await import('../load/xlsx-workbook.ts');
+    const { writeWorkbook } = await import('../output/formats/xlsx-workbook.ts');
     await writeWorkbook(output, [aboutSource, ...data], () => {}, properties);
     if (!output.writableEnded) output.end();
   } catch (error) {

@@ -15,7 +15,6 @@
  *   file's filter is the same on a file already filtered) and finishes it.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
@@ -45,6 +44,8 @@ export interface RunSwitchInput {
   runId: string;
   ids: ReadonlySet<string>;
   erasure: { id: string; at: string };
+  /** The erasure's scratch folder (src/util/scratch.ts): local files on their way to a bucket. */
+  scratchDir: string;
 }
 
 /** Erases `ids` from the run, whole or not at all; null when the run was already after. */
@@ -103,7 +104,7 @@ async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> 
   const run = storage.at(runPath(runId));
   const current = await readManifest(run);
   if (current === null || erasedBy(current, erasure.id)) return null;
-  const scratch = await mkdtemp(join(tmpdir(), `study-export-erase-${process.pid}-`));
+  const scratch = await mkdtemp(join(input.scratchDir, 'run-'));
   try {
     const local = new LocalStorage(scratch, { unseen: true });
     const erased = await rewriteRun({

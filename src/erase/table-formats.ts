@@ -6,9 +6,9 @@
  */
 import type { Readable } from 'node:stream';
 import Papa from 'papaparse';
-import { readPart } from '../current/index.ts';
-import { byteOrderMark, createTableCsvWriter } from '../load/csv.ts';
-import { createParquetWriter } from '../load/parquet.ts';
+import { byteOrderMark, createTableCsvWriter } from '../output/formats/csv.ts';
+import { createParquetWriter } from '../output/formats/parquet.ts';
+import { readPart } from '../output/formats/parquet-read.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
 

@@ -5,9 +5,9 @@
  */
 import type { Readable } from 'node:stream';
 import type yauzl from 'yauzl';
-import { openStoredZip } from '../load/verify.ts';
 import { openMediaArchive } from '../media/archive.ts';
 import { nameOf } from '../names.ts';
+import { openStoredZip } from '../output/codecs/zip-reader.ts';
 import type { Storage } from '../storage/types.ts';
 
 export interface ZipKept {

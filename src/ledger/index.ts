@@ -58,6 +58,23 @@ function recordName(at: Date): string {
   return `${time}-${randomBytes(4).toString('hex')}`;
 }
 
+/**
+ * The responses a package holds, from the ids as it holds them (pseudonyms, where the privacy
+ * profile replaced them) and the handoff's linkage (each pseudonym and the id it stands for).
+ */
+export function heldResponses(
+  held: readonly string[],
+  linkage: readonly { kind: string; pseudonym: string; response_id: string }[],
+): { id: string; pseudonym?: string }[] {
+  const idOf = new Map(
+    linkage.filter((entry) => entry.kind === 'response').map((entry) => [entry.pseudonym, entry.response_id]),
+  );
+  return held.map((id) => {
+    const original = idOf.get(id);
+    return original === undefined ? { id } : { id: original, pseudonym: id };
+  });
+}
+
 /** Appends the record of one package; returns it as stored. */
 export async function appendHandoff(output: Storage, input: HandoffInput): Promise<Handoff> {
   const at = input.at ?? new Date();

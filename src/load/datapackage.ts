@@ -22,7 +22,10 @@
  * terms it may be used under.
  */
 import { createHash } from 'node:crypto';
-import type { TableFormat } from '../config/schema.ts';
+import { csvDialect } from '../output/formats/csv.ts';
+import { outputFormats, type TableFormat, tableFormatNamed } from '../output/formats/index.ts';
+import { wideFormat } from '../output/formats/wide.ts';
+import type { HandoffPrivacy } from '../privacy/index.ts';
 import {
   type Column,
   type TableDeclaration,
@@ -76,6 +79,11 @@ export interface DataPackageOptions {
   tables: readonly PackageResourceFile[];
   sheets?: readonly PackageSheet[];
   files?: readonly PackageFile[];
+  /**
+   * A package handed to someone else: how it was made (identified, or the profile and the
+   * study's replacement counts), as `privacy`, a property of the package's own.
+   */
+  privacy?: HandoffPrivacy;
 }
 
 const fieldTypes = {
@@ -94,24 +102,10 @@ const fieldTypes = {
 export const timestampFormat = 'any';
 /** A wide sheet's times, "2026-11-21 23:55:00" (load/wide.ts: spreadsheetTime). */
 export const sheetTimeFormat = '%Y-%m-%d %H:%M:%S';
-const mediaTypes: Record<TableFormat, string> = {
-  csv: 'text/csv',
-  parquet: 'application/vnd.apache.parquet',
-};
-
-/** The dialect our CSV writer produces (RFC 4180 with CRLF line ends). */
-export const csvDialect = {
-  delimiter: ',',
-  lineTerminator: '\r\n',
-  quoteChar: '"',
-  doubleQuote: true,
-  skipInitialSpace: false,
-  header: true,
-} as const;
 
 /** The resource name of a table in a format: the CSV keeps the bare name, Parquet is suffixed. */
 export function resourceName(table: TableName, format: TableFormat): string {
-  return format === 'csv' ? table : `${table}-${format}`;
+  return `${table}${tableFormatNamed(format).resourceSuffix}`;
 }
 
 /** What a reader is told about every package: how formats relate, and the formula escape. */
@@ -137,6 +131,7 @@ export function dataPackage(options: DataPackageOptions) {
     description: options.description,
     created: options.created,
     ...(options.source ? { sources: [sourceOf(options.source)] } : {}),
+    ...(options.privacy ? { privacy: options.privacy } : {}),
     resources: [
       ...options.tables.map((file) => tableResource(file, formatsOf.get(file.table) ?? new Set())),
       ...(options.sheets ?? []).map((sheet) => sheetResource(sheet, names.of(sheet.path))),
@@ -185,16 +180,15 @@ function tableResource(file: PackageResourceFile, formats: ReadonlySet<TableForm
   const table = tables[file.table];
   const others = [...formats].filter((format) => format !== file.format);
   const sameRows = others.map((format) => `"${resourceName(file.table, format)}" (${format})`);
+  const { profile, ...besideSchema } = tableFormatNamed(file.format).resource;
   return {
-    // v1 reserves the tabular profile for CSV: a Parquet file is a data resource with a schema.
-    profile: file.format === 'csv' ? 'tabular-data-resource' : 'data-resource',
+    profile,
     name: resourceName(file.table, file.format),
     table: file.table,
     path: typeof file.path === 'string' ? file.path : [...file.path],
     description: table.description + (sameRows.length ? ` Same rows as ${sameRows.join(', ')}.` : ''),
-    format: file.format,
-    mediatype: mediaTypes[file.format],
-    ...(file.format === 'csv' ? { encoding: 'utf-8', dialect: csvDialect } : {}),
+    ...tableFormatNamed(file.format).datapackage,
+    ...besideSchema,
     ...sizeAndHash(file),
     schema: schema(table, file.format, file.columns),
   };
@@ -242,8 +236,7 @@ function sheetResource(sheet: PackageSheet, name: string) {
     description:
       `${wideSheet.description} For spreadsheets: every text cell quoted, times to the second.` +
       (sheet.bom ? ' Starts with a UTF-8 byte order mark (csv.bom), for old Excel.' : ''),
-    format: 'csv',
-    mediatype: 'text/csv',
+    ...wideFormat.datapackage,
     encoding: 'utf-8',
     dialect: csvDialect,
     ...sizeAndHash(sheet),
@@ -265,16 +258,17 @@ function sheetResource(sheet: PackageSheet, name: string) {
   };
 }
 
+/** Media types by extension: the formats' own (the registry's), then the run's other files. */
 const fileTypes: Record<string, { format: string; mediatype: string; compression?: string }> = {
   zip: { format: 'zip', mediatype: 'application/zip' },
   json: { format: 'json', mediatype: 'application/json' },
   jsonl: { format: 'jsonl', mediatype: 'application/x-ndjson' },
   'jsonl.gz': { format: 'jsonl', mediatype: 'application/x-ndjson', compression: 'gz' },
-  xlsx: { format: 'xlsx', mediatype: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
+  ...Object.fromEntries(
+    outputFormats.filter((format) => format.selectable).map((format) => [format.name, format.datapackage]),
+  ),
   md: { format: 'md', mediatype: 'text/markdown' },
   html: { format: 'html', mediatype: 'text/html' },
-  csv: { format: 'csv', mediatype: 'text/csv' },
-  parquet: { format: 'parquet', mediatype: mediaTypes.parquet },
 };
 
 /** A file that is not a table: a data resource with its format and media type. */

@@ -5,6 +5,7 @@
  */
 import { conceptName, questionLabel } from '../concept-name.ts';
 import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from './answer-sample.ts';
+import type { GuideSubject } from './codebook.ts';
 import type { QuestionStats, StudyStats } from './run-stats.ts';
 import { escapeHtml as e } from './svg-charts.ts';
 
@@ -13,11 +14,11 @@ export function orderedQuestions(stats: StudyStats): QuestionStats[] {
   return [...stats.questions.values()].sort((a, b) => a.position - b.position);
 }
 
-export function answersSection(stats: StudyStats, id: string, kind: 'run' | 'current'): string {
+export function answersSection(stats: StudyStats, id: string, kind: GuideSubject['kind']): string {
   const list = orderedQuestions(stats);
   const parts = [`<h3 id="${id}-said">What people said</h3>`];
   if (list.length === 0) return `${parts[0]}<p>No answers.</p>`;
-  const table = kind === 'run' ? 'answers.csv or answers.parquet' : 'answers/ (Parquet parts)';
+  const table = kind === 'current' ? 'answers/ (Parquet parts)' : 'answers.csv or answers.parquet';
   parts.push(
     `<p class="note">Up to ${SAMPLE_SIZE} answers per question, the same ones every time the report is made`,
     ' (picked by a hash of their ids, not by what they say or when). Every answer is in the answers',

@@ -8,9 +8,12 @@
  * numbers, and the page prints. All text from the service or respondents is escaped.
  */
 import { conceptName, questionLabel } from '../concept-name.ts';
+import type { SchemaChange } from '../drift/schema.ts';
+import { privacyParagraphs } from '../privacy/index.ts';
 import type { Warning } from '../records.ts';
 import type { GuideSubject } from './codebook.ts';
 import { answersSection, orderedQuestions } from './report-answers.ts';
+import { schemaChangesHtml } from './report-schema-changes.ts';
 import { segmentsSection } from './report-segments.ts';
 import { numberTable } from './report-table.ts';
 import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
@@ -32,6 +35,8 @@ export interface ReportInput extends GuideSubject {
   stats: RunStats;
   warnings: readonly Warning[];
   mediaEnabled: boolean;
+  /** A run's changes on the service since the last committed run (src/drift/). */
+  schemaChanges?: { changes: readonly SchemaChange[]; accepted: boolean };
 }
 
 const style = `
@@ -40,6 +45,7 @@ h1{font-size:1.6rem}h2{font-size:1.3rem;border-top:2px solid #333;padding-top:.8
 table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.9rem}th,td{border:1px solid #999;padding:.15rem .5rem;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}figure{margin:.5rem 0}figcaption{font-size:.85rem;color:#333}
 svg{max-width:100%;height:auto}h4{font-size:1rem;margin:1rem 0 .2rem}
+p.identified{border:3px solid #a40000;padding:.5rem .8rem;color:#a40000}.privacy{border-left:3px solid #1f5fa8;padding:.1rem .8rem}
 figure.answer{margin:.4rem 0 .6rem;border-left:3px solid #1f5fa8;padding:.1rem .7rem}figure.answer blockquote{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}.note{font-size:.9rem;color:#333}dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem}dt{font-weight:600}dd{margin:0}
 @media print{body{max-width:none;padding:0;font-size:10pt}h2{break-before:auto}figure,table,section>h3,h4{break-inside:avoid}h3,h4{break-after:avoid}a{color:inherit;text-decoration:none}}
 `;
@@ -48,7 +54,9 @@ export function reportHtml(input: ReportInput): string {
   const title =
     input.kind === 'run'
       ? `${input.pipeline}: run ${input.runId}`
-      : `${input.pipeline}: current dataset (after run ${input.runId})`;
+      : input.kind === 'package'
+        ? `${input.studies[0]?.link_id ?? ''}: a study from ${input.pipeline}`
+        : `${input.pipeline}: current dataset (after run ${input.runId})`;
   const known = new Set(input.studies.map((s) => s.study_id));
   // Studies with rows but not in the list (current/ keeps studies no longer listed) come last.
   const studies: ReportStudy[] = [
@@ -66,11 +74,14 @@ export function reportHtml(input: ReportInput): string {
     `<style>${style}</style></head><body>`,
     '<main>',
     `<h1>${e(title)}</h1>`,
+    ...privacyParts(input),
     '<dl>',
     `<dt>Service</dt><dd>${e(input.service)}</dd>`,
     input.kind === 'run'
       ? `<dt>Run</dt><dd>${e(input.runId)}, started ${e(input.startedAt)}, finished ${e(input.finishedAt)} (UTC)</dd>`
-      : `<dt>Last updated</dt><dd>by run ${e(input.runId)}, finished ${e(input.finishedAt)} (UTC)</dd>`,
+      : input.kind === 'package'
+        ? `<dt>Rows</dt><dd>current/ after run ${e(input.runId)}; packaged ${e(input.finishedAt)} (UTC)</dd>`
+        : `<dt>Last updated</dt><dd>by run ${e(input.runId)}, finished ${e(input.finishedAt)} (UTC)</dd>`,
   ];
   if (input.kind === 'run') {
     const full = studies.every((s) => (s.since ?? null) === null);
@@ -90,13 +101,32 @@ export function reportHtml(input: ReportInput): string {
       (s, i) =>
         `<li><a href="#study-${i + 1}">${e(s.link_id)}${s.title ? `: ${e(shorten(s.title, 80))}` : ''}</a></li>`,
     ),
+    ...(input.schemaChanges ? ['<li><a href="#schema-changes">Changes on the service</a></li>'] : []),
     '<li><a href="#problems">Warnings and rejects</a></li></ul></nav>',
   );
   studies.forEach((study, index) => {
     parts.push(studySection(study, input.stats.studies.get(study.study_id), index + 1, input));
   });
+  if (input.schemaChanges)
+    parts.push(schemaChangesHtml(input.schemaChanges.changes, input.schemaChanges.accepted));
   parts.push(problemsSection(input), '</main></body></html>');
   return `${parts.join('\n')}\n`;
+}
+
+/** A package's statement on how it was made, before anything else: a warning when it identifies people. */
+function privacyParts(input: ReportInput): string[] {
+  if (input.kind !== 'package') return [];
+  const privacy = input.privacy ?? { identified: true };
+  const paragraphs = privacyParagraphs(privacy);
+  if (privacy.identified)
+    return paragraphs.map(
+      (paragraph) => `<p class="identified" role="alert"><strong>${e(paragraph)}</strong></p>`,
+    );
+  return [
+    '<section aria-label="Privacy" class="privacy">',
+    ...paragraphs.map((paragraph) => `<p>${e(paragraph)}</p>`),
+    '</section>',
+  ];
 }
 
 function summaryTotals(stats: RunStats) {

@@ -10,18 +10,19 @@
  * The studies given one copy (a group: the studies of one bucket of current/) share a block
  * of their own, written when the group's last study ends; all other rows share one block.
  */
-import { type Format, isTableFormat, type TableFormat } from '../config/schema.ts';
-import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import { allSettled, nextTurn } from '../util/concurrency.ts';
-import { ColumnBuffers } from './column-buffers.ts';
-import { type CsvOptions, createTableCsvWriter } from './csv.ts';
+import type { Format } from '../config/schema.ts';
+import { ColumnBuffers } from '../output/formats/column-buffers.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
 import {
-  createParquetWriter,
-  defaultRowGroupBytes,
-  defaultRowGroupSize,
-  type EncodedRowGroup,
-} from './parquet.ts';
+  type StudyCopy,
+  type TableFileWriter,
+  type TableFormatModule,
+  tableFormatsOf,
+} from '../output/formats/index.ts';
+import { defaultRowGroupBytes, defaultRowGroupSize } from '../output/formats/parquet.ts';
+import type { Storage } from '../storage/types.ts';
+import { type Row, runTableNames, type TableName } from '../tables/index.ts';
+import { allSettled, nextTurn } from '../util/concurrency.ts';
 
 export interface TableWritersOptions {
   formats: readonly Format[];
@@ -32,13 +33,6 @@ export interface TableWritersOptions {
   rowGroupBytes?: number;
   /** Tables whose copied groups get row groups of their own, which a StudyCopy receives. */
   perStudy?: readonly TableName[];
-}
-
-/** Receives a group's bytes of the `perStudy` tables, as they are written into the run's files. */
-export interface StudyCopy {
-  rowGroup(table: TableName, group: EncodedRowGroup): Promise<void>;
-  /** CSV records as UTF-8 bytes, without a header. */
-  csvText(table: TableName, text: Uint8Array): Promise<void>;
 }
 
 export interface TableFiles {
@@ -64,18 +58,9 @@ export interface TableWriters {
   abort(): Promise<void>;
 }
 
-/** What each format's writer offers. */
-interface FormatWriter {
-  path: string;
-  /** Writes one block; returns what another file can take of it. */
-  writeBlock(buffers: ColumnBuffers): Promise<(copy: StudyCopy) => Promise<void>>;
-  close(): Promise<unknown>;
-  abort(): Promise<void>;
-}
-
 interface TableState {
   table: TableName;
-  writers: FormatWriter[];
+  writers: TableFileWriter[];
   rows: number;
   /** The tail of this table's chain of writes. */
   queue: Promise<void>;
@@ -94,8 +79,8 @@ export async function createTableWriters(
   storage: Storage,
   options: TableWritersOptions,
 ): Promise<TableWriters> {
-  // xlsx is not a table format: its workbooks are written per study (xlsx.ts).
-  const formats = [...new Set(options.formats.filter(isTableFormat))];
+  // A study format (the workbooks) is written per study, by export-study.ts.
+  const formats = tableFormatsOf(options.formats);
   const perStudy = new Set(options.perStudy ?? []);
   const rowGroupSize = options.rowGroupSize ?? defaultRowGroupSize;
   const rowGroupBytes = options.rowGroupBytes ?? defaultRowGroupBytes;
@@ -188,15 +173,15 @@ export async function createTableWriters(
 async function openTables(
   storage: Storage,
   options: TableWritersOptions,
-  formats: readonly TableFormat[],
+  formats: readonly TableFormatModule[],
   blockOf: (table: TableName) => TableState['blockOf'],
 ): Promise<Map<TableName, TableState>> {
-  const opening = tableNames.map((table) =>
-    Promise.allSettled(formats.map((format) => openWriter(storage, table, format, options))),
+  const opening = runTableNames.map((table) =>
+    Promise.allSettled(formats.map((format) => format.open(storage, table, options))),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
-  tableNames.forEach((table, index) => {
+  runTableNames.forEach((table, index) => {
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );
@@ -249,41 +234,6 @@ function largest(blocks: ReadonlyMap<string, ColumnBuffers>): string {
   let bytes = -1;
   for (const [key, buffers] of blocks) if (buffers.bytes > bytes) [largestKey, bytes] = [key, buffers.bytes];
   return largestKey;
-}
-
-async function openWriter(
-  storage: Storage,
-  table: TableName,
-  format: TableFormat,
-  options: TableWritersOptions,
-): Promise<FormatWriter> {
-  const path = `${table}.${format}`;
-  if (format === 'csv') {
-    // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
-    // resources, and its JavaScript reference reader takes a BOM for part of the first header.
-    // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
-    const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
-    return {
-      path,
-      async writeBlock(buffers) {
-        const text = await writer.writeValues(buffers);
-        return (copy) => copy.csvText(table, text);
-      },
-      close: () => writer.close(),
-      abort: () => writer.abort(),
-    };
-  }
-  // Blocks are cut here (createTableWriters); the writer only encodes them.
-  const writer = await createParquetWriter(storage, path, table);
-  return {
-    path,
-    async writeBlock(buffers) {
-      const group = await writer.writeGroup(buffers);
-      return (copy) => copy.rowGroup(table, group);
-    },
-    close: () => writer.close(),
-    abort: () => writer.abort(),
-  };
 }
 
 async function abortAll(states: Map<TableName, TableState>): Promise<void> {

@@ -14,18 +14,16 @@
  *   an entry with its bytes and sha256.
  */
 import { createHash } from 'node:crypto';
-import { PassThrough, type Readable } from 'node:stream';
-import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
-import Papa from 'papaparse';
-import yauzl from 'yauzl';
+import type yauzl from 'yauzl';
 import { ConfigError } from '../errors.ts';
-import { XLSX_DIR } from '../load/xlsx.ts';
 import { studyFileNames } from '../names.ts';
+import { openStoredZip } from '../output/codecs/zip-reader.ts';
+import { studyFormats, type TableFormatModule, tableFormats } from '../output/formats/index.ts';
 import { MANIFEST_FILE, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
-import { type TableName, tableNames, tables } from '../tables/index.ts';
+import { runTableNames, type TableName, tables } from '../tables/index.ts';
 
 export interface VerifyResult {
   ok: boolean;
@@ -49,23 +47,24 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   checked.files = manifest.files.length;
 
   // Per format: a CSV cell may carry a formula escape that the Parquet value does not.
-  const responseIds = { csv: new Set<string>(), parquet: new Set<string>() };
+  const responseIds = new Map(tableFormats.map((format) => [format.name, new Set<string>()]));
+  const mediaFormat = mediaRowsFormat(manifest);
   const mediaRows: Values[] = [];
   // responses first: every other table's foreign key points at it.
-  const ordered: TableName[] = ['responses', ...tableNames.filter((t) => t !== 'responses')];
+  const ordered: TableName[] = ['responses', ...runTableNames.filter((t) => t !== 'responses')];
   for (const table of ordered) {
-    for (const format of ['csv', 'parquet'] as const) {
-      const file = `${table}.${format}`;
+    for (const format of tableFormats) {
+      const file = format.tableFile(table);
       if (!manifest.files.some((f) => f.path === file)) continue;
       const rows = await checkTable(run, file, sizes, table, format, manifest, problems, (row) => {
-        const ids = responseIds[format];
+        const ids = responseIds.get(format.name) ?? new Set<string>();
         if (table === 'responses' && row.response_id) ids.add(row.response_id);
         else if (tables[table].foreignKeys.some((fk) => fk.reference.resource === 'responses')) {
           if (row.response_id && !ids.has(row.response_id)) {
             problems.push(`${file}: response_id "${row.response_id}" is not in responses`);
           }
         }
-        if (table === 'media' && format === mediaRowsFormat(manifest)) mediaRows.push(row);
+        if (table === 'media' && format === mediaFormat) mediaRows.push(row);
       });
       checked.rows += rows;
       checked.tables += 1;
@@ -74,69 +73,40 @@ export async function verifyRun(runDir: string, s3: S3Settings = {}): Promise<Ve
   if (manifest.files.some((f) => f.path === MEDIA_ZIP)) {
     checked.zipEntries = await checkZip(run, sizes.get(MEDIA_ZIP) ?? 0, mediaRows, problems);
   }
-  await checkWorkbooks(run, sizes, manifest, problems);
+  await checkStudyFiles(run, sizes, manifest, problems);
   return { ok: problems.length === 0, problems, notes, checked };
 }
 
-/** The sheets every workbook has (xlsx.ts writes About, wide, answers, transcript in this order). */
-const workbookParts = ['xl/workbook.xml', ...[1, 2, 3, 4].map((n) => `xl/worksheets/sheet${n}.xml`)];
-
 /**
- * With xlsx, every study exported without error has its workbook, and every workbook opens:
- * each part of its zip reads to its end, and its four sheets are there.
+ * Every study exported without error has its file in each format written per study that the
+ * run asked for, and each such file passes its format's check.
  */
-async function checkWorkbooks(
+async function checkStudyFiles(
   run: Storage,
   sizes: Map<string, number>,
   manifest: Manifest,
   problems: string[],
 ): Promise<void> {
-  const listed = new Set(
-    manifest.files.map((f) => f.path).filter((path) => /^xlsx\/[^/]+\.xlsx$/.test(path)),
-  );
-  if (manifest.config.output.formats.includes('xlsx')) {
-    // Named as the run named them: by link_id, by study where two studies share one.
-    const names = studyFileNames(manifest.studies);
-    for (const study of manifest.studies) {
-      const path = `${XLSX_DIR}/${names.get(study.study_id)}.xlsx`;
-      if (study.error === null && study.responses > 0 && !listed.has(path))
-        problems.push(`${path}: the workbook of ${study.link_id} is missing`);
+  // Named as the run named them: by link_id, by study where two studies share one.
+  const names = studyFileNames(manifest.studies);
+  for (const format of studyFormats.filter((candidate) => candidate.selectable)) {
+    const listed = new Set(
+      manifest.files
+        .map((f) => f.path)
+        .filter(
+          (path) =>
+            path.startsWith(`${format.folder}/`) && !path.slice(format.folder.length + 1).includes('/'),
+        ),
+    );
+    if ((manifest.config.output.formats as readonly string[]).includes(format.name)) {
+      for (const study of manifest.studies) {
+        const path = format.studyFile(names.get(study.study_id) ?? '');
+        if (study.error === null && study.responses > 0 && !listed.has(path))
+          problems.push(`${path}: the ${format.fileNoun} of ${study.link_id} is missing`);
+      }
     }
+    for (const path of listed) problems.push(...(await format.verifyFile(run, path, sizes.get(path) ?? 0)));
   }
-  for (const path of listed) {
-    try {
-      const names = await zipEntryNames(run, path, sizes.get(path) ?? 0);
-      const missing = workbookParts.filter((part) => !names.includes(part));
-      if (missing.length > 0) problems.push(`${path}: not a study workbook (no ${missing.join(', ')})`);
-    } catch (error) {
-      problems.push(`${path}: cannot be read (${(error as Error).message})`);
-    }
-  }
-}
-
-/** The names of a zip's entries, each read to its end (yauzl checks their sizes). */
-async function zipEntryNames(run: Storage, path: string, bytes: number): Promise<string[]> {
-  const zip = await openStoredZip(run, path, bytes);
-  const names: string[] = [];
-  try {
-    await new Promise<void>((resolve, reject) => {
-      zip.on('error', reject);
-      zip.on('end', () => resolve());
-      zip.on('entry', (entry: yauzl.Entry) => {
-        names.push(entry.fileName);
-        zip.openReadStream(entry, (error, stream) => {
-          if (error) return reject(error);
-          stream.on('error', reject);
-          stream.on('end', () => zip.readEntry());
-          stream.resume();
-        });
-      });
-      zip.readEntry();
-    });
-  } finally {
-    zip.close();
-  }
-  return names;
 }
 
 /** The run's manifest; nothing to check is the command line's mistake (exit 2), not a failed check. */
@@ -216,9 +186,12 @@ async function hashStored(run: Storage, path: string): Promise<{ bytes: number; 
   return { bytes, sha256: hash.digest('hex') };
 }
 
-/** Parquet holds media paths as written; CSV may carry formula escapes, so prefer Parquet. */
-function mediaRowsFormat(manifest: Manifest): 'csv' | 'parquet' {
-  return manifest.files.some((f) => f.path === 'media.parquet') ? 'parquet' : 'csv';
+/** The media rows the zip is checked against: an exact format's where the run has one (a CSV may carry formula escapes). */
+function mediaRowsFormat(manifest: Manifest): TableFormatModule | undefined {
+  const written = tableFormats.filter((format) =>
+    manifest.files.some((f) => f.path === format.tableFile('media')),
+  );
+  return written.find((format) => format.exact) ?? written[0];
 }
 
 /** Reads one table file row by row: counts rows, checks the primary key, hands rows on. */
@@ -227,7 +200,7 @@ async function checkTable(
   file: string,
   sizes: Map<string, number>,
   table: TableName,
-  format: 'csv' | 'parquet',
+  format: TableFormatModule,
   manifest: Manifest,
   problems: string[],
   onRow: (row: Values) => void,
@@ -243,8 +216,7 @@ async function checkTable(
     onRow(row);
   };
   try {
-    if (format === 'csv') await readCsvRows(await run.readStream(file), table, file, problems, visit);
-    else await readParquetRows(storedBuffer(run, file, sizes.get(file) ?? 0), table, visit);
+    await format.verifyRows(run, file, sizes.get(file) ?? 0, table, problems, visit);
   } catch (error) {
     problems.push(`${file}: cannot be read (${(error as Error).message})`);
     return rows;
@@ -254,75 +226,6 @@ async function checkTable(
     problems.push(`${file}: ${rows} rows, the manifest says ${expected}`);
   }
   return rows;
-}
-
-async function readCsvRows(
-  input: Readable,
-  table: TableName,
-  file: string,
-  problems: string[],
-  visit: (row: Values) => void,
-): Promise<void> {
-  const expectedHeader = tables[table].columns.map((c) => c.name);
-  await new Promise<void>((resolve, reject) => {
-    let headerChecked = false;
-    const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, skipEmptyLines: true });
-    parser.on('data', (row: Record<string, string>) => {
-      if (!headerChecked) {
-        headerChecked = true;
-        const header = Object.keys(row).map((h) => h.replace(/^\ufeff/, ''));
-        if (header.join(',') !== expectedHeader.join(',')) {
-          problems.push(`${file}: header is ${header.join(',')}, expected ${expectedHeader.join(',')}`);
-        }
-      }
-      const values: Values = {};
-      for (const [key, value] of Object.entries(row))
-        values[key.replace(/^\ufeff/, '')] = value === '' ? null : value;
-      visit(values);
-    });
-    parser.on('end', () => resolve());
-    parser.on('error', reject);
-    // Decoded before papaparse sees it: it decodes each chunk alone, which breaks a
-    // character that straddles two chunks.
-    input.setEncoding('utf8');
-    input.on('error', reject).pipe(parser);
-  });
-}
-
-/** A stored file as hyparquet reads it: ranges fetched on demand (the footer, then row groups). */
-function storedBuffer(run: Storage, path: string, byteLength: number): AsyncBuffer {
-  return {
-    byteLength,
-    async slice(start: number, end?: number): Promise<ArrayBuffer> {
-      const chunks: Buffer[] = [];
-      for await (const chunk of await run.readStream(path, { start, end: end ?? byteLength }))
-        chunks.push(chunk as Buffer);
-      const bytes = Buffer.concat(chunks);
-      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-    },
-  };
-}
-
-async function readParquetRows(
-  file: AsyncBuffer,
-  table: TableName,
-  visit: (row: Values) => void,
-): Promise<void> {
-  const metadata = await parquetMetadataAsync(file);
-  // Only the columns the checks need: the key columns (and what the zip check reads).
-  const needed = table === 'media' ? tables.media.columns.map((c) => c.name) : [...tables[table].primaryKey];
-  let rowStart = 0;
-  for (const group of metadata.row_groups) {
-    const rowEnd = rowStart + Number(group.num_rows);
-    const rows = await parquetReadObjects({ file, metadata, columns: needed, rowStart, rowEnd });
-    for (const row of rows) {
-      const values: Values = {};
-      for (const [key, value] of Object.entries(row))
-        values[key] = value === null || value === undefined ? null : String(value);
-      visit(values);
-    }
-    rowStart = rowEnd;
-  }
 }
 
 /** Reads every entry to its end (yauzl checks sizes); archived media rows must match. */
@@ -373,35 +276,4 @@ async function checkZip(
   for (const missing of expected.keys())
     problems.push(`media.zip: ${missing} is archived in media but not in the zip`);
   return entries;
-}
-
-/** A zip in the storage, read by ranges as yauzl asks for them (sizes checked). */
-export function openStoredZip(run: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
-  return new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.fromRandomAccessReader(
-      new StoredFileReader(run, path),
-      bytes,
-      { lazyEntries: true, validateEntrySizes: true },
-      (error, opened) => (error ? reject(error) : resolve(opened)),
-    ),
-  );
-}
-
-/** A stored file read by ranges through the storage, as yauzl asks for them. */
-class StoredFileReader extends yauzl.RandomAccessReader {
-  constructor(
-    private readonly run: Storage,
-    private readonly path: string,
-  ) {
-    super();
-  }
-
-  override _readStreamForRange(start: number, end: number): Readable {
-    const output = new PassThrough();
-    this.run.readStream(this.path, { start, end }).then(
-      (input) => input.on('error', (error) => output.destroy(error)).pipe(output),
-      (error: Error) => output.destroy(error),
-    );
-    return output;
-  }
 }

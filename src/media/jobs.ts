@@ -1,8 +1,7 @@
 /** Which files one response asks the media stage to fetch. */
 import type { SingleResponse, TranscriptRow } from '../api/resources.ts';
-import type { VideoMode } from '../config/schema.ts';
 import type { MediaKind } from '../records.ts';
-import type { MediaJob } from './types.ts';
+import type { MediaJob, VideoMode } from './types.ts';
 
 export interface ResponseContext {
   study_id: string;

@@ -7,7 +7,6 @@
 import { mkdir } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import type { SingleResponse } from '../api/resources.ts';
-import type { VideoMode } from '../config/schema.ts';
 import { RetryCounts, type RetryCountsSnapshot, type RetryPolicy, retryPolicy } from '../http/retry.ts';
 import type { MediaOutcome } from '../records.ts';
 import { redact } from '../redact.ts';
@@ -21,7 +20,7 @@ import { mediaJobs, type ResponseContext } from './jobs.ts';
 import { ResponseLinks } from './links.ts';
 import { defaultMemoryBudget, type MemoryBudget } from './memory-budget.ts';
 import { type JobScratch, jobScratch } from './scratch.ts';
-import type { FetchedJob, MediaJob } from './types.ts';
+import type { FetchedJob, MediaJob, VideoMode } from './types.ts';
 
 export interface MediaStageOptions {
   archive: MediaArchive;

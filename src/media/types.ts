@@ -1,6 +1,10 @@
 /** What the media stage is asked to fetch, and a body on its way into media.zip. */
 import type { MediaKind } from '../records.ts';
 
+/** media.video: which of a video's recordings are fetched. */
+export const videoModes = ['mp4', 'hls', 'both'] as const;
+export type VideoMode = (typeof videoModes)[number];
+
 export interface MediaJob {
   study_id: string;
   link_id: string;

@@ -4,14 +4,30 @@
  * in: the config carries the name of the key's environment variable, never the key.
  */
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
+import type { CsvOptions } from './formats/csv.ts';
+import type { Format } from './formats/index.ts';
 import { MANIFEST_FILE, runPath } from './layout.ts';
 
 /** A file of the run with its size and sha256, as counted while it was written. */
 export type ManifestFile = StoredFile;
+
+/**
+ * The pipeline file as the run read it: src/config/schema.ts's PipelineConfig, key for key,
+ * with a base_url that never keeps user:password or a query. Named here by the keys readers of
+ * an output use, since a manifest may be an earlier version's.
+ */
+export interface RecordedConfig {
+  name: string;
+  source: { base_url: string; [key: string]: unknown };
+  output: { formats: readonly Format[]; csv: CsvOptions; [key: string]: unknown };
+  media: { enabled: boolean; [key: string]: unknown };
+  [key: string]: unknown;
+}
 
 export interface StudyOutcome {
   study_id: string;
@@ -24,6 +40,25 @@ export interface StudyOutcome {
   /** True when nothing was lost: the study's watermark may advance. */
   lossless: boolean;
   error: string | null;
+}
+
+/** What a run's reconcile found (src/pipeline/reconcile.ts); the ids it removed are in its deletions table. */
+export interface ReconcileRecord {
+  studies: {
+    study_id: string;
+    link_id: string;
+    /** Responses current/ held for the study. */
+    held: number;
+    /** Responses the service listed; null when its listing was not whole. */
+    listed: number | null;
+    /** Held and no longer listed; null when the listing was not whole. */
+    missing: number | null;
+    /** Taken out of current/ by this run. */
+    removed: number;
+    outcome: 'removed' | 'none' | 'held_back' | 'incomplete';
+  }[];
+  /** Studies of the output the service no longer lists: reported, never removed. */
+  unlisted: { study_id: string; link_id: string }[];
 }
 
 /** A sample run (`run --limit N`): at most N responses of each study. */
@@ -41,7 +76,7 @@ export interface Manifest {
   started_at: string;
   finished_at: string;
   timings_ms: Record<string, number>;
-  config: PipelineConfig;
+  config: RecordedConfig;
   studies: StudyOutcome[];
   tables: Record<string, number>;
   files: ManifestFile[];
@@ -49,8 +84,17 @@ export interface Manifest {
   media: unknown;
   warnings: Warning[];
   rejects: { count: number; file: string };
+  /** What changed on the service since the last committed run, per study (src/drift/). */
+  schema_changes?: SchemaChange[];
+  /**
+   * Present (true) when schema.on_change is fail and the run was committed with its changes
+   * because it was given --accept-schema-change.
+   */
+  schema_changes_accepted?: true;
   /** Present for a sample run (run --limit): not the whole export, and nothing else moved. */
   sample?: Sample;
+  /** Present when the run reconciled (run --reconcile, incremental.reconcile_every). */
+  reconcile?: ReconcileRecord;
 }
 
 /** Written last: on object storage, a run without its manifest is not a run. */
@@ -59,7 +103,7 @@ export async function writeManifest(run: Storage, manifest: Manifest): Promise<v
 }
 
 /** The config as it may be recorded: a base_url never keeps user:password or a query. */
-export function publicConfig(config: PipelineConfig): PipelineConfig {
+export function publicConfig<Config extends RecordedConfig>(config: Config): Config {
   return { ...config, source: { ...config.source, base_url: redact(config.source.base_url) } };
 }
 

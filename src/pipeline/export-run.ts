@@ -38,7 +38,9 @@ import { finishRunDirectory, type WrittenSheet } from './finish.ts';
 import { writeRunGuide } from './guide.ts';
 import { nothingNewSince, requestCount } from './nothing-new.ts';
 import { expectedResponses, type StudyListing, sinceFor, unchangedResult } from './plan.ts';
+import { deletionRows, type Reconciliation, reconciledCounts, removedCount } from './reconcile.ts';
 import { sampleOf } from './sample.ts';
+import { SchemaDrift, schemaRule } from './schema-drift.ts';
 import type { RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning } from './watermark.ts';
 
@@ -69,6 +71,8 @@ export interface ExportRunInput {
   /** What latest names; null when this run must be committed whatever it finds. */
   previousRun: PreviousRun | null;
   claims: ResponseClaims;
+  /** What the run's reconcile found (reconcile.ts); null when it reconciles nothing. */
+  reconciliation: Reconciliation | null;
 }
 
 /** What exportRun did: its result, and what publishing the run takes from the export. */
@@ -79,6 +83,8 @@ export interface ExportedRun {
   stats: RunStats;
   /** Studies whose rows the run's writers also gave to their buckets' copies (CurrentPreparation.begin). */
   copied: ReadonlySet<string>;
+  /** What changed on the service since the last committed run, and the schemas to record. */
+  drift: SchemaDrift;
 }
 
 /** The run's files while its studies are exported into them. */
@@ -91,6 +97,8 @@ interface RunFiles {
   hashing: HashingThread | null;
   sinks: ExtractSinks;
   stats: RunStats;
+  /** Each study's schema, observed and compared with the one its state recorded. */
+  drift: SchemaDrift;
 }
 
 export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
@@ -101,7 +109,9 @@ export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     for (const record of input.listing.raw) files.sinks.raw.write(record);
     for (const reject of input.listing.rejects) files.sinks.rejects.write(reject);
     for (const warning of input.listing.warnings) files.sinks.warn(warning);
+    for (const warning of input.reconciliation?.warnings ?? []) files.sinks.warn(warning);
     await writers.write('studies', input.listing.studies.map(studyRow));
+    await writers.write('deletions', deletionRows(input.reconciliation, input.run.id));
     startReporting(input, files);
     const timings: Record<string, number> = {};
     const exportStart = Date.now();
@@ -116,9 +126,10 @@ export async function exportRun(input: ExportRunInput): Promise<ExportedRun> {
     ]);
     timings.close = Date.now() - closeStart;
     const unchanged = nothingNewResult(input, outcomes, rejects.count, archived?.entries ?? 0);
-    if (unchanged) return { outcomes, stats: files.stats, copied, result: unchanged };
+    const { stats, drift } = files;
+    if (unchanged) return { outcomes, stats, copied, drift, result: unchanged };
     const closed = { outcomes, sheets, tables, archived, timings };
-    return { outcomes, stats: files.stats, copied, result: await describeRun(input, files, closed) };
+    return { outcomes, stats, copied, drift, result: await describeRun(input, files, closed) };
   } catch (error) {
     await writers.abort();
     await archive?.abort();
@@ -176,7 +187,8 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
     rejects,
     warn: (warning) => log.warn(warning),
   };
-  return { raw, rejects, writers, media, archive, hashing, sinks, stats };
+  const drift = new SchemaDrift(input.state, reporter);
+  return { raw, rejects, writers, media, archive, hashing, sinks, stats, drift };
 }
 
 function startReporting(input: ExportRunInput, files: RunFiles): void {
@@ -218,8 +230,10 @@ async function exportStudies(
           writers.copyStudy(study.id, copy.tables, copy.group);
           copied.add(study.id);
         }
+        const observer = files.drift.observe(study);
         const outcome = await exportStudy({
           study,
+          observer,
           fileName: fileNames.get(study.id) as string,
           since: sinceFor(study, state, options, config),
           previousLinkId: state.studies[study.id]?.link_id,
@@ -240,9 +254,11 @@ async function exportStudies(
           detailsSlot: detailsLimit,
         });
         // A bucket's copied rows are written when its last study ends: a row group for the bucket.
+        files.drift.studyEnded(study, observer);
         await writers.endStudy(study.id, { endsGroup: current?.endsBucket(study.id) ?? true });
         await stage.close();
-        current?.add(outcome);
+        const removed = input.reconciliation?.removed.get(study.id);
+        current?.add(removed ? { ...outcome, removed } : outcome);
         reporter.tick('studies');
         reporter.studyDone(outcome);
         return outcome;
@@ -265,7 +281,8 @@ function nothingNewResult(
   const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
   if (skew) log.warn(skew);
   const sinceRun = previousRun ? nothingNewSince(findings, previousRun.runId) : null;
-  if (!previousRun || sinceRun === null) return null;
+  // Responses a reconcile takes out of current/ are news of their own.
+  if (!previousRun || sinceRun === null || removedCount(input.reconciliation) > 0) return null;
   const unchanged = {
     sinceRun,
     pointer: previousRun.pointer,
@@ -290,9 +307,10 @@ async function describeRun(
 ): Promise<RunResult> {
   const { run, config, options, startedAt, log, client } = input;
   const { outcomes, tables, archived, timings } = closed;
-  const { rejects, media, stats } = files;
+  const { rejects, media, stats, drift } = files;
   const mediaFailed = outcomes.reduce((n, o) => n + o.media_failed, 0);
-  const partial = rejects.count > 0 || mediaFailed > 0 || outcomes.some((o) => !o.lossless);
+  const heldBack = input.reconciliation?.heldBack === true;
+  const partial = rejects.count > 0 || mediaFailed > 0 || heldBack || outcomes.some((o) => !o.lossless);
   const status = partial ? 'partial' : 'complete';
   const sample = sampleOf(options);
   await writeRunGuide(run.files, {
@@ -304,6 +322,10 @@ async function describeRun(
     outcomes,
     stats,
     warnings: log.warnings,
+    schemaChanges: {
+      changes: drift.changes,
+      accepted: schemaRule(config, options, drift.changes) === 'accepted',
+    },
   });
   const listed = await finishRunDirectory(run.files, config, tables, {
     runId: run.id,
@@ -328,7 +350,10 @@ async function describeRun(
     media: media ? { ...media.counters(), zip: archived } : null,
     warnings: log.warnings,
     rejects: { count: rejects.count, file: REJECTS_FILE },
+    schema_changes: drift.changes,
+    ...(schemaRule(config, options, drift.changes) === 'accepted' ? { schema_changes_accepted: true } : {}),
     ...(sample ? { sample } : {}),
+    ...(input.reconciliation ? { reconcile: input.reconciliation.record } : {}),
   };
   await writeManifest(run.files, manifest);
   return {
@@ -340,5 +365,7 @@ async function describeRun(
     rejects: rejects.count,
     mediaFailed,
     durationMs: finishedAt - startedAt,
+    ...(input.reconciliation ? { reconciled: reconciledCounts(input.reconciliation) } : {}),
+    ...(drift.changes.length > 0 ? { schemaChanges: drift.changes } : {}),
   };
 }

@@ -7,6 +7,7 @@
 import type { ApiClient } from '../api/client.ts';
 import { checked, SingleResponse, type Study } from '../api/resources.ts';
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaObserver } from '../drift/observe.ts';
 import { AuthError, PayloadError, StudyExportError } from '../errors.ts';
 import {
   type DetailResult,
@@ -17,9 +18,9 @@ import {
 } from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
 import type { TableWriters } from '../load/table-writers.ts';
-import { createWideWriter, type WideWriter } from '../load/wide.ts';
-import { createXlsxWriter, cutMessage, type XlsxWriter } from '../load/xlsx.ts';
 import type { MediaStage } from '../media/stage.ts';
+import { type StudyFileWriter, studyFormatsOf } from '../output/formats/index.ts';
+import { createWideWriter, type WideWriter, wideFormat } from '../output/formats/wide.ts';
 import type { StudyOutcome } from '../output/manifest.ts';
 import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
@@ -61,6 +62,8 @@ export interface ExportStudyInput {
   limit?: number;
   /** The study's wide sheet is written: its path in the run and its header (datapackage.json). */
   onWideSheet?: (sheet: { path: string; header: string[] }) => void;
+  /** Sees each response's payloads as they pass, for the study's schema (src/drift/). */
+  observer?: SchemaObserver;
 }
 
 /** Warnings after which a study's listing may be incomplete, so its watermark must hold. */
@@ -101,16 +104,19 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     ...config.output.csv,
     ...(input.wideCopy ? { alsoTo: input.wideCopy } : {}),
   });
-  const workbook = config.output.formats.includes('xlsx')
-    ? createXlsxWriter(input.files, input.scratchDir, study, input.fileName, (cut) =>
-        sinks.warn({
-          code: 'xlsx_cell_cut',
-          message: cutMessage(cut),
-          study_id: study.id,
-          link_id: study.link_id,
-        }),
-      )
-    : null;
+  // The study's files in the formats written per study (a workbook, …) beside its wide sheet.
+  const studyFiles = studyFormatsOf(config.output.formats)
+    .filter((format) => format !== wideFormat)
+    .map((format) =>
+      format.open({
+        storage: input.files,
+        scratchDir: input.scratchDir,
+        study,
+        fileName: input.fileName,
+        csv: config.output.csv,
+        warn: (code, message) => sinks.warn({ code, message, study_id: study.id, link_id: study.link_id }),
+      }),
+    );
   const questions = new QuestionRegistry();
   const attributeKeys = new AttributeKeys();
   try {
@@ -135,23 +141,23 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     });
     const parallel = input.media ? config.media.concurrency + 1 : 1;
     const slot = input.detailsSlot ?? ((fetch) => fetch());
-    const load: StudyLoad = { input, outcome, questions, attributeKeys, wide, workbook };
+    const load: StudyLoad = { input, outcome, questions, attributeKeys, wide, studyFiles };
     await slot(() => forEachBounded(details, parallel, (result) => loadResponse(load, result)));
     const columns = wideColumns(questions.all(), chosenAttributes(attributeKeys, input));
     if (outcome.responses > 0) {
       // Finished whether or not a caller listens: an optional call would skip its argument too.
       const sheet = await wide.finish(columns);
       input.onWideSheet?.(sheet);
-      await workbook?.finish(columns);
+      for (const file of studyFiles) await file.finish(columns);
     } else {
       // Nothing exported (an incremental run with nothing new for the study): no sheet or
       // workbook holding a header alone; current/ keeps the study's whole ones.
       await wide.abort();
-      await workbook?.abort();
+      for (const file of studyFiles) await file.abort();
     }
   } catch (error) {
     await wide.abort();
-    await workbook?.abort();
+    for (const file of studyFiles) await file.abort();
     // Without a key nothing else can succeed: stop the run. A listing the service did not
     // answer (after retries) loses this study only: it is partial and its watermark holds.
     // A full disk is the machine's, not the study's: it ends the run.
@@ -171,17 +177,18 @@ interface StudyLoad {
   questions: QuestionRegistry;
   attributeKeys: AttributeKeys;
   wide: WideWriter;
-  workbook: XlsxWriter | null;
+  studyFiles: StudyFileWriter[];
 }
 
 /** One response: its media into media.zip, its rows (transform) into the writers. */
 async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: DetailResult): Promise<void> {
-  const { input, outcome, questions, attributeKeys, wide, workbook } = load;
+  const { input, outcome, questions, attributeKeys, wide, studyFiles } = load;
   const { study } = input;
   if (detail === null) {
     outcome.lossless = false;
     input.onIncompleteResponse?.(listed.id);
   }
+  input.observer?.response(listed, detail);
   const media =
     detail && input.media
       ? await input.media.archiveResponse(
@@ -202,7 +209,8 @@ async function loadResponse(load: StudyLoad, { listed, detail, fetchedAt }: Deta
   attributeKeys.add(rows.attributes.map((row) => row.key));
   await writers.write('media', rows.media);
   await wide.add(rows.wide);
-  await workbook?.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
+  for (const file of studyFiles)
+    await file.add({ wide: rows.wide, answers: rows.answers, transcript: rows.transcript });
   const failed = rows.media.filter((m) => m.status === 'failed').length;
   outcome.media_failed += failed;
   if (failed > 0) outcome.lossless = false;

@@ -5,9 +5,10 @@
  * the list of every file for the manifest. Sizes and hashes are the ones counted while the
  * files were written; nothing is read back.
  */
-import type { PipelineConfig, TableFormat } from '../config/schema.ts';
+import type { PipelineConfig } from '../config/schema.ts';
 import { dataPackage, type PackageFile, packageNotes } from '../load/datapackage.ts';
 import type { TableFiles } from '../load/table-writers.ts';
+import { studyFormats, tableFormatOfFile } from '../output/formats/index.ts';
 import { DATAPACKAGE_FILE, MANIFEST_FILE, MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
 import type { ManifestFile } from '../output/manifest.ts';
 import { redact } from '../redact.ts';
@@ -28,9 +29,8 @@ function describeFile(path: string): string | undefined {
   if (path === REJECTS_FILE) return 'Records that failed validation, as received, with the reason.';
   if (path.startsWith(`${RAW_DIR}/`))
     return 'Every payload as received from the service, for replay and audit.';
-  if (path.startsWith('xlsx/'))
-    return 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).';
-  return undefined;
+  return studyFormats.find((format) => format.selectable && path.startsWith(`${format.folder}/`))
+    ?.description;
 }
 
 /** Writes datapackage.json; returns every file of the run with bytes and sha256. */
@@ -50,7 +50,7 @@ export async function finishRunDirectory(
       return {
         table: table.table,
         path,
-        format: (path.endsWith('.parquet') ? 'parquet' : 'csv') as TableFormat,
+        format: tableFormatOfFile(table.table, path),
         bytes: listed?.bytes ?? 0,
         sha256: listed?.sha256 ?? '',
       };

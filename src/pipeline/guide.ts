@@ -4,6 +4,7 @@
  * report.html (what the rows look like, and what went wrong).
  */
 import type { PipelineConfig } from '../config/schema.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import { codebookMarkdown } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import type { RunStats } from '../load/run-stats.ts';
@@ -23,6 +24,8 @@ export interface RunGuideInput {
   outcomes: readonly StudyOutcome[];
   stats: RunStats;
   warnings: readonly Warning[];
+  /** What changed on the service since the last committed run, and whether it was accepted. */
+  schemaChanges: { changes: readonly SchemaChange[]; accepted: boolean };
 }
 
 export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput): Promise<void> {
@@ -47,6 +50,7 @@ export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput
     finishedAt,
     status: input.status,
     ...(input.sample ? { sample: input.sample } : {}),
+    schemaChanges: input.schemaChanges,
   };
   await files.put(
     REPORT_FILE,

@@ -20,12 +20,15 @@ import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { clearKilledRuns, leftoversWarning } from './leftovers.ts';
 import { lookAhead, requestCount } from './nothing-new.ts';
+import { mustCommit, type Reconciliation, reconcile } from './reconcile.ts';
 import type { DryRunPlan, NothingNew, RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning, effectiveSince } from './watermark.ts';
 
 /** The selected studies, and what listing them produced, to be recorded once a run exists. */
 export interface StudyListing {
   studies: Study[];
+  /** Every study the service lists, selected or not (a reconcile reports the others gone). */
+  listedIds: ReadonlySet<string>;
   raw: RawRecord[];
   rejects: Reject[];
   warnings: Warning[];
@@ -37,12 +40,13 @@ export async function listSelectedStudies(
   state: State,
   options: RunOptions,
 ): Promise<StudyListing> {
-  const listing: StudyListing = { studies: [], raw: [], rejects: [], warnings: [] };
+  const listing: StudyListing = { studies: [], listedIds: new Set(), raw: [], rejects: [], warnings: [] };
   const all = await listStudies(client, {
     raw: { write: (record) => listing.raw.push(record) },
     rejects: { write: (reject) => listing.rejects.push(reject) },
     warn: (warning) => listing.warnings.push(warning),
   });
+  listing.listedIds = new Set(all.map((study) => study.id));
   const known = new Map(Object.entries(state.studies).map(([id, study]) => [id, study.link_id]));
   const only = options.studies && options.studies.length > 0 ? options.studies : undefined;
   listing.studies = selectStudies(
@@ -62,7 +66,7 @@ export function sinceFor(
 ): string | null {
   return effectiveSince(state.studies[study.id], {
     ...options,
-    incremental: config.incremental,
+    incremental: config.incremental.enabled,
     media: config.media.enabled,
   });
 }
@@ -189,11 +193,16 @@ export interface PlanInput {
  */
 export async function planRun(
   input: PlanInput,
-): Promise<{ result: RunResult } | { listing: StudyListing; client: ApiClient }> {
+): Promise<
+  { result: RunResult } | { listing: StudyListing; client: ApiClient; reconciliation: Reconciliation | null }
+> {
   const { client, config, options, state, latest, log, startedAt } = input;
   const listing = await listSelectedStudies(client, config, state, options);
   if (options.dryRun) return { result: await plannedResult(input, listing) };
-  if (options.recorded || options.full) return { listing, client };
+  if (options.recorded || options.full) return { listing, client, reconciliation: null };
+  // A reconcile that found something is a run to write, whatever the studies' first pages hold.
+  const reconciliation = await reconcileRun(input, listing, { state, client });
+  if (mustCommit(reconciliation)) return { listing, client, reconciliation };
   const ahead = await lookAhead({
     client,
     studies: listing.studies,
@@ -213,7 +222,7 @@ export async function planRun(
     includeInProgress: config.source.include_in_progress,
     concurrency: config.source.concurrency,
   });
-  if (ahead.sinceRun === null) return { listing, client: ahead.client };
+  if (ahead.sinceRun === null) return { listing, client: ahead.client, reconciliation };
   const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
   if (skew) log.warn(skew);
   // Nothing to write, but what killed runs left is cleared all the same.
@@ -235,6 +244,25 @@ export async function planRun(
     runId: latest.runId,
   });
   return { result: unchangedResult(filled ? { ...unchanged, filled } : unchanged, startedAt) };
+}
+
+/** The run's reconcile (reconcile.ts), from `state` and with `client`: null when none is due. */
+export function reconcileRun(
+  input: Pick<PlanInput, 'config' | 'options' | 'storage' | 'startedAt'>,
+  listing: StudyListing,
+  from: { state: State; client: ApiClient },
+): Promise<Reconciliation | null> {
+  const { config, options } = input;
+  return reconcile({
+    ...from,
+    config,
+    options,
+    storage: input.storage,
+    studies: listing.studies,
+    listedIds: listing.listedIds,
+    since: (study) => sinceFor(study, from.state, options, config),
+    now: input.startedAt,
+  });
 }
 
 /** A dry run's result: its plan; nothing is written, listing pages are only counted. */

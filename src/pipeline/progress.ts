@@ -4,6 +4,7 @@
  * --log-format json); the pipeline only calls these methods.
  */
 import type { RetryInfo } from '../api/client.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import type { StudyOutcome } from '../output/manifest.ts';
 import type { Warning } from '../records.ts';
 
@@ -23,6 +24,8 @@ export interface ProgressReporter {
   studyStarted?(studyId: string): void;
   /** A study is exported (or failed): what the manifest will say of it. */
   studyDone(outcome: StudyOutcome): void;
+  /** A change of a study's schema since the last committed run (src/drift/). */
+  schemaChange?(change: SchemaChange): void;
   stop(): void;
 }
 

@@ -9,7 +9,8 @@
  * wrong for one record or one study is recorded and makes the run partial.
  */
 import { join } from 'node:path';
-import { type ApiClient, clientSettings, createApiClient } from '../api/client.ts';
+import { type ApiClient, createApiClient } from '../api/client.ts';
+import { clientSettings } from '../config/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import {
   type CurrentContext,
@@ -45,9 +46,11 @@ import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
 import { type ExportedRun, exportRun } from './export-run.ts';
 import { growHeapSlowly } from './heap-growth.ts';
-import { planRun, type StudyListing } from './plan.ts';
+import { planRun, reconcileRun, type StudyListing } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
+import type { Reconciliation } from './reconcile.ts';
 import { sampleOf, withSample } from './sample.ts';
+import { schemaChangeStop, schemaRule, withSchemas } from './schema-drift.ts';
 import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
 import type { PreviousRun, RunOptions, RunOverrides, RunResult, WarningLog } from './types.ts';
@@ -88,10 +91,16 @@ export async function runPipeline(given: RunOptions): Promise<RunResult> {
     if ('result' in plan) return plan.result;
     const lease = await takeLease(output, { config, options, client: plan.client, service: service.client });
     try {
+      // Another run committed since the reconcile listed: it may hold responses listed after it.
+      const reconciliation =
+        plan.reconciliation && lease.committedMeanwhile
+          ? await reconcileRun({ ...output, config, options, startedAt }, plan.listing, lease)
+          : plan.reconciliation;
       return await exportAndPublish({
         output,
         lease,
         listing: plan.listing,
+        reconciliation,
         config,
         options,
         log,
@@ -155,6 +164,8 @@ interface Lease {
   /** What `latest` names; null when the run is written whatever it finds. */
   previousRun: PreviousRun | null;
   client: ApiClient;
+  /** Another run committed between the plan's reads and the lease. */
+  committedMeanwhile: boolean;
 }
 
 /**
@@ -189,7 +200,10 @@ async function takeLease(
     shard: descriptorShard(options.shard),
     pointer: shardNames(options.shard).latest,
   };
-  const lease = { scratch, pipelineDir, current, state: output.state, previousRun: null, client: run.client };
+  const lease = {
+    ...{ scratch, pipelineDir, current, state: output.state, previousRun: null },
+    ...{ client: run.client, committedMeanwhile: false },
+  };
   // A replay or a sample moves nothing of the output's but its own folder.
   if (!publishes(options)) return lease;
   try {
@@ -207,7 +221,7 @@ async function takeLease(
       owns: (studyId) => inShard(studyId, options.shard),
     });
     const client = committed ? run.service : run.client;
-    return { ...lease, state, previousRun: options.full ? null : now, client };
+    return { ...lease, state, previousRun: options.full ? null : now, client, committedMeanwhile: committed };
   } catch (error) {
     await scratch.remove();
     await pipelineDir.release();
@@ -220,6 +234,7 @@ interface RunWork {
   output: Output;
   lease: Lease;
   listing: StudyListing;
+  reconciliation: Reconciliation | null;
   config: PipelineConfig;
   options: RunOptions;
   log: WarningLog;
@@ -240,9 +255,13 @@ async function exportAndPublish(work: RunWork): Promise<RunResult> {
   try {
     const exported = await exportRun({
       ...{ run, client, listing, config, state, options, startedAt, log, claims, current },
+      reconciliation: work.reconciliation,
       ...{ scratchDir: lease.scratch.dir, staging: context.staging, previousRun: lease.previousRun },
     });
     result = exported.result;
+    // A rule of the pipeline file may stop the run here, before anything is committed.
+    if (publishes(options) && schemaRule(config, options, exported.drift.changes) === 'stop')
+      throw schemaChangeStop(exported.drift.changes);
     // Each study's parts were prepared as it ended; the last ones while the run closed.
     const unchanged = result.status === 'unchanged';
     const prepared = current ? await current.done({ unchanged }) : null;
@@ -326,15 +345,21 @@ function destinationsFor(
   const { output, lease, config, options } = work;
   const { state, client } = lease;
   const { prepared, exported } = run;
-  // State moves only for lossless studies, and only once the run is committed.
+  // State moves only for lossless studies, and only once the run is committed; with it, the
+  // schema each study had in this run.
   const advanced = !publishes(options)
     ? null
-    : advanceState(state, exported.outcomes, {
-        id: run.runId,
-        startedAt: work.startedAt,
-        media: config.media.enabled,
-        serviceSkewMs: client.serviceClock?.skewMs ?? null,
-      });
+    : withSchemas(
+        state,
+        advanceState(state, exported.outcomes, {
+          id: run.runId,
+          startedAt: work.startedAt,
+          media: config.media.enabled,
+          serviceSkewMs: client.serviceClock?.skewMs ?? null,
+          ...(work.reconciliation ? { reconciled: work.reconciliation.reconciled } : {}),
+        }),
+        exported.drift.schemas,
+      );
   return destinationsOf(output.storage, {
     current: prepared && {
       context: run.context,

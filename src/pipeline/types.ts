@@ -2,6 +2,7 @@
 import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import type { FormatsFilled } from '../current/index.ts';
+import type { SchemaChange } from '../drift/schema.ts';
 import type { Sample } from '../load/sample.ts';
 import type { PreviousRun } from '../publish/run-dir.ts';
 import type { Warning } from '../records.ts';
@@ -38,6 +39,12 @@ export interface RunOverrides {
   acceptNewSource?: boolean;
   /** A sample: at most this many responses per study, moving nothing else (sample.ts). */
   limit?: number;
+  /** Take what the service no longer lists out of current/ (reconcile.ts), due or not. */
+  reconcile?: boolean;
+  /** A reconcile past incremental.reconcile_max_fraction goes through; implies reconcile. */
+  acceptDeletions?: boolean;
+  /** Commit a run whose studies' schemas changed although schema.on_change is fail (schema-drift.ts). */
+  acceptSchemaChange?: boolean;
 }
 
 export interface RunOptions extends RunOverrides {
@@ -126,6 +133,10 @@ export interface RunResult {
   filled?: FormatsFilled;
   /** Set for a sample run (--limit): state, current/ and latest were left as they were. */
   sample?: Sample;
+  /** Set when the run reconciled: studies listed whole, responses taken out of current/, studies held back. */
+  reconciled?: { studies: number; removed: number; heldBack: number };
+  /** What changed on the service since the last committed run, per study (src/drift/). */
+  schemaChanges?: SchemaChange[];
   /**
    * The run is committed, but part of its publication failed (current/, the state): each
    * message says what and where ("run <id> committed, but …"). Exit 3; the next run completes it.

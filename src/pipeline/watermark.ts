@@ -63,6 +63,8 @@ export function advanceState(
     media: boolean;
     /** The service's clock minus this machine's (ServiceClock); null or absent when unknown. */
     serviceSkewMs?: number | null;
+    /** Studies the run reconciled (reconcile.ts); a full export of a study reconciles it too. */
+    reconciled?: ReadonlySet<string>;
   },
 ): State {
   const next: State = { version: 1, studies: { ...state.studies } };
@@ -74,12 +76,15 @@ export function advanceState(
     // Recordings are archived up to the new watermark only by a run with media that covered
     // everything since they were last archived; otherwise they stay owed.
     const archived = run.media && coversGap(study.since, mediaWatermark(previous));
+    const reconciled = study.since === null || run.reconciled?.has(study.study_id) === true;
+    const reconciledAt = reconciled ? new Date(run.startedAt).toISOString() : previous?.reconciled_at;
     next.studies[study.study_id] = {
       link_id: study.link_id,
       watermark,
       media_watermark: archived ? watermark : mediaWatermark(previous),
       last_run: run.id,
       last_run_at: new Date(run.startedAt).toISOString(),
+      ...(reconciledAt === undefined ? {} : { reconciled_at: reconciledAt }),
     };
   }
   return next;

@@ -20,6 +20,7 @@ export const textColumns: { readonly [T in TableName]: readonly (keyof Row<T> & 
   transcript: ['moderator', 'user'],
   attributes: [],
   media: [],
+  deletions: [],
 };
 
 /** Per study, what the profile did: never an original value. */

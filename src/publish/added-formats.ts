@@ -13,10 +13,10 @@ import {
   fillFormatGaps,
   findFormatGaps,
   hasGaps,
-  studyIdIn,
   writeCurrentDescriptor,
   writeCurrentGuide,
 } from '../current/index.ts';
+import { studyIdIn } from '../output/formats/parquet-read.ts';
 import { shardNames } from '../output/layout.ts';
 import { inShard, type Shard, shardOfBucket } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';

@@ -6,6 +6,7 @@
  * `latest-shard-K-of-N`), recorded in the descriptor's `covers`; parts that a killed run
  * published but never committed are left out of all three (its shard's next run removes them).
  */
+import { recordedPipeline } from '../config/recorded.ts';
 import { countCurrent, writeCurrentDescriptor, writeCurrentGuide } from '../current/index.ts';
 import { RunError } from '../errors.ts';
 import {
@@ -61,7 +62,7 @@ export async function describeCurrent(storage: Storage): Promise<Described> {
   if (manifest === null) {
     throw new RunError(`${storage.describe(runPath(newest))}: no manifest; is this a study-export output?`);
   }
-  const { config } = manifest;
+  const config = recordedPipeline(manifest);
   const uncommitted = new Set<string>();
   for (const runId of await pendingRuns(storage, undefined, { allShards: true })) {
     if (!(await isCommitted(storage, shardOfRun(runId), runId))) uncommitted.add(runId);

@@ -8,6 +8,7 @@
  * read and retired by src/upgrade/ (EarlierState).
  */
 import { z } from 'zod';
+import { StudySchema } from '../drift/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { nameOf } from '../names.ts';
 import { STATE_DIR } from '../output/layout.ts';
@@ -31,6 +32,13 @@ export const StudyState = z.object({
   media_watermark: Instant.nullable().optional(),
   last_run: z.string(),
   last_run_at: z.string(),
+  /** When a run last compared the study's whole listing with current/ (src/pipeline/reconcile.ts). */
+  reconciled_at: Instant.optional(),
+  /**
+   * What the service's payloads of this study looked like as of `last_run` (src/drift/): the
+   * next run reports what changed since. Absent until a run records it (reports nothing then).
+   */
+  schema: StudySchema.optional(),
 });
 export type StudyState = z.infer<typeof StudyState>;
 

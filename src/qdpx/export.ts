@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
+import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import { type HandoffProfile, OutputReader, openHandoff } from '../reader/index.ts';
@@ -72,6 +73,18 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       where,
       externalFolder: join(folder, `${name} media`),
       ...(options.internalLimitBytes !== undefined ? { internalLimitBytes: options.internalLimitBytes } : {}),
+    });
+    // The ledger (handoffs/) records the project and the responses it holds, as it holds them.
+    await appendHandoff(reader.storage, {
+      command: 'qdpx',
+      package: `${name}.qdpx`,
+      location: where,
+      studies: [{ study_id: study.study_id, link_id: study.link_id }],
+      identified: handed.privacy.identified,
+      responses: heldResponses(
+        input.responses.map((response) => response.response.response_id),
+        handed.linkage(),
+      ),
     });
     const all: QdpxWarning[] = [...warnings, ...result.warnings];
     const entry = {

@@ -4,7 +4,8 @@
  * partitions a study can be in when one is asked for, and a study's wide sheet and workbook.
  */
 import { bucketOf } from '../buckets.ts';
-import { newestPart, parsePartName, partitionName, readPart, studyFolderName } from '../current/index.ts';
+import { newestPart, parsePartName, partitionName, studyFolderName } from '../current/index.ts';
+import { readPart } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { ListedFile, Storage } from '../storage/types.ts';

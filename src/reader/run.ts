@@ -4,12 +4,11 @@
  * CSV for a run written without it), its media.zip's index, and its raw/ payloads.
  */
 import type { Readable } from 'node:stream';
-import Papa from 'papaparse';
-import { readPart } from '../current/index.ts';
+import { tableFormatsToRead } from '../output/formats/index.ts';
 import { isRawFile, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, type ManifestFile, readManifest } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables } from '../tables/index.ts';
+import type { Row, TableName } from '../tables/index.ts';
 import { ZipIndex } from './zip-index.ts';
 
 export interface RunReader {
@@ -64,37 +63,11 @@ async function* runRows<T extends TableName>(
   table: T,
   studies: ReadonlySet<string> | undefined,
 ): AsyncIterable<Row<T>[]> {
-  const parquet = files.get(`${table}.parquet`);
-  if (parquet) {
-    yield* readPart(storage, parquet.path, parquet.bytes, table, studies ? { studies } : {});
-    return;
-  }
-  const csv = files.get(`${table}.csv`);
-  if (!csv) return;
-  const rows = await readCsvTable(storage, csv.path, table);
-  yield studies ? rows.filter((row) => studies.has(String((row as { study_id?: unknown }).study_id))) : rows;
-}
-
-/**
- * A run written with CSV only: cells back to the declared types (an empty cell is null). Its
- * text cells are as written, so a formula-escaped cell keeps its leading apostrophe.
- */
-async function readCsvTable<T extends TableName>(
-  storage: Storage,
-  path: string,
-  table: T,
-): Promise<Row<T>[]> {
-  const text = ((await storage.read(path)) ?? Buffer.alloc(0)).toString('utf8').replace(/^\ufeff/, '');
-  const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });
-  return parsed.data.map((cells) => {
-    const row: Record<string, unknown> = {};
-    for (const column of tables[table].columns) {
-      const cell = cells[column.name] ?? '';
-      if (cell === '') row[column.name] = column.nullable ? null : '';
-      else if (column.type === 'integer') row[column.name] = Number(cell);
-      else if (column.type === 'boolean') row[column.name] = cell === 'true';
-      else row[column.name] = cell;
+  for (const format of tableFormatsToRead) {
+    const file = files.get(format.tableFile(table));
+    if (file) {
+      yield* format.read(storage, file.path, file.bytes, table, studies ? { studies } : {});
+      return;
     }
-    return row as Row<T>;
-  });
+  }
 }

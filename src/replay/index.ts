@@ -8,7 +8,8 @@
  * replayed run has no media.zip and its media table is empty. State is neither read nor moved.
  */
 import { join, resolve } from 'node:path';
-import type { Format } from '../config/schema.ts';
+import { recordedPipeline } from '../config/recorded.ts';
+import { type Format, IncrementalConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { MANIFEST_FILE, RAW_DIR } from '../output/layout.ts';
 import { readManifest } from '../output/manifest.ts';
@@ -39,11 +40,11 @@ export async function replayRun(options: ReplayOptions): Promise<RunResult> {
       { context: { file: path } },
     );
   }
-  const config = manifest.config;
+  const config = recordedPipeline(manifest);
   const recorded = await openRecordedSource(join(options.runDir, RAW_DIR), config.source.base_url);
   try {
     return await runPipeline({
-      config: { ...config, incremental: false },
+      config: { ...config, incremental: IncrementalConfig.parse({ enabled: false, reconcile_every: '0' }) },
       configFile: manifest.config_file,
       // The studies the run exported, by permanent id: its selection, whatever decided it.
       studies: recorded.studyIds,

@@ -26,6 +26,14 @@ import type { Clock } from './clock.ts';
 import { DAY_MS, iso, isoWithOffset, responseSpacing, studyDates } from './dates.ts';
 import { intBetween, pick, type Random, randomFor, stableHex, stableUuid, uuidFrom } from './prng.ts';
 import {
+  addedParameters,
+  fieldsAt,
+  type Question,
+  questionsFor,
+  questionsOf,
+  type StudyChanges,
+} from './study-schema.ts';
+import {
   followUps,
   forcedReplies,
   hostileReplies,
@@ -44,15 +52,6 @@ export type Modality = 'text' | 'audio' | 'video';
  * (for tests of what a key cannot see); all sees every study (the key `study-export sandbox` prints).
  */
 export type KeyName = 'primary' | 'secondary' | 'all';
-
-export interface Question {
-  questionId: string;
-  dgqId: string;
-  conceptId: string | null;
-  text: string;
-  /** Key of this question in the answers object (unique within the study). */
-  answersKey: string;
-}
 
 export interface ResponseEntry {
   id: string;
@@ -75,6 +74,8 @@ export interface StudyRecord {
   /** Its first responses take the forced replies (text.ts forcedReplies). */
   forcedReplies: boolean;
   questions: Question[];
+  /** Its schema's changes since it was generated (study-schema.ts). */
+  changes?: StudyChanges;
   entries: ResponseEntry[];
   byId: Map<string, ResponseEntry>;
   visibleTo: Set<KeyName>;
@@ -145,6 +146,7 @@ export class DataSet {
       title: study.title,
       created_at: study.createdAt,
       desc: `${study.title} (${study.entries.length} Responses)`,
+      ...fieldsAt(study.changes, 'study'),
     };
   }
 
@@ -154,25 +156,29 @@ export class DataSet {
     const answers: Record<string, string> = {
       Summary: entry.inProgress ? '' : pick(random, summaries),
     };
-    const answersArray = study.questions.map((question, q): Answer => {
-      const said = lines
-        .filter(
-          (line) =>
-            line.answerId !== null && line.dgqId === question.dgqId && line.conceptId === question.conceptId,
-        )
-        .map((line) => line.user)
-        .filter((text) => text !== '')
-        .join('\n');
-      answers[question.answersKey] = said;
-      return {
-        answer_id: answerId(this.options.seed, study, entry, q),
-        discussion_guide_question_id: question.dgqId,
-        concept_id: question.conceptId,
-        question_id: question.questionId,
-        question: question.text,
-        answer: said,
-      };
-    });
+    const answersArray = questionsOf(study.questions, study.changes, entry.index).map(
+      (question, q): Answer => {
+        const said = lines
+          .filter(
+            (line) =>
+              line.answerId !== null &&
+              line.dgqId === question.dgqId &&
+              line.conceptId === question.conceptId,
+          )
+          .map((line) => line.user)
+          .filter((text) => text !== '')
+          .join('\n');
+        answers[question.answersKey] = said;
+        return {
+          answer_id: answerId(this.options.seed, study, entry, q),
+          discussion_guide_question_id: question.dgqId,
+          concept_id: question.conceptId,
+          question_id: question.questionId,
+          question: question.text,
+          answer: said,
+        };
+      },
+    );
     const bare = (entry.index + 1) % 5 === 0;
     // Every fifth item lacks the two fields the spec's own sample omits.
     return {
@@ -184,6 +190,7 @@ export class DataSet {
       answers_array: answersArray,
       attributes: attributes(random, this.options.seed, study, entry),
       short_transcript: lines.map((line) => `• ${shorten(line.moderator)} → ${line.user}`).join('\n'),
+      ...fieldsAt(study.changes, 'response'),
     };
   }
 
@@ -205,6 +212,7 @@ export class DataSet {
           study.modality === 'video' && line.answerId !== null
             ? media.video(`/video/${mediaBase}/${row}`)
             : null,
+        ...fieldsAt(study.changes, 'transcript_row'),
       }),
     );
     return { id: entry.id, survey: study.linkId, transcript };
@@ -229,8 +237,9 @@ export class DataSet {
       },
     ];
     // An in-progress response stops before its last question.
-    const asked = entry.inProgress ? study.questions.length - 1 : study.questions.length;
-    study.questions.slice(0, asked).forEach((question, q) => {
+    const questions = questionsOf(study.questions, study.changes, entry.index);
+    const asked = entry.inProgress ? questions.length - 1 : questions.length;
+    questions.slice(0, asked).forEach((question, q) => {
       const id = answerId(this.options.seed, study, entry, q);
       const base = { dgqId: question.dgqId, conceptId: question.conceptId, answerId: id };
       lines.push({ moderator: question.text, user: reply(), ...base });
@@ -382,29 +391,6 @@ function insertEntry(study: StudyRecord, entry: ResponseEntry): void {
   }
 }
 
-function questionsFor(seed: number, contentKey: string, topic: string): Question[] {
-  const specs: Array<[string, string | null, string]> = [
-    ['dg-1', null, `What first comes to mind when you think about ${topic}?`],
-    ['dg-2', null, 'How do you do this today, step by step?'],
-    ['dg-3', 'concept-a', 'What do you like or dislike about this concept?'],
-    ['dg-3', 'concept-b', 'What do you like or dislike about this concept?'],
-    ['dg-4', null, 'Which concept do you prefer, and why?'],
-    ['dg-5', null, 'Anything else you would like to add?'],
-  ];
-  const seen = new Map<string, number>();
-  return specs.map(([dgqId, conceptId, text], q) => {
-    const count = (seen.get(text) ?? 0) + 1;
-    seen.set(text, count);
-    return {
-      questionId: `q_${stableHex(12, seed, contentKey, 'question', q)}`,
-      dgqId,
-      conceptId,
-      text,
-      answersKey: count === 1 ? text : `${text} (${count})`,
-    };
-  });
-}
-
 function answerId(seed: number, study: StudyRecord, entry: ResponseEntry, q: number): string {
   return uuidFrom(randomFor(seed, study.contentKey, entry.index, 'answer', q));
 }
@@ -422,7 +408,7 @@ function attributes(
   };
   if (random() < 0.3) attrs['lang'] = pick(random, ['en', 'ja', 'ar', 'ru']);
   if (random() < 0.1) attrs['ref'] = '=HYPERLINK("http://example.invalid")';
-  return attrs;
+  return { ...attrs, ...addedParameters(study.changes, entry.index) };
 }
 
 function shorten(message: string): string {

@@ -23,8 +23,16 @@ import {
   startListener,
 } from './server.ts';
 import { UrlSigner } from './signing.ts';
+import {
+  addChange,
+  noChanges,
+  questionsOf,
+  type SchemaChangeOption,
+  type StudySchemaChange,
+} from './study-schema.ts';
 
 export type { FaultRates, FaultSpec } from './faults.ts';
+export type { StudySchemaChange } from './study-schema.ts';
 export type { RequestLogEntry };
 export { parseFaults };
 
@@ -61,6 +69,11 @@ export interface SandboxOptions {
    * clock is off.
    */
   startTime?: number;
+  /**
+   * Schema changes made as the sandbox starts (`--schema-change`), each followed by a response
+   * to its study, so that an incremental run against it sees them.
+   */
+  schemaChanges?: SchemaChangeOption[];
 }
 
 export interface AddStudySpec {
@@ -98,10 +111,18 @@ export interface Sandbox {
   addResponse(linkId: string): string;
   /** The response is gone from the list, its detail is a 404 and desc counts one less. */
   deleteResponse(linkId: string, responseId: string): void;
+  /** The study is gone from every key's study list; its responses' list and details are 404s. */
+  deleteStudy(linkIdOrId: string): void;
   addStudy(spec: AddStudySpec): Study;
   /** Serve fn(item) instead of the list item (malformed-payload tests). */
   mutateListItem(linkId: string, responseId: string, fn: (item: Record<string, unknown>) => unknown): void;
   mutateDetail(linkId: string, responseId: string, fn: (detail: Record<string, unknown>) => unknown): void;
+  /**
+   * Changes the study's schema as the service would (study-schema.ts): a question slot added or
+   * reworded and a URL parameter added apply to the responses added after it; a field set is
+   * in every payload of its place from now on.
+   */
+  changeSchema(linkIdOrId: string, change: StudySchemaChange): void;
   /** Answer the next `times` (default 1) matching requests with `reply`. */
   overrideNext(match: OverrideMatch, reply: OverrideReply, times?: number): void;
   close(): Promise<void>;
@@ -170,6 +191,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     );
     listeners.push(api);
 
+    const controls = dataControls(data, context, clock, keys);
+    for (const { study, change } of options.schemaChanges ?? []) {
+      const target = study ?? data.visibleStudies('primary')[0]?.linkId ?? '';
+      controls.changeSchema(target, change);
+      controls.addResponse(data.byLinkIdOrId(target)?.linkId ?? target);
+    }
     return {
       base_url: api.url,
       api_key: keys.primary,
@@ -181,7 +208,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       setFaults(spec) {
         faults = spec ? parseFaults(spec) : noFaults();
       },
-      ...dataControls(data, context, clock, keys),
+      ...controls,
       overrideNext(match, reply, times = 1) {
         shared.overrides.add(match, reply, times);
       },
@@ -211,9 +238,11 @@ function dataControls(
   | 'touchResponse'
   | 'addResponse'
   | 'deleteResponse'
+  | 'deleteStudy'
   | 'addStudy'
   | 'mutateListItem'
   | 'mutateDetail'
+  | 'changeSchema'
 > {
   const study = (linkIdOrId: string): StudyRecord => {
     const found = data.byLinkIdOrId(linkIdOrId);
@@ -251,6 +280,10 @@ function dataControls(
       record.entries.splice(record.entries.indexOf(entry), 1);
       record.byId.delete(entry.id);
     },
+    deleteStudy(linkIdOrId) {
+      const record = study(linkIdOrId);
+      data.studies.splice(data.studies.indexOf(record), 1);
+    },
     addStudy(spec) {
       if (data.byLinkId(spec.link_id)) throw new Error(`sandbox: link_id "${spec.link_id}" is already taken`);
       return data.studyPayload(data.addStudy(spec));
@@ -262,6 +295,17 @@ function dataControls(
     mutateDetail(linkId, responseId, fn) {
       const { record, entry } = entryOf(linkId, responseId);
       context.detailMutations.set(mutationKey(record, entry.id), fn);
+    },
+    changeSchema(linkIdOrId, change) {
+      const record = study(linkIdOrId);
+      record.changes ??= noChanges();
+      addChange(record.changes, change, record.nextIndex);
+      try {
+        questionsOf(record.questions, record.changes, record.nextIndex);
+      } catch (error) {
+        record.changes.questions.pop();
+        throw error;
+      }
     },
   };
 }

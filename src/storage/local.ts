@@ -168,6 +168,16 @@ export class LocalStorage implements Storage {
     }
   }
 
+  async size(path: string): Promise<number | null> {
+    try {
+      const found = await stat(this.describe(path));
+      return found.isFile() ? found.size : null;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
   async readStream(path: string, range?: { start: number; end: number }): Promise<Readable> {
     const absolute = this.describe(path);
     if (range && range.end <= range.start) return Readable.from([]);

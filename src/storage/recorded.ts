@@ -24,6 +24,7 @@ export function recordWrites(storage: Storage): RecordedStorage {
     moveIn: (localPath, path) => storage.moveIn(localPath, path),
     moveFolderIn: (localFolder, path) => storage.moveFolderIn(localFolder, path),
     read: (path) => storage.read(path),
+    size: (path) => storage.size(path),
     readStream: (path, range) => storage.readStream(path, range),
     list: (prefix) => storage.list(prefix),
     listFolders: (prefix) => storage.listFolders(prefix),

@@ -20,6 +20,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
@@ -187,6 +188,18 @@ class S3Storage implements Storage {
       return Buffer.from(
         await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
       );
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw storageError(error, 'read', this.describe(path));
+    }
+  }
+
+  async size(path: string): Promise<number | null> {
+    try {
+      const head = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }),
+      );
+      return head.ContentLength ?? 0;
     } catch (error) {
       if (isMissing(error)) return null;
       throw storageError(error, 'read', this.describe(path));

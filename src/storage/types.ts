@@ -107,6 +107,8 @@ export interface Storage {
   moveFolderIn(localFolder: string, path: string): Promise<boolean>;
   /** The whole file, or null when there is none. */
   read(path: string): Promise<Buffer | null>;
+  /** The file's size in bytes, or null when there is none; reads none of its bytes. */
+  size(path: string): Promise<number | null>;
   /** The file's bytes as a stream; `end` is exclusive. */
   readStream(path: string, range?: { start: number; end: number }): Promise<Readable>;
   /** Every file under `prefix` (recursively), paths relative to it. */

@@ -197,10 +197,29 @@ export const tables = {
     primaryKey: ['response_id', 'turn', 'kind'],
     foreignKeys: [toResponses],
   },
+  deletions: {
+    name: 'deletions',
+    // Ids and times only, never content: it outlives the response it names.
+    description: 'One row per response a reconcile took out of current/: the service no longer lists it.',
+    columns: [
+      required('response_id', 'string', 'Id of the response the service no longer lists.'),
+      required('study_id', 'string', 'Permanent id of the study that held it.'),
+      required('detected_at', 'timestamp', "When the run's listing found it missing, UTC."),
+      required('run_id', 'string', 'The run that took it out of current/.'),
+    ],
+    primaryKey: ['response_id'],
+    foreignKeys: [],
+  },
 } as const satisfies Record<string, TableDeclaration>;
 
+/** Every table a run writes. */
 export type TableName = keyof typeof tables;
-export const tableNames = Object.keys(tables) as TableName[];
+export const runTableNames = Object.keys(tables) as TableName[];
+/** What a run records about the service rather than takes from it: not in current/ (deletions). */
+export type RecordTableName = 'deletions';
+/** The tables of the service's data: a run's, and current/'s (one row per thing, newest copy). */
+export type DataTableName = Exclude<TableName, RecordTableName>;
+export const tableNames = runTableNames.filter((name): name is DataTableName => name !== 'deletions');
 
 type ValueOf<C extends Column> =
   | (C['type'] extends 'integer' ? number : C['type'] extends 'boolean' ? boolean : string)
@@ -321,4 +340,23 @@ export function wideColumnDescription(header: string): string {
 /** What the status column says of a response: the service sends its summary once it is analysed. */
 export function responseStatus(summary: string | null): 'complete' | 'in progress' {
   return summary ? 'complete' : 'in progress';
+}
+
+/** Every data table's rows of one study (or any set of rows), by table. */
+export type TableRows = { [T in DataTableName]: Row<T>[] };
+
+/** Rows in key order: the same rows give the same files whatever order they were read in. */
+export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>[] {
+  const key = tables[table].primaryKey as readonly string[];
+  const value = (row: Row<T>, column: string) => (row as Record<string, unknown>)[column];
+  return rows.sort((a, b) => {
+    for (const column of key) {
+      const x = value(a, column);
+      const y = value(b, column);
+      if (x === y) continue;
+      if (typeof x === 'number' && typeof y === 'number') return x - y;
+      return String(x ?? '') < String(y ?? '') ? -1 : 1;
+    }
+    return 0;
+  });
 }

@@ -1,5 +1,5 @@
 /** The tables reference as Markdown, rendered from the declarations in index.ts. */
-import { type Column, type TableName, tableNames, tables, wideSheet } from './index.ts';
+import { type Column, runTableNames, type TableName, tables, wideSheet } from './index.ts';
 
 export const typeNames = {
   string: 'string',
@@ -9,20 +9,24 @@ export const typeNames = {
   json: 'JSON text',
 } as const;
 
-export function tablesMarkdown(): string {
+/**
+ * `tableFiles`: a table's file in each table format (src/output/formats/, above this room),
+ * e.g. `<table>.csv`.
+ */
+export function tablesMarkdown(tableFiles: readonly string[]): string {
   const parts = [
     '# Tables',
     '',
     '<!-- Generated from src/tables/index.ts by `npm run docs`; do not edit by hand. -->',
     '',
-    'Every table is written as `<table>.csv` and/or `<table>.parquet` (output.formats). In CSV an empty',
+    `Every table is written as ${tableFiles.map((file) => `\`${file}\``).join(' and/or ')} (output.formats). In CSV an empty`,
     'cell is a missing value, booleans are `true` or `false`, and timestamps are ISO 8601 UTC',
     '(`2025-03-12T18:18:53.934Z`, with six digits where the service sent microseconds); in Parquet',
     'nullable columns are OPTIONAL, timestamps are UTC TIMESTAMP(MICROS) and integers INT64. The same',
     "facts are in each run's datapackage.json.",
     '',
   ];
-  for (const name of tableNames) parts.push(...tableSection(name));
+  for (const name of runTableNames) parts.push(...tableSection(name));
   parts.push(...wideSheetSection());
   parts.push(...statisticsSection());
   return `${parts.join('\n')}\n`;

@@ -6,8 +6,8 @@
  * question header starts with.
  */
 
-import type { WideColumn } from '../records.ts';
-import { type Row, wideSheet } from '../tables/index.ts';
+import type { WideColumn, WideRow } from '../records.ts';
+import { type Row, responseStatus, wideSheet } from '../tables/index.ts';
 import { questionKey } from './questions.ts';
 
 /** One column per question slot, by position, then one per attribute key, all headers distinct. */
@@ -76,5 +76,61 @@ export class AttributeKeys {
   chosen(limit: number = wideSheet.maxAttributeColumns): { keys: string[]; leftOut: number } {
     const ranked = [...this.#counts].sort(([ka, a], [kb, b]) => b - a || (ka < kb ? -1 : ka > kb ? 1 : 0));
     return { keys: ranked.slice(0, limit).map(([key]) => key), leftOut: Math.max(0, ranked.length - limit) };
+  }
+}
+
+type Fixed = Omit<WideRow, 'cells' | 'attributes'>;
+
+function fixedOf(row: Row<'responses'>): Fixed {
+  return {
+    response_id: row.response_id,
+    response_number: row.response_number,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    status: responseStatus(row.summary),
+    // A part written before the column existed holds none.
+    modality: row.modality ?? null,
+    summary: row.summary,
+  };
+}
+
+/** A response's question and attribute cells, gathered from its answers and attributes rows. */
+type Cells = Pick<WideRow, 'cells' | 'attributes'>;
+
+/**
+ * Wide rows from a study's table rows (current/'s parts, or a handoff's rows): answers and
+ * attributes are gathered by response, then each response row becomes its wide row.
+ */
+export class WideRowBuilder {
+  readonly #byResponse = new Map<string, Cells>();
+
+  /** `keys` counts the attribute keys as they pass. */
+  constructor(private readonly keys: AttributeKeys) {}
+
+  #of(responseId: string): Cells {
+    let own = this.#byResponse.get(responseId);
+    if (!own) {
+      // No prototype: a respondent's key may be "__proto__".
+      own = { cells: {}, attributes: Object.create(null) as Record<string, string> };
+      this.#byResponse.set(responseId, own);
+    }
+    return own;
+  }
+
+  answer(answer: Row<'answers'>): void {
+    const { cells } = this.#of(answer.response_id);
+    // Answers without a discussion guide question id came from the answers object: their slot is the key.
+    const key = questionKey(answer.discussion_guide_question_id ?? answer.answer_id, answer.concept_id);
+    cells[key] = key in cells ? `${cells[key]}\n${answer.answer}` : answer.answer;
+  }
+
+  attribute(attribute: Row<'attributes'>): void {
+    this.#of(attribute.response_id).attributes[attribute.key] = attribute.value;
+    this.keys.add([attribute.key]);
+  }
+
+  row(response: Row<'responses'>): WideRow {
+    const own = this.#byResponse.get(response.response_id);
+    return { ...fixedOf(response), cells: own?.cells ?? {}, attributes: own?.attributes ?? {} };
   }
 }

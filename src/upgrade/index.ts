@@ -9,7 +9,7 @@
 
 import type { Format } from '../config/schema.ts';
 import { currentFormats, migrateToBuckets } from '../current/index.ts';
-import type { CsvOptions } from '../load/csv.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
 import { type StateStore, studyStateStore } from '../publish/state.ts';
 import type { Storage } from '../storage/types.ts';
 import { earlierState } from './state.ts';

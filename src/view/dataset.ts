@@ -19,7 +19,7 @@ import {
 } from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
-import type { Row, TableName } from '../tables/index.ts';
+import type { DataTableName, Row, TableName } from '../tables/index.ts';
 
 export type { Located } from '../reader/index.ts';
 
@@ -43,7 +43,7 @@ export interface ViewData {
   locate(row: Row<'media'>): Promise<Located>;
 }
 
-type Rows = { [T in TableName]: Row<T>[] };
+type Rows = { [T in DataTableName]: Row<T>[] };
 
 export async function openViewData(location: string, s3: S3Settings = {}): Promise<ViewData> {
   const storage = await openStorage(location, s3);

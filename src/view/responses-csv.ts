@@ -6,7 +6,7 @@
  * cells a spreadsheet would run as a formula escaped (load/csv.ts).
  */
 import { questionLabel } from '../concept-name.ts';
-import { byteOrderMark, type CsvCell, csvText } from '../load/csv.ts';
+import { byteOrderMark, type CsvCell, csvText } from '../output/formats/csv.ts';
 import type { Row } from '../tables/index.ts';
 import type { ViewData } from './dataset.ts';
 import type { Hit, ResponseFilter } from './search.ts';

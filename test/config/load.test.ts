@@ -48,7 +48,35 @@ describe('loadPipeline: finding the file', () => {
     await writeFile(path.join(cwd, 'other.yml'), 'name: other\nincremental: false\n');
     const { config, file } = await loadPipeline({ config: 'other.yml', cwd, env: {} });
     expect(file).toBe('other.yml');
-    expect(config.incremental).toBe(false);
+    expect(config.incremental).toEqual({
+      enabled: false,
+      reconcile_every: '7d',
+      reconcile_max_fraction: 0.2,
+    });
+  });
+
+  it('incremental as a section: reconcile_every a duration, reconcile_max_fraction a share', async () => {
+    await writeFile(
+      path.join(cwd, 'other.yml'),
+      'name: other\nincremental:\n  reconcile_every: 12h\n  reconcile_max_fraction: 0.5\n',
+    );
+    const { config } = await loadPipeline({ config: 'other.yml', cwd, env: {} });
+    expect(config.incremental).toEqual({
+      enabled: true,
+      reconcile_every: '12h',
+      reconcile_max_fraction: 0.5,
+    });
+    await writeFile(
+      path.join(cwd, 'bad.yml'),
+      'name: bad\nincremental:\n  reconcile_every: 7 days\n  reconcile_max_fraction: 2\n',
+    );
+    const error = await loadPipeline({ config: 'bad.yml', cwd, env: {} }).catch((caught) => caught);
+    expect(error.message).toContain(
+      'bad.yml: incremental.reconcile_every: expected a duration such as 7d, 12h or 30m, or 0 for never, found "7 days"',
+    );
+    expect(error.message).toContain(
+      'bad.yml: incremental.reconcile_max_fraction: expected a number from 0 to 1, found 2',
+    );
   });
 
   it('names the missing pipeline and lists the available ones', async () => {
@@ -113,7 +141,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     await writePipeline('x', 'name: x\nsorce:\n  per_page: 10\n');
     const error = await loadError('x');
     expect(error.message).toBe(
-      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, archive, privacy)`,
+      `${path.join('pipelines', 'x.yaml')}: unknown key "sorce" (did you mean source? expected one of: name, source, studies, incremental, output, media, schema, archive, privacy)`,
     );
   });
 
@@ -123,6 +151,15 @@ describe('loadPipeline: validation messages name file, key, expected and found',
     expect(error.message).toContain(
       'media: unknown key "videos" (did you mean video? expected one of: enabled, video, concurrency, deadline_ms, max_file_mib)',
     );
+  });
+
+  it('schema.on_change other than warn or fail (exit 2)', async () => {
+    await writePipeline('x', 'name: x\nschema:\n  on_change: stop\n');
+    const error = await loadError('x');
+    expect(error.message).toBe(
+      `${path.join('pipelines', 'x.yaml')}: schema.on_change: expected one of: warn, fail, found "stop"`,
+    );
+    expect(error.exitCode).toBe(2);
   });
 
   it('wrong type', async () => {
@@ -156,7 +193,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
       `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: csv, parquet, xlsx, found "ods"`,
     );
     expect(lines).toContain(
-      `${path.join('pipelines', 'x.yaml')}: incremental: expected true or false, found "yes"`,
+      `${path.join('pipelines', 'x.yaml')}: incremental: expected true or false, or a mapping with keys: enabled, reconcile_every, reconcile_max_fraction, found "yes"`,
     );
   });
 
@@ -306,7 +343,7 @@ describe('the shipped pipeline files', () => {
 
   it('nightly-incremental is incremental; archive-with-media archives video both ways, not incrementally', async () => {
     const nightly = await loadPipeline({ pipeline: 'nightly-incremental', cwd: root, env: real });
-    expect(nightly.config.incremental).toBe(true);
+    expect(nightly.config.incremental.enabled).toBe(true);
     expect(nightly.config.output.formats).toEqual(['csv', 'parquet']);
     const { config } = await loadPipeline({
       pipeline: 'archive-with-media',
@@ -314,7 +351,7 @@ describe('the shipped pipeline files', () => {
       env: { ...real, STUDY_ID: 'abc' },
     });
     expect(config.media).toMatchObject({ enabled: true, video: 'both' });
-    expect(config.incremental).toBe(false);
+    expect(config.incremental.enabled).toBe(false);
     expect(config.studies.include).toEqual(['abc']);
   });
 });

@@ -93,6 +93,25 @@ const previous = rows({
 const incremental = { replace: false, incomplete: new Set<string>() };
 
 describe('mergeStudy', () => {
+  it('a response the service no longer lists (removed) leaves every table; one the run fetched stays', () => {
+    const incoming = rows({ responses: [response('r2', '2030-01-02T10:00:00.000Z', 'r2 again')] });
+    const merged = mergeStudy(previous, incoming, { ...incremental, removed: new Set(['r1', 'r2']) });
+    expect(merged.responses.map((r) => [r.response_id, r.summary])).toEqual([['r2', 'r2 again']]);
+    for (const table of ['answers', 'transcript', 'attributes', 'media'] as const) {
+      expect(
+        merged[table].filter((row) => row.response_id === 'r1'),
+        table,
+      ).toEqual([]);
+    }
+    expect(merged.questions).toEqual(previous.questions);
+    expect(merged.studies).toEqual(previous.studies);
+    // Without it, an incremental merge keeps what the run did not fetch.
+    expect(mergeStudy(previous, incoming, incremental).responses.map((r) => r.response_id)).toEqual([
+      'r1',
+      'r2',
+    ]);
+  });
+
   it('a re-exported response replaces its row and ALL its child rows; rows it lost disappear', () => {
     const incoming = rows({
       studies: [studyRow('cars-renamed')],

@@ -1,6 +1,6 @@
 /** A current/ part written by a version before a column existed reads back with that column empty. */
 import { describe, expect, it } from 'vitest';
-import { rowOf } from '../../src/current/parts.ts';
+import { rowOf } from '../../src/output/formats/parquet-read.ts';
 
 describe('rowOf', () => {
   it('leaves has_audio / has_video empty (not false) for a transcript row from an older part', () => {

@@ -13,8 +13,8 @@ import {
   partFileName,
   partitionName,
   publishPart,
-  readPart,
 } from '../../src/current/parts.ts';
+import { readPart } from '../../src/output/formats/parquet-read.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import type { Row } from '../../src/tables/index.ts';
 import { withTempDir } from '../helpers/environment.ts';

@@ -10,7 +10,7 @@ import { tableFromIPC } from 'apache-arrow';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import Papa from 'papaparse';
 import { readParquet } from 'parquet-wasm/node';
-import { formulaPattern } from '../../src/load/csv.ts';
+import { formulaPattern } from '../../src/output/formats/csv.ts';
 import { type ColumnType, columnNames, type TableName, tables } from '../../src/tables/index.ts';
 
 /** A value read back, in the row convention: numbers for integers, ISO strings for timestamps. */

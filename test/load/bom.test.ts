@@ -8,8 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formulaPattern } from '../../src/load/csv.ts';
-import { csvDialect } from '../../src/load/datapackage.ts';
+import { csvDialect, formulaPattern } from '../../src/output/formats/csv.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import {
   responseStatus,

@@ -34,6 +34,7 @@ describe('transform into tables', () => {
       transcript: rows.transcript,
       attributes: rows.attributes,
       media: rows.media,
+      deletions: [],
     };
 
     await withTempDir(async (dir) => {

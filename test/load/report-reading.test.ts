@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from '../../src/load/answer-sample.ts';
-import { formulaPattern } from '../../src/load/csv.ts';
+import { formulaPattern } from '../../src/output/formats/csv.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readCsv } from '../helpers/readers.ts';
@@ -30,7 +30,7 @@ class P(HTMLParser):
         a = dict(attrs)
         if tag == 'section' and (a.get('aria-labelledby') or '').startswith('study-') and 'class' not in a:
             self.studies.append({'heading': '', 'questions': [], 'tables': []})
-        elif tag == 'section' and a.get('aria-labelledby') == 'problems':
+        elif tag == 'section' and a.get('aria-labelledby') in ('problems', 'schema-changes'):
             self.studies.append({'heading': '', 'questions': [], 'tables': [], 'problems': True})
         elif tag == 'section' and a.get('class') == 'question':
             self.studies[-1]['questions'].append({'concept_id': a.get('data-concept-id'), 'heading': '', 'notes': [], 'answers': []})

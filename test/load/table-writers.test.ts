@@ -2,10 +2,10 @@ import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import { formulaPattern } from '../../src/load/csv.ts';
-import { ParquetFile } from '../../src/load/parquet.ts';
 import { createTableWriters } from '../../src/load/table-writers.ts';
-import { columnNames, type Row, tableNames } from '../../src/tables/index.ts';
+import { formulaPattern } from '../../src/output/formats/csv.ts';
+import { ParquetFile } from '../../src/output/formats/parquet.ts';
+import { columnNames, type Row, runTableNames } from '../../src/tables/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import {
   duckdb,
@@ -27,16 +27,16 @@ describe('createTableWriters', () => {
       await writers.write('responses', [responseRow('r1'), responseRow('r2')]);
       const summary = await writers.close();
 
-      expect(summary.map((s) => s.table)).toEqual(tableNames);
+      expect(summary.map((s) => s.table)).toEqual(runTableNames);
       expect(summary.find((s) => s.table === 'responses')).toEqual({
         table: 'responses',
         rows: 2,
         files: ['responses.csv', 'responses.parquet'],
       });
       expect((await readdir(dir)).sort()).toEqual(
-        tableNames.flatMap((t) => [`${t}.csv`, `${t}.parquet`]).sort(),
+        runTableNames.flatMap((t) => [`${t}.csv`, `${t}.parquet`]).sort(),
       );
-      for (const table of tableNames) {
+      for (const table of runTableNames) {
         expect((await readCsv(join(dir, `${table}.csv`))).records[0]).toEqual(columnNames(table));
       }
       await duckdb(async (query) => {

@@ -107,6 +107,23 @@ describe('controls', () => {
     expect(() => sandbox.deleteResponse(linkId, second!.id)).toThrow(/no response/);
   });
 
+  it("deletes a study: gone from every key's study list, its responses a 404", async () => {
+    const own = await startSandbox({ seed: 3, studies: 3, responses: 2 });
+    try {
+      const [first, second] = own.studies(own.keys.all);
+      own.deleteStudy(second!.link_id);
+      for (const key of Object.values(own.keys)) {
+        const listed = (await api<Array<{ id: string }>>(own, 'list_surveys', key)).body.map((s) => s.id);
+        expect(listed).not.toContain(second!.id);
+      }
+      expect((await api(own, `responses/${second!.link_id}`, own.keys.all)).status).toBe(404);
+      expect((await api<unknown[]>(own, `responses/${first!.link_id}`, own.keys.all)).body).toHaveLength(2);
+      expect(() => own.deleteStudy(second!.id)).toThrow(/no study/);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('adds studies with hostile link_ids and response ids, reachable through encoded paths', async () => {
     const hostile = [
       'a/b/../c',

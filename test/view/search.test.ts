@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formulaPattern } from '../../src/load/csv.ts';
+import { formulaPattern } from '../../src/output/formats/csv.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openViewData } from '../../src/view/dataset.ts';
 import { startViewServer, type ViewServer } from '../../src/view/server.ts';

@@ -79,11 +79,29 @@ const overrideOptions: { [K in keyof Required<RunOverrides>]: { flag: string } &
     describe:
       'a sample: at most N responses per study, into a run marked as one; the state, current/ and latest stay as they were',
   },
+  reconcile: {
+    flag: 'reconcile',
+    type: 'boolean',
+    describe:
+      'also list each study whole and take the responses the service no longer lists out of current/ (also scheduled: incremental.reconcile_every)',
+  },
+  acceptDeletions: {
+    flag: 'accept-deletions',
+    type: 'boolean',
+    describe:
+      'reconcile, and take out of current/ what the service no longer lists even beyond incremental.reconcile_max_fraction',
+  },
   acceptNewSource: {
     flag: 'accept-new-source',
     type: 'boolean',
     describe:
       'let source.base_url differ from the service that wrote the output (the same data at a new address); recorded from this run on',
+  },
+  acceptSchemaChange: {
+    flag: 'accept-schema-change',
+    type: 'boolean',
+    describe:
+      "commit this run although a study's schema changed under schema.on_change: fail (the manifest records the acceptance)",
   },
 };
 

@@ -3,6 +3,7 @@ import type { CommandModule } from 'yargs';
 import { pipelineTemplate } from '../../config/template.ts';
 import { parseFaults } from '../../sandbox/faults.ts';
 import type { SandboxOptions } from '../../sandbox/index.ts';
+import { parseSchemaChanges } from '../../sandbox/study-schema.ts';
 import { integerOption, positiveNumberOption } from '../usage.ts';
 
 interface SandboxArgs {
@@ -16,6 +17,7 @@ interface SandboxArgs {
   'request-log'?: string;
   'media-scale'?: number;
   'clock-offset-min'?: number;
+  'schema-change'?: string;
   'print-pipeline'?: boolean;
 }
 
@@ -90,12 +92,26 @@ export function sandboxCommand(): CommandModule<object, SandboxArgs> {
           coerce: integerOption('clock-offset-min', -525_600, 525_600),
           describe: "runs the service's clock this many minutes from this machine's (negative: behind)",
         })
+        .option('schema-change', {
+          type: 'string',
+          requiresArg: true,
+          coerce: (spec: string) => {
+            parseSchemaChanges(spec); // throws a ConfigError naming the wrong word
+            return spec;
+          },
+          describe:
+            'change a study as the service would, then add a response to it: add-question, reword-question, add-url-parameter, add-field, retype-field (comma-separated; KIND:LINK_ID for a study other than the first)',
+        })
         .option('print-pipeline', {
           type: 'boolean',
           describe: `after the first line, print a pipeline file for this sandbox (save it as pipelines/${PRINTED_PIPELINE}.yaml)`,
         })
         .example('$0 sandbox --port 8080', 'serve on http://127.0.0.1:8080')
         .example('$0 sandbox --port 8080 --print-pipeline', 'and print a pipeline file that runs against it')
+        .example(
+          '$0 sandbox --port 8080 --schema-change add-question,add-field',
+          'the same service, its first study changed since: the next run reports it',
+        )
         .epilog(
           'The first line on stdout is JSON: base_url, api_key (it sees every study served) and the media hosts.',
         ) as never,
@@ -135,6 +151,7 @@ function sandboxOptions(args: SandboxArgs): SandboxOptions {
   if (args['max-per-page'] !== undefined) options.maxPerPage = args['max-per-page'];
   if (args['request-log'] !== undefined) options.requestLog = args['request-log'];
   if (args['media-scale'] !== undefined) options.mediaScale = args['media-scale'];
+  if (args['schema-change'] !== undefined) options.schemaChanges = parseSchemaChanges(args['schema-change']);
   if (args['clock-offset-min'] !== undefined)
     options.startTime = Date.now() + args['clock-offset-min'] * 60_000;
   return options;

@@ -48,8 +48,9 @@ async function fetchStudies(
   context: CliContext,
 ): Promise<StudyRow[]> {
   // Loaded on use: `--help` and usage errors stay fast.
-  const [{ clientSettings, createApiClient }, { listStudies }, { openSource }] = await Promise.all([
+  const [{ createApiClient }, { clientSettings }, { listStudies }, { openSource }] = await Promise.all([
     import('../../api/client.ts'),
+    import('../../config/client.ts'),
     import('../../extract/studies.ts'),
     import('../../pipeline/source.ts'),
   ]);

@@ -45,7 +45,7 @@ export function describeConfig(config: PipelineConfig): string[] {
     ],
     [
       'incremental',
-      config.incremental ? 'yes (from the saved watermark per study)' : 'no (everything, every run)',
+      config.incremental.enabled ? 'yes (from the saved watermark per study)' : 'no (everything, every run)',
     ],
     [
       'output',

@@ -10,7 +10,7 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { scratchName, wideRowSpill } from '../../load/wide.ts';
+import { scratchName, wideRowSpill } from '../formats/wide.ts';
 import type { WideColumn, WideRow } from '../../records.ts';
 import { openLocalFile } from '../../storage/local-file.ts';
 import type { Storage } from '../../storage/types.ts';

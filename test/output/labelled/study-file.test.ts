@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWideWriter } from '../../../src/load/wide.ts';
+import { createWideWriter } from '../../../src/output/formats/wide.ts';
 import { createStatisticsWriter, type StatisticsFormat } from '../../../src/output/labelled/study-file.ts';
 import { wideDataset } from '../../../src/output/labelled/wide.ts';
 import { LocalStorage } from '../../../src/storage/local.ts';

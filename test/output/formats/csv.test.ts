@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type CsvOptions, createTableCsvWriter, formulaPattern } from '../../src/load/csv.ts';
-import { columnNames, type Row } from '../../src/tables/index.ts';
-import { withTempDir } from '../helpers/environment.ts';
-import { readCsv } from '../helpers/readers.ts';
-import { awkwardAnswers } from '../helpers/samples.ts';
-import { localFile } from '../helpers/storage.ts';
+import { type CsvOptions, createTableCsvWriter, formulaPattern } from '../../../src/output/formats/csv.ts';
+import { columnNames, type Row } from '../../../src/tables/index.ts';
+import { withTempDir } from '../../helpers/environment.ts';
+import { readCsv } from '../../helpers/readers.ts';
+import { awkwardAnswers } from '../../helpers/samples.ts';
+import { localFile } from '../../helpers/storage.ts';
 
 const escaped = { bom: false, escape_formulae: true } satisfies CsvOptions;
 const verbatim = { bom: false, escape_formulae: false } satisfies CsvOptions;

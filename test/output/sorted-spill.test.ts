@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { createSortedSpill } from '../../src/load/sorted-spill.ts';
+import { createSortedSpill } from '../../src/output/sorted-spill.ts';
 import { withTempDir } from '../helpers/environment.ts';
 
 interface Item {

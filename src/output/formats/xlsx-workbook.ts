@@ -18,7 +18,7 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import ExcelJS from 'exceljs';
-import { nextTurn } from '../util/concurrency.ts';
+import { nextTurn } from '../../util/concurrency.ts';
 
 /** What a column holds, which decides its cell type and width. */
 export type SheetColumnKind = 'id' | 'text' | 'integer' | 'timestamp' | 'boolean';

@@ -4,8 +4,8 @@
  * Shared by the Parquet writer and the run's per-study buffers (table-writers.ts), so both
  * see the same values in the same order, whichever format they end up in.
  */
-import { RunError } from '../errors.ts';
-import { type Column, type TableName, tables } from '../tables/index.ts';
+import { RunError } from '../../errors.ts';
+import { type Column, type TableName, tables } from '../../tables/index.ts';
 
 export class ColumnBuffers {
   readonly values: unknown[][];

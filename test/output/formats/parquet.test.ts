@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
-import { ColumnBuffers } from '../../src/load/column-buffers.ts';
+import { ColumnBuffers } from '../../../src/output/formats/column-buffers.ts';
 import {
   createParquetWriter,
   defaultRowGroupBytes,
@@ -10,9 +10,9 @@ import {
   footerVersion1,
   ParquetFile,
   parquetSchema,
-} from '../../src/load/parquet.ts';
-import { columnNames, type Row, type TableName, tableNames } from '../../src/tables/index.ts';
-import { withTempDir } from '../helpers/environment.ts';
+} from '../../../src/output/formats/parquet.ts';
+import { columnNames, type Row, type TableName, tableNames } from '../../../src/tables/index.ts';
+import { withTempDir } from '../../helpers/environment.ts';
 import {
   duckdb,
   duckdbTypes,
@@ -25,9 +25,9 @@ import {
   readThreeWays,
   rowGroupCount,
   tableRow,
-} from '../helpers/readers.ts';
-import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from '../helpers/samples.ts';
-import { localFile, localFolder } from '../helpers/storage.ts';
+} from '../../helpers/readers.ts';
+import { answerRow, awkwardAnswers, awkwardTexts, responseRow } from '../../helpers/samples.ts';
+import { localFile, localFolder } from '../../helpers/storage.ts';
 
 const responses = [
   responseRow('r1'),

@@ -19,10 +19,12 @@
 import type { RowGroup, SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Column, type Row, type TableName, tableNames, tables } from '../tables/index.ts';
-import { epochMicros } from '../util/timestamp.ts';
+import type { OutputFile, Storage } from '../../storage/types.ts';
+import { type Column, type Row, runTableNames, type TableName, tables } from '../../tables/index.ts';
+import { epochMicros } from '../../util/timestamp.ts';
 import { ColumnBuffers } from './column-buffers.ts';
+import type { TableFormatModule } from './format.ts';
+import { readPart, storeBuffer, verifyParquetRows } from './parquet-read.ts';
 
 export const defaultRowGroupSize = 50_000;
 /**
@@ -112,7 +114,7 @@ export interface EncodedRowGroup {
 }
 
 /** Every row group and footer is encoded with its own ParquetWriter: the schemas are made once. */
-const schemas = new Map<string, SchemaElement[]>(tableNames.map((table) => [table, parquetSchema(table)]));
+const schemas = new Map<string, SchemaElement[]>(runTableNames.map((table) => [table, parquetSchema(table)]));
 
 function parquetWriter(table: TableName, writer: ByteWriter): ParquetWriter {
   const schema = schemas.get(table) ?? parquetSchema(table);
@@ -316,3 +318,41 @@ export async function createParquetWriter<T extends TableName>(
     abort: () => file.abort(),
   };
 }
+
+const tableFileOf = (table: TableName): string => `${table}.parquet`;
+
+export const parquetFormat = {
+  name: 'parquet',
+  kind: 'table',
+  selectable: true,
+  help: 'every table as <table>.parquet, typed',
+  datapackage: { format: 'parquet', mediatype: 'application/vnd.apache.parquet' },
+  exact: true,
+  currentStore: true,
+  codebookRank: 3,
+  resourceSuffix: '-parquet',
+  // v1 reserves the tabular profile for CSV: a Parquet file is a data resource with a schema.
+  resource: { profile: 'data-resource' },
+  tableFile: tableFileOf,
+  codebookLine: (holder) =>
+    holder !== 'current'
+      ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'
+      : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
+  async open(storage, table) {
+    const path = tableFileOf(table);
+    // Blocks are cut by the caller (load/table-writers.ts); the writer only encodes them.
+    const writer = await createParquetWriter(storage, path, table);
+    return {
+      path,
+      async writeBlock(buffers) {
+        const group = await writer.writeGroup(buffers);
+        return (copy) => copy.rowGroup(table, group);
+      },
+      close: () => writer.close(),
+      abort: () => writer.abort(),
+    };
+  },
+  read: (storage, path, bytes, table, options = {}) => readPart(storage, path, bytes, table, options),
+  verifyRows: (storage, path, bytes, table, _problems, visit) =>
+    verifyParquetRows(storeBuffer(storage, path, bytes), table, visit),
+} as const satisfies TableFormatModule;

@@ -7,9 +7,10 @@
  * the study has.
  */
 import { createHash } from 'node:crypto';
-import { type WideColumn, type WideRow, wideValue } from '../records.ts';
-import type { Storage } from '../storage/types.ts';
-import { wideHeader, wideSheet } from '../tables/index.ts';
+import { type WideColumn, type WideRow, wideValue } from '../../records.ts';
+import type { Storage } from '../../storage/types.ts';
+import { wideHeader, wideSheet } from '../../tables/index.ts';
+import { createSortedSpill, type SortedSpill } from '../sorted-spill.ts';
 import {
   type CsvCell,
   type CsvOptions,
@@ -18,7 +19,7 @@ import {
   csvText,
   textAsWritten,
 } from './csv.ts';
-import { createSortedSpill, type SortedSpill } from './sorted-spill.ts';
+import type { StudyFormatModule } from './format.ts';
 
 const batchSize = 1000;
 
@@ -77,7 +78,7 @@ export function createWideWriter(
   name: string,
   options: CsvOptions & { alsoTo?: Pick<Storage, 'create' | 'describe'> },
 ): WideWriter {
-  const csvPath = `wide/${name}.csv`;
+  const csvPath = studyFileOf(name);
   const spill = wideRowSpill(scratchDir, `wide-${scratchName(name)}`);
   const sheets: CsvWriter[] = [];
 
@@ -142,3 +143,34 @@ export function spreadsheetTime(iso: string): string {
   const match = isoTime.exec(iso);
   return match ? `${match[1]} ${match[2]}` : iso;
 }
+
+const studyFileOf = (fileName: string): string => `wide/${fileName}.csv`;
+
+/**
+ * The wide sheet, wide/<link_id>.csv: every run writes it, whatever output.formats says. A run
+ * writes it with createWideWriter, which can copy its bytes to the study's current/ sheet.
+ */
+export const wideFormat = {
+  name: 'wide',
+  kind: 'study',
+  selectable: false,
+  help: 'one row per response, one column per question (always written)',
+  datapackage: { format: 'csv', mediatype: 'text/csv' },
+  codebookRank: 1,
+  folder: 'wide',
+  fileNoun: 'wide sheet',
+  description: 'One row per response, one column per question and attribute.',
+  studyFile: studyFileOf,
+  codebookLine: (holder) =>
+    `- **${holder !== 'current' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
+  // Its bytes and sha256 are checked as every file's; a CSV has no structure to check beyond.
+  verifyFile: async () => [],
+  open(input) {
+    const writer = createWideWriter(input.storage, input.scratchDir, input.fileName, input.csv);
+    return {
+      add: (rows) => writer.add(rows.wide),
+      finish: (columns) => writer.finish(columns),
+      abort: () => writer.abort(),
+    };
+  },
+} as const satisfies StudyFormatModule;

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
-import { createXlsxWriter } from '../../src/load/xlsx.ts';
+import { nameOf } from '../../../src/names.ts';
+import { createXlsxWriter } from '../../../src/output/formats/xlsx.ts';
 import {
   type CutCell,
   columnLetter,
@@ -14,18 +15,17 @@ import {
   excelCellLimit,
   lineFeeds,
   writeWorkbook,
-} from '../../src/load/xlsx-workbook.ts';
-import { nameOf } from '../../src/names.ts';
-import { columnNames } from '../../src/tables/index.ts';
-import { questionKey, wideColumns } from '../../src/transform/index.ts';
-import { localFolder } from '../helpers/storage.ts';
-import { workbookXmlProblems } from '../helpers/workbook.ts';
+} from '../../../src/output/formats/xlsx-workbook.ts';
+import { columnNames } from '../../../src/tables/index.ts';
+import { questionKey, wideColumns } from '../../../src/transform/index.ts';
+import { localFolder } from '../../helpers/storage.ts';
+import { workbookXmlProblems } from '../../helpers/workbook.ts';
 
 const tablesColumns = (table: 'transcript') =>
   Object.fromEntries(columnNames(table).map((name) => [name, true]));
 
-import { withTempDir } from '../helpers/environment.ts';
-import { awkwardTexts } from '../helpers/samples.ts';
+import { withTempDir } from '../../helpers/environment.ts';
+import { awkwardTexts } from '../../helpers/samples.ts';
 
 async function* rowsOf<T>(rows: T[]): AsyncIterable<T> {
   yield* rows;

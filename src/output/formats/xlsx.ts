@@ -12,21 +12,22 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
-import { type WideColumn, type WideRow, wideValue } from '../records.ts';
-import { copyInto } from '../storage/copy.ts';
-import { openLocalFile } from '../storage/local-file.ts';
-import type { OutputFile, Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables, wideColumnDescription, wideSheet } from '../tables/index.ts';
+import { type WideColumn, type WideRow, wideValue } from '../../records.ts';
+import { copyInto } from '../../storage/copy.ts';
+import { openLocalFile } from '../../storage/local-file.ts';
+import type { OutputFile, Storage } from '../../storage/types.ts';
+import { type TableName, tables, wideColumnDescription, wideSheet } from '../../tables/index.ts';
+import { zipEntryNames } from '../codecs/zip-reader.ts';
+import type { StudyFormatModule, StudyRows } from './format.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
 
 export const XLSX_DIR = 'xlsx';
 
-export interface StudyRows {
-  wide: WideRow;
-  answers: readonly Row<'answers'>[];
-  transcript: readonly Row<'transcript'>[];
-}
+/** The parts every workbook has (About, wide, answers, transcript, in this order). */
+const workbookParts = ['xl/workbook.xml', ...[1, 2, 3, 4].map((n) => `xl/worksheets/sheet${n}.xml`)];
+
+export type { StudyRows };
 
 export interface XlsxWriter {
   add(rows: StudyRows): Promise<void>;
@@ -62,7 +63,7 @@ export function createXlsxWriter(
   name: string,
   onCut: (cut: CutReport) => void,
 ): XlsxWriter {
-  const file = `${XLSX_DIR}/${name}.xlsx`;
+  const file = studyFileOf(name);
   const spill = `xlsx-${scratchName(name)}`;
   const spillPath = (sheet: Spilled) => join(scratchDir, `${spill}.${sheet}.jsonl`);
   const wide = wideRowSpill(scratchDir, `${spill}.wide`);
@@ -264,3 +265,42 @@ async function* mapRows<T>(
 ): AsyncIterable<SheetValue[]> {
   for await (const row of rows) yield toValues(row);
 }
+
+const studyFileOf = (fileName: string): string => `${XLSX_DIR}/${fileName}.xlsx`;
+
+export const xlsxFormat = {
+  name: 'xlsx',
+  kind: 'study',
+  selectable: true,
+  help: 'a workbook per study',
+  datapackage: {
+    format: 'xlsx',
+    mediatype: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  },
+  codebookRank: 2,
+  folder: XLSX_DIR,
+  fileNoun: 'workbook',
+  description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
+  studyFile: studyFileOf,
+  codebookLine: (holder) =>
+    `- **${holder !== 'current' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
+  async verifyFile(storage, path, bytes) {
+    try {
+      const names = await zipEntryNames(storage, path, bytes);
+      const missing = workbookParts.filter((part) => !names.includes(part));
+      return missing.length > 0 ? [`${path}: not a study workbook (no ${missing.join(', ')})`] : [];
+    } catch (error) {
+      return [`${path}: cannot be read (${(error as Error).message})`];
+    }
+  },
+  open(input) {
+    const writer = createXlsxWriter(input.storage, input.scratchDir, input.study, input.fileName, (cut) =>
+      input.warn('xlsx_cell_cut', cutMessage(cut)),
+    );
+    return {
+      add: (rows) => writer.add(rows),
+      finish: async (columns) => ({ path: await writer.finish(columns) }),
+      abort: () => writer.abort(),
+    };
+  },
+} as const satisfies StudyFormatModule;

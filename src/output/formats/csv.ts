@@ -12,10 +12,12 @@
  * RegExp; matching cells are prefixed with ' and quoted. Its built-in pattern misses \0
  * and, being anchored at both ends without the s flag, multi-line values, hence ours.
  */
+import type { Readable } from 'node:stream';
 import Papa from 'papaparse';
-import type { Storage } from '../storage/types.ts';
-import { columnNames, type Row, type TableName } from '../tables/index.ts';
+import type { Storage } from '../../storage/types.ts';
+import { columnNames, type Row, type TableName, tables } from '../../tables/index.ts';
 import type { ColumnBuffers } from './column-buffers.ts';
+import type { TableFormatModule, VerifyRow } from './format.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
 export const formulaPattern = /^[=+\-@\t\r\0]/;
@@ -134,3 +136,115 @@ function recordsOf(buffers: ColumnBuffers): CsvCell[][] {
   }
   return records;
 }
+
+/** The dialect our CSV writer produces (RFC 4180 with CRLF line ends), as datapackage.json says it. */
+export const csvDialect = {
+  delimiter: ',',
+  lineTerminator: '\r\n',
+  quoteChar: '"',
+  doubleQuote: true,
+  skipInitialSpace: false,
+  header: true,
+} as const;
+
+/**
+ * A table written as CSV: cells back to the declared types (an empty cell is null). Its text
+ * cells are as written, so a formula-escaped cell keeps its leading apostrophe.
+ */
+export async function readCsvTable<T extends TableName>(
+  storage: Pick<Storage, 'read'>,
+  path: string,
+  table: T,
+): Promise<Row<T>[]> {
+  const text = ((await storage.read(path)) ?? Buffer.alloc(0)).toString('utf8').replace(/^\ufeff/, '');
+  const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });
+  return parsed.data.map((cells) => {
+    const row: Record<string, unknown> = {};
+    for (const column of tables[table].columns) {
+      const cell = cells[column.name] ?? '';
+      if (cell === '') row[column.name] = column.nullable ? null : '';
+      else if (column.type === 'integer') row[column.name] = Number(cell);
+      else if (column.type === 'boolean') row[column.name] = cell === 'true';
+      else row[column.name] = cell;
+    }
+    return row as Row<T>;
+  });
+}
+
+const tableFileOf = (table: TableName): string => `${table}.csv`;
+
+async function verifyCsvRows(
+  input: Readable,
+  table: TableName,
+  file: string,
+  problems: string[],
+  visit: (row: VerifyRow) => void,
+): Promise<void> {
+  const expectedHeader = tables[table].columns.map((c) => c.name);
+  await new Promise<void>((resolve, reject) => {
+    let headerChecked = false;
+    const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, skipEmptyLines: true });
+    parser.on('data', (row: Record<string, string>) => {
+      if (!headerChecked) {
+        headerChecked = true;
+        const header = Object.keys(row).map((h) => h.replace(/^\ufeff/, ''));
+        if (header.join(',') !== expectedHeader.join(',')) {
+          problems.push(`${file}: header is ${header.join(',')}, expected ${expectedHeader.join(',')}`);
+        }
+      }
+      const values: VerifyRow = {};
+      for (const [key, value] of Object.entries(row))
+        values[key.replace(/^\ufeff/, '')] = value === '' ? null : value;
+      visit(values);
+    });
+    parser.on('end', () => resolve());
+    parser.on('error', reject);
+    // Decoded before papaparse sees it: it decodes each chunk alone, which breaks a
+    // character that straddles two chunks.
+    input.setEncoding('utf8');
+    input.on('error', reject).pipe(parser);
+  });
+}
+
+export const csvFormat = {
+  name: 'csv',
+  kind: 'table',
+  selectable: true,
+  help: 'every table as <table>.csv',
+  datapackage: { format: 'csv', mediatype: 'text/csv' },
+  exact: false,
+  currentStore: false,
+  codebookRank: 4,
+  resourceSuffix: '',
+  resource: { profile: 'tabular-data-resource', encoding: 'utf-8', dialect: csvDialect },
+  tableFile: tableFileOf,
+  codebookLine: (holder) =>
+    holder !== 'current'
+      ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
+      : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
+  async open(storage, table, options) {
+    const path = tableFileOf(table);
+    // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
+    // resources, and its JavaScript reference reader takes a BOM for part of the first header.
+    // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
+    const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
+    return {
+      path,
+      async writeBlock(buffers) {
+        const text = await writer.writeValues(buffers);
+        return (copy) => copy.csvText(table, text);
+      },
+      close: () => writer.close(),
+      abort: () => writer.abort(),
+    };
+  },
+  verifyRows: async (storage, path, _bytes, table, problems, visit) =>
+    verifyCsvRows(await storage.readStream(path), table, path, problems, visit),
+  async *read(storage, path, _bytes, table, options = {}) {
+    const rows = await readCsvTable(storage, path, table);
+    const { studies } = options;
+    yield studies
+      ? rows.filter((row) => studies.has(String((row as { study_id?: unknown }).study_id)))
+      : rows;
+  },
+} as const satisfies TableFormatModule;

@@ -1,14 +1,14 @@
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createWideWriter } from '../../src/load/wide.ts';
-import { nameOf } from '../../src/names.ts';
-import type { WideRow } from '../../src/records.ts';
-import { wideSheet } from '../../src/tables/index.ts';
-import { AttributeKeys, questionKey, wideColumns } from '../../src/transform/index.ts';
-import { withTempDir } from '../helpers/environment.ts';
-import { readCsv, spreadsheetSplit, spreadsheetSplitProblems } from '../helpers/readers.ts';
-import { localFolder } from '../helpers/storage.ts';
+import { nameOf } from '../../../src/names.ts';
+import { createWideWriter } from '../../../src/output/formats/wide.ts';
+import type { WideRow } from '../../../src/records.ts';
+import { wideSheet } from '../../../src/tables/index.ts';
+import { AttributeKeys, questionKey, wideColumns } from '../../../src/transform/index.ts';
+import { withTempDir } from '../../helpers/environment.ts';
+import { readCsv, spreadsheetSplit, spreadsheetSplitProblems } from '../../helpers/readers.ts';
+import { localFolder } from '../../helpers/storage.ts';
 
 const csv = { bom: false, escape_formulae: true };
 

@@ -1,0 +1,120 @@
+/**
+ * `npm run bench:erase` (node --import tsx bench/erase.ts [--rounds 3] [--runs 6]): erasing one
+ * response from an output of many runs (each a full export, so every run holds it, with media,
+ * CSV and Parquet), against `cp -r` of those runs' folders, in the same rounds.
+ *
+ * Figures: erase_vs_cp = erase's time over cp's for the same runs (the median round; target at
+ * most 2), erase_s_per_gb = erase's seconds per GB of the runs it rewrote, cp_s_per_gb beside it.
+ * Each round works on a fresh copy of the output (made by that cp). Writes
+ * bench/results/<UTC time>-erase.json and latest-erase.json.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
+import { machine, medianBy, round, writeResults } from './report.ts';
+
+const exec = promisify(execFile);
+const log = (message: string) => process.stderr.write(`[bench:erase] ${message}\n`);
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+}
+
+async function bytesUnder(dir: string): Promise<number> {
+  let bytes = 0;
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true }))
+    if (entry.isFile()) bytes += (await stat(join(entry.parentPath, entry.name))).size;
+  return bytes;
+}
+
+/** An output of `runs` full exports of the sandbox into `dir`; one response id it holds. */
+async function prepare(dir: string, runs: number, spec: { responses: number; scale: number }) {
+  const sandbox = await startSandboxProcess({
+    studies: 4,
+    responses: spec.responses,
+    latencyMs: 0,
+    mediaScale: spec.scale,
+    seed: 5,
+  });
+  try {
+    const pipeline = join(dir, 'pipeline.yaml');
+    await writeFile(
+      pipeline,
+      `name: bench\nsource: { base_url: "${sandbox.info.base_url}" }\n` +
+        `output: { dir: "${join(dir, 'out')}", formats: [csv, parquet] }\nmedia: { enabled: true }\n`,
+    );
+    for (let n = 0; n < runs; n++) {
+      await exec(
+        process.execPath,
+        [join(repoRoot, 'bin', 'study-export.js'), 'run', '-c', pipeline, '--full'],
+        {
+          cwd: dir,
+          env: { ...process.env, STUDY_API_KEY: sandbox.info.api_key },
+          maxBuffer: 1 << 26,
+        },
+      );
+      // Run ids are UTC seconds: the next run starts in another second.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } finally {
+    await sandbox.stop();
+  }
+  const output = join(dir, 'out', 'bench');
+  const csv = await exec('sh', ['-c', `sed -n 2p "$1"/runs/*/responses.csv | head -1`, 'sh', output]);
+  const response = csv.stdout.split(',')[0]?.replace(/"/g, '') ?? '';
+  return { output, response, runsBytes: await bytesUnder(join(output, 'runs')) };
+}
+
+async function main(): Promise<void> {
+  const rounds = option('rounds', 3);
+  const runs = option('runs', 6);
+  const responses = option('responses', 200);
+  const scale = option('scale', 4);
+  const work = await mkdtemp(join(tmpdir(), 'study-export-bench-erase-'));
+  try {
+    log(`exporting ${runs} full runs of 4 studies x ${responses} responses, media scale ${scale}...`);
+    const prepared = await prepare(work, runs, { responses, scale });
+    log(`${prepared.runsBytes} bytes in runs/; erasing ${prepared.response}`);
+    const measured: { cp_ms: number; erase_ms: number; rows: number }[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const copy = join(work, `round-${round}`);
+      // The baseline: cp of the runs the erasure rewrites (every run holds the response).
+      const started = performance.now();
+      await exec('cp', ['-r', prepared.output, copy]);
+      const cpMs = performance.now() - started;
+      const erased = await runStep<{ ms: number; rows: number }>('erase', {
+        output: copy,
+        response: prepared.response,
+      });
+      log(
+        `round ${round + 1}: cp ${Math.round(cpMs)} ms, erase ${Math.round(erased.ms)} ms (${erased.rows} rows)`,
+      );
+      measured.push({ cp_ms: cpMs, erase_ms: erased.ms, rows: erased.rows });
+      await rm(copy, { recursive: true, force: true });
+    }
+    const median = medianBy(measured, (m) => m.erase_ms / m.cp_ms);
+    if (!median) throw new Error('bench:erase: no round');
+    const gb = prepared.runsBytes / 1e9;
+    const result = {
+      machine: machine(),
+      erase_vs_cp: round(median.erase_ms / median.cp_ms, 3),
+      erase_s_per_gb: round(median.erase_ms / 1000 / gb, 2),
+      cp_s_per_gb: round(median.cp_ms / 1000 / gb, 2),
+      runs,
+      runs_bytes: prepared.runsBytes,
+      rows_erased: median.rows,
+      rounds: measured.map((m) => round(m.erase_ms / m.cp_ms, 3)),
+    };
+    const files = await writeResults(result, '-erase');
+    log(`wrote ${files.join(', ')}`);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();

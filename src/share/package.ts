@@ -1,0 +1,231 @@
+/**
+ * One study's analyst package, written into a local folder laid out as a run's files: the tidy
+ * tables (CSV and Parquet) by the run's table writers, the wide sheet and (with xlsx) the
+ * workbook by the run's sheet writers, README.md, report.html and datapackage.json by the
+ * run's guides. Every file is written from the rows the reader gave, never copied from
+ * current/, so whatever the reader did to the rows (a handoff's de-identification) holds in
+ * every file alike.
+ */
+import { join } from 'node:path';
+import type { Format, TableFormat } from '../config/schema.ts';
+import { codebookMarkdown } from '../load/codebook.ts';
+import {
+  dataPackage,
+  type PackageFile,
+  type PackageResourceFile,
+  type PackageSheet,
+} from '../load/datapackage.ts';
+import { reportHtml } from '../load/report-html.ts';
+import { RunStats } from '../load/run-stats.ts';
+import { createTableWriters } from '../load/table-writers.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { createWideWriter } from '../output/formats/wide.ts';
+import { type CutReport, createXlsxWriter } from '../output/formats/xlsx.ts';
+import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
+import type { HandoffPrivacy } from '../privacy/index.ts';
+import { byResponse } from '../reader/index.ts';
+import { LocalStorage } from '../storage/local.ts';
+import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
+import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
+import { hashFile } from '../util/fs.ts';
+
+/** What a package says of where its rows came from. */
+export interface PackageSource {
+  pipeline: string;
+  /** The service's base URL as the run recorded it (never a key), or "sandbox". */
+  service: string;
+  /** The newest run that exported the study. */
+  runId: string;
+  /** The output's formats: xlsx among them adds the workbook. */
+  formats: readonly Format[];
+  csv: CsvOptions;
+  mediaEnabled: boolean;
+}
+
+export interface StudyPackageInput {
+  rows: TableRows;
+  /** The study's file name (src/names.ts): its wide sheet's and workbook's. */
+  name: string;
+  source: PackageSource;
+  /** How the reader handed the rows over: identified, or de-identified by a profile. */
+  privacy: HandoffPrivacy;
+  /** The local folder the package is written into (empty). */
+  dir: string;
+  /** A local folder of the package's own for spills. */
+  work: string;
+  /** When the package is made (its guides' time). */
+  madeAt: Date;
+  onCut?: (cut: CutReport) => void;
+}
+
+/** A file of the package: its path in the package, size and sha256. */
+export interface WrittenFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** The tables are always both: an analyst's package opens in a spreadsheet and in DuckDB alike. */
+const tableFormats: readonly TableFormat[] = ['csv', 'parquet'];
+
+export async function writeStudyPackage(input: StudyPackageInput): Promise<WrittenFile[]> {
+  const local = new LocalStorage(input.dir);
+  const tables = await writeTables(local, input);
+  const sheets = await writeSheets(local, input);
+  const written = [...tables, ...sheets.map((sheet) => sheet.file)];
+  const guides = guideFiles(input, written);
+  for (const [path, text] of guides) await local.put(path, text);
+  const guideFacts = await Promise.all(guides.map(([path]) => fileFacts(input.dir, path)));
+  const descriptor = packageDescriptor(input, tables, sheets, guideFacts);
+  await local.put(DATAPACKAGE_FILE, `${JSON.stringify(descriptor, null, 2)}\n`);
+  return [...written, ...guideFacts, await fileFacts(input.dir, DATAPACKAGE_FILE)];
+}
+
+async function fileFacts(dir: string, path: string): Promise<WrittenFile> {
+  const { sha256, bytes } = await hashFile(join(dir, ...path.split('/')));
+  return { path, bytes, sha256 };
+}
+
+type TableFile = WrittenFile & { table: TableName; format: TableFormat };
+
+/** <table>.csv and <table>.parquet, every table, with its header even when the study has no rows. */
+async function writeTables(local: LocalStorage, input: StudyPackageInput): Promise<TableFile[]> {
+  // Tables carry no byte order mark (csv.bom is for the sheets): table readers take it for a name.
+  const writers = await createTableWriters(local, {
+    formats: tableFormats,
+    csv: { ...input.source.csv, bom: false },
+  });
+  try {
+    for (const table of tableNames) await writers.write(table, input.rows[table] as Row<typeof table>[]);
+  } catch (error) {
+    await writers.abort();
+    throw error;
+  }
+  const files: TableFile[] = [];
+  for (const { table, files: paths } of await writers.close())
+    for (const path of paths)
+      files.push({
+        ...(await fileFacts(input.dir, path)),
+        table,
+        format: path.endsWith('.csv') ? 'csv' : 'parquet',
+      });
+  return files;
+}
+
+interface SheetFile {
+  file: WrittenFile;
+  /** A wide sheet's header as written; none for a workbook. */
+  header: string[] | null;
+}
+
+/**
+ * wide/<name>.csv and, with xlsx, xlsx/<name>.xlsx: a response at a time, in response_id order
+ * (the workbook's answers and transcript sheets then follow the tables' key order).
+ */
+async function writeSheets(local: LocalStorage, input: StudyPackageInput): Promise<SheetFile[]> {
+  const { rows, name, work } = input;
+  const study = rows.studies[0];
+  const keys = new AttributeKeys();
+  const builder = new WideRowBuilder(keys);
+  for (const answer of rows.answers) builder.answer(answer);
+  for (const attribute of rows.attributes) builder.attribute(attribute);
+  const wide = createWideWriter(local, work, name, input.source.csv);
+  const workbook =
+    input.source.formats.includes('xlsx') && study
+      ? createXlsxWriter(
+          local,
+          work,
+          { id: study.study_id, link_id: study.link_id, title: study.title },
+          name,
+          input.onCut ?? (() => {}),
+        )
+      : null;
+  try {
+    const answers = byResponse(rows.answers);
+    const transcript = byResponse(rows.transcript);
+    for (const response of rows.responses) {
+      const row = builder.row(response);
+      await wide.add(row);
+      await workbook?.add({
+        wide: row,
+        answers: answers.get(response.response_id) ?? [],
+        transcript: transcript.get(response.response_id) ?? [],
+      });
+    }
+    const columns = wideColumns(rows.questions, keys.chosen().keys);
+    const sheet = await wide.finish(columns);
+    const files: SheetFile[] = [{ file: await fileFacts(input.dir, sheet.path), header: sheet.header }];
+    if (workbook)
+      files.push({ file: await fileFacts(input.dir, await workbook.finish(columns)), header: null });
+    return files;
+  } catch (error) {
+    await wide.abort();
+    await workbook?.abort();
+    throw error;
+  }
+}
+
+/** README.md and report.html, from the same facts. */
+function guideFiles(input: StudyPackageInput, written: readonly WrittenFile[]): [string, string][] {
+  const { rows, source } = input;
+  const study = rows.studies[0];
+  const at = input.madeAt.toISOString();
+  const common = {
+    kind: 'package' as const,
+    pipeline: source.pipeline,
+    service: source.service,
+    runId: source.runId,
+    startedAt: at,
+    finishedAt: at,
+    privacy: input.privacy,
+  };
+  const studies = study ? [{ study_id: study.study_id, link_id: study.link_id, title: study.title }] : [];
+  const stats = new RunStats();
+  for (const table of tableNames) stats.add(table, rows[table] as Row<typeof table>[]);
+  return [
+    [
+      CODEBOOK_FILE,
+      codebookMarkdown({
+        ...common,
+        studies: studies.map((s) => ({ ...s, responses: rows.responses.length, since: null })),
+        formats: [...new Set([...tableFormats, ...source.formats])],
+        files: written.map((file) => file.path),
+        alsoWritten: [REPORT_FILE, DATAPACKAGE_FILE],
+      }),
+    ],
+    [REPORT_FILE, reportHtml({ ...common, studies, stats, warnings: [], mediaEnabled: source.mediaEnabled })],
+  ];
+}
+
+function packageDescriptor(
+  input: StudyPackageInput,
+  tables: readonly TableFile[],
+  sheets: readonly SheetFile[],
+  guides: readonly WrittenFile[],
+) {
+  const study = input.rows.studies[0];
+  const digest = (file: WrittenFile) => ({ bytes: file.bytes, sha256: file.sha256 });
+  const tableResources: PackageResourceFile[] = tables.map((file) => ({
+    table: file.table,
+    path: file.path,
+    format: file.format,
+    ...digest(file),
+  }));
+  const wide: PackageSheet[] = sheets.flatMap(({ file, header }) =>
+    header ? [{ path: file.path, header, bom: input.source.csv.bom, ...digest(file) }] : [],
+  );
+  const files: PackageFile[] = [
+    ...sheets.filter((sheet) => !sheet.header).map(({ file }) => ({ path: file.path, ...digest(file) })),
+    ...guides.map((file) => ({ path: file.path, ...digest(file) })),
+  ];
+  return dataPackage({
+    name: `${input.source.pipeline}-${study?.link_id ?? input.name}`,
+    title: study?.title ?? '',
+    description: `One study exported by study-export: ${input.rows.responses.length} responses, as the output's current dataset held them after run ${input.source.runId}. ${input.privacy.identified ? "IDENTIFIED: it keeps the respondents' identities." : "De-identified by the pipeline's privacy profile (see privacy)."}`,
+    created: input.madeAt.toISOString(),
+    tables: tableResources,
+    sheets: wide,
+    files,
+    privacy: input.privacy,
+  });
+}
