@@ -9,7 +9,7 @@ import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nameOf } from '../names.ts';
 import { readPart, rowOf } from '../output/formats/parquet-read.ts';
-import { statisticsFormatsOf } from '../output/labelled/study-file.ts';
+import { statisticsFormatsOf } from '../output/formats/statistics.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';

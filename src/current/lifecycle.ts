@@ -17,7 +17,7 @@ import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
 import { partitionValueOf } from '../names.ts';
 import { STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
-import { statisticsFormatsOf } from '../output/labelled/study-file.ts';
+import { statisticsFormatsOf } from '../output/formats/statistics.ts';
 import { CURRENT_DIR, shardNames } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';

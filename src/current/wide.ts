@@ -25,7 +25,7 @@ import {
   createStatisticsWriter,
   type StatisticsFormat,
   statisticsFormats,
-} from '../output/labelled/study-file.ts';
+} from '../output/formats/statistics.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
@@ -181,7 +181,7 @@ export function statisticsFolder(format: StatisticsFormat, studyId: string): str
 
 /**
  * The study's .sav and .dta (those of `formats`), from its current parts: the same writers as a
- * run's (src/output/labelled/study-file.ts) fed the rows its current wide sheet is made of,
+ * run's (src/output/formats/statistics.ts) fed the rows its current wide sheet is made of,
  * written into scratch to be published with the sheet.
  */
 export async function prepareCurrentStatistics(

@@ -10,13 +10,14 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { scratchName, wideRowSpill } from '../formats/wide.ts';
 import type { WideColumn, WideRow } from '../../records.ts';
 import { openLocalFile } from '../../storage/local-file.ts';
 import type { Storage } from '../../storage/types.ts';
 import { encodeDta, type StrlStore } from '../dta/index.ts';
+import { WideMeasure, wideDataset } from '../labelled/wide.ts';
 import { encodeSav } from '../sav/index.ts';
-import { WideMeasure, wideDataset } from './wide.ts';
+import type { StudyFileInput, StudyFileWriter } from './format.ts';
+import { scratchName, wideRowSpill } from './wide.ts';
 
 export const statisticsFormats = ['sav', 'dta'] as const;
 export type StatisticsFormat = (typeof statisticsFormats)[number];
@@ -80,6 +81,16 @@ export function createStatisticsWriter(
       await rm(strlPath, { force: true });
       await storage.delete(path);
     },
+  };
+}
+
+/** A study format's writer (StudyFormatModule.open) for `format`. */
+export function statisticsStudyWriter(format: StatisticsFormat, input: StudyFileInput): StudyFileWriter {
+  const writer = createStatisticsWriter(format, input.storage, input.scratchDir, input.study, input.fileName);
+  return {
+    add: (rows) => writer.add(rows.wide),
+    finish: async (columns) => ({ path: await writer.finish(columns) }),
+    abort: () => writer.abort(),
   };
 }
 
