@@ -103,16 +103,26 @@ const kindLabel: Record<string, string> = {
   hls: 'Video (HLS, one MPEG-TS file)',
 };
 
+/** Whether a browser plays the file from an <audio> or <video> element: none plays MPEG-TS. */
+function browsersPlay(path: string): boolean {
+  return !/\.ts$/i.test(path);
+}
+
 function playerHtml(recording: TurnRecording, toData: string): string {
   const label = kindLabel[recording.kind] ?? recording.kind;
   const note = recording.note ? `<p class="note">${e(label)}: ${e(recording.note)}</p>` : '';
   if (!recording.file) return `<p class="note">${e(label)}: not in this bag: ${e(recording.note ?? '')}</p>`;
   const href = (path: string) => e(`${toData}${path}`);
+  const played = recording.copy ?? recording.file;
+  if (!browsersPlay(played)) {
+    // The MP4 recording of its turn has the player (media.video: both); or no copy could be made.
+    return `<p class="recording">${e(label)}: <a href="${href(recording.file)}" download data-kind="${e(recording.kind)}">${e(recording.file)}</a> (MPEG-TS, which no browser plays: open it in VLC, mpv or ffplay)</p>${note}`;
+  }
   const element = recording.kind === 'audio' ? 'audio' : 'video';
   const copy = recording.copy
     ? `; played here: its copy as MP4, <a href="${href(recording.copy)}">${e(recording.copy)}</a>`
     : '';
-  return `<figure><${element} controls preload="none" src="${href(recording.copy ?? recording.file)}" data-kind="${e(recording.kind)}"></${element}>
+  return `<figure><${element} controls preload="none" src="${href(played)}" data-kind="${e(recording.kind)}"></${element}>
 <figcaption>${e(label)}: <a href="${href(recording.file)}">${e(recording.file)}</a>${copy}</figcaption></figure>${note}`;
 }
 

@@ -33,6 +33,8 @@ export interface TableWritersOptions {
   rowGroupBytes?: number;
   /** Tables whose copied groups get row groups of their own, which a StudyCopy receives. */
   perStudy?: readonly TableName[];
+  /** The tables written (default: every table a run writes). */
+  tables?: readonly TableName[];
 }
 
 export interface TableFiles {
@@ -176,12 +178,13 @@ async function openTables(
   formats: readonly TableFormatModule[],
   blockOf: (table: TableName) => TableState['blockOf'],
 ): Promise<Map<TableName, TableState>> {
-  const opening = runTableNames.map((table) =>
+  const written = options.tables ?? runTableNames;
+  const opening = written.map((table) =>
     Promise.allSettled(formats.map((format) => format.open(storage, table, options))),
   );
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
-  runTableNames.forEach((table, index) => {
+  written.forEach((table, index) => {
     const writers = (opened[index] ?? []).flatMap((result) =>
       result.status === 'fulfilled' ? [result.value] : [],
     );

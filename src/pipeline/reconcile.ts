@@ -106,9 +106,8 @@ export async function reconcile(input: ReconcileInput): Promise<Reconciliation |
     input.storage,
     due.map((study) => study.id),
   );
-  const detectedAt = new Date().toISOString();
   const found: Reconciliation = {
-    detectedAt,
+    detectedAt: new Date().toISOString(),
     record: { studies: [], unlisted },
     removed: new Map(),
     reconciled: new Set(),
@@ -129,6 +128,8 @@ export async function reconcile(input: ReconcileInput): Promise<Reconciliation |
   } finally {
     await scratch.remove();
   }
+  // Found missing once every listing is done.
+  found.detectedAt = new Date().toISOString();
   return found;
 }
 

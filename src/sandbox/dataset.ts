@@ -24,6 +24,7 @@ import type {
 } from '../api/resources.ts';
 import type { Clock } from './clock.ts';
 import { DAY_MS, iso, isoWithOffset, responseSpacing, studyDates } from './dates.ts';
+import { PlantedData, passesContact } from './personal.ts';
 import { intBetween, pick, type Random, randomFor, stableHex, stableUuid, uuidFrom } from './prng.ts';
 import {
   addedParameters,
@@ -153,8 +154,9 @@ export class DataSet {
   listItem(study: StudyRecord, entry: ResponseEntry): ListedResponse {
     const random = randomFor(this.options.seed, study.contentKey, entry.index, 'list');
     const lines = this.conversation(study, entry);
+    const planted = new PlantedData(this.options.seed, study.contentKey, entry.index);
     const answers: Record<string, string> = {
-      Summary: entry.inProgress ? '' : pick(random, summaries),
+      Summary: entry.inProgress ? '' : planted.summary(pick(random, summaries)),
     };
     const answersArray = questionsOf(study.questions, study.changes, entry.index).map(
       (question, q): Answer => {
@@ -188,7 +190,10 @@ export class DataSet {
       ...(bare ? {} : { updated_at: iso(entry.updatedMs) }),
       answers,
       answers_array: answersArray,
-      attributes: attributes(random, this.options.seed, study, entry),
+      attributes: {
+        ...attributes(random, this.options.seed, study, entry),
+        ...(passesContact(this.options.seed, study.contentKey) ? planted.contact() : {}),
+      },
       short_transcript: lines.map((line) => `• ${shorten(line.moderator)} → ${line.user}`).join('\n'),
       ...fieldsAt(study.changes, 'response'),
     };
@@ -221,11 +226,12 @@ export class DataSet {
   /** The conversation of one response, row by row, generated from its index. */
   conversation(study: StudyRecord, entry: ResponseEntry): TranscriptLine[] {
     const random = randomFor(this.options.seed, study.contentKey, entry.index, 'talk');
+    const planted = new PlantedData(this.options.seed, study.contentKey, entry.index);
     let forced = study.forcedReplies ? entry.index * 8 : forcedReplies.length;
     const reply = (): string => {
       const hostile = forcedReplies[forced++];
       if (hostile !== undefined) return hostile;
-      return random() < 0.3 ? pick(random, hostileReplies) : pick(random, plainReplies);
+      return planted.reply(random() < 0.3 ? pick(random, hostileReplies) : pick(random, plainReplies));
     };
     const lines: TranscriptLine[] = [
       {

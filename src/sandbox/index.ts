@@ -9,6 +9,7 @@ import { untilStopped } from '../util/signals.ts';
 import { type ApiContext, apiHandler, listItemOf, mutationKey, type ResponseOrder } from './api.ts';
 import { type Clock, createClock } from './clock.ts';
 import { DataSet, type Modality, type StudyRecord } from './dataset.ts';
+import type { ResponseDeletion } from './deletions.ts';
 import { FaultDice, type FaultSpec, noFaults, parseFaults } from './faults.ts';
 import { loadMedia, mediaLinker, storageHandler, streamHandler } from './media.ts';
 import { stableHex } from './prng.ts';
@@ -74,6 +75,8 @@ export interface SandboxOptions {
    * to its study, so that an incremental run against it sees them.
    */
   schemaChanges?: SchemaChangeOption[];
+  /** Responses deleted as the sandbox starts (`--delete-responses`), as the service would. */
+  deleteResponses?: ResponseDeletion[];
 }
 
 export interface AddStudySpec {
@@ -192,10 +195,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     listeners.push(api);
 
     const controls = dataControls(data, context, clock, keys);
+    // Each changed study gets one respondent after its changes.
+    const changed = new Set<string>();
     for (const { study, change } of options.schemaChanges ?? []) {
       const target = study ?? data.visibleStudies('primary')[0]?.linkId ?? '';
       controls.changeSchema(target, change);
-      controls.addResponse(data.byLinkIdOrId(target)?.linkId ?? target);
+      changed.add(data.byLinkIdOrId(target)?.linkId ?? target);
+    }
+    for (const linkId of changed) controls.addResponse(linkId);
+    for (const { study, count } of options.deleteResponses ?? []) {
+      const target = study ?? data.visibleStudies('primary')[0]?.linkId ?? '';
+      for (const response of controls.responses(target).slice(0, count)) {
+        controls.deleteResponse(target, response.id);
+      }
     }
     return {
       base_url: api.url,

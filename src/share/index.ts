@@ -2,11 +2,10 @@
  * `study-export share`: each chosen study of an output, local or s3://, as the analyst's
  * package (docs/share.md): its rows from current/, read through the output reader (src/reader),
  * as tables, wide sheet, workbook, codebook, report and datapackage.json, into a folder or a
- * bucket, as a folder or one zip per study. Nothing of the output is written: runs/, current/
- * and state/ stay as they were. Every package is checked to be absent before the first is
- * written, so a refusal writes nothing.
+ * bucket, as a folder or one zip per study. Of the output, only its ledger (handoffs/) is
+ * written, a record per package; runs/, current/ and state/ stay as they were. Every package is
+ * checked to be absent before the first is written, so a refusal writes nothing.
  */
-
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Format } from '../config/schema.ts';

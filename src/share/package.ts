@@ -94,6 +94,8 @@ async function writeTables(local: LocalStorage, input: StudyPackageInput): Promi
   const writers = await createTableWriters(local, {
     formats: tableFormats,
     csv: { ...input.source.csv, bom: false },
+    // The service's data only: what a run records of itself (deletions) is not the study's.
+    tables: tableNames,
   });
   try {
     for (const table of tableNames) await writers.write(table, input.rows[table] as Row<typeof table>[]);

@@ -7,7 +7,7 @@
  * tampered and a missing file; a recording that failed is listed and the command exits 3.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -22,6 +22,7 @@ import {
   openIndexOffline,
   playConversationOffline,
   recordingList,
+  recordingsOnPage,
 } from '../helpers/bag.ts';
 import {
   type Browser,
@@ -192,6 +193,19 @@ describe('study-export archive', () => {
     await durationsMatch(bag);
     const page = await openIndexOffline(browser, bag, studies.video.responses, 'video');
     expect(page.duration).toBeGreaterThan(0);
+    // No player is offered for an MPEG-TS file, which no browser plays: it is a download beside
+    // the MP4 recording of its turn, on index.html and on each conversation's page.
+    const tsFiles = list.filter((row) => row.kind === 'hls').map((row) => row.file);
+    const index = await recordingsOnPage(browser, bag, 'index.html');
+    expect(index.players.length).toBe(list.filter((row) => row.kind === 'video').length);
+    expect(index.players.every((src) => src.endsWith('.mp4'))).toBe(true);
+    expect(index.downloads.sort()).toEqual(tsFiles.sort());
+    const first = (await readdir(join(bag, 'data', 'conversations'))).find((name) => name.endsWith('.html'))!;
+    const own = await recordingsOnPage(browser, bag, `conversations/${first}`);
+    expect(own.players.length).toBeGreaterThan(0);
+    expect(own.players.every((src) => src.endsWith('.mp4'))).toBe(true);
+    expect(own.downloads.length).toBe(own.players.length);
+    expect(own.downloads.every((href) => href.startsWith('../') && href.endsWith('.ts'))).toBe(true);
 
     const untarred = join(out, 'untarred');
     await mkdir(untarred, { recursive: true });

@@ -82,9 +82,15 @@ interface Played {
  * data/index.html from the file system, every request that is not file:// refused and the
  * context offline; `use` gets the page, and no request left the file system.
  */
-async function withIndexOffline<T>(
+function withIndexOffline<T>(browser: Browser, bag: string, use: (page: Page) => Promise<T>): Promise<T> {
+  return withPageOffline(browser, bag, 'index.html', use);
+}
+
+/** A page of the bag's data/ (`path` relative to it) opened offline; nothing outside file:// is asked for. */
+async function withPageOffline<T>(
   browser: Browser,
   bag: string,
+  path: string,
   use: (page: Page) => Promise<T>,
 ): Promise<T> {
   const page = await browser.context.newPage();
@@ -95,7 +101,7 @@ async function withIndexOffline<T>(
     return route.abort();
   });
   try {
-    await page.goto(pathToFileURL(join(bag, 'data', 'index.html')).href);
+    await page.goto(pathToFileURL(join(bag, 'data', ...path.split('/'))).href);
     const result = await use(page);
     expect(outside).toEqual([]);
     return result;
@@ -145,6 +151,22 @@ export async function openIndexOffline(
     const { duration, played } = await play(page.locator(`${kind}[data-kind="${kind}"]`).first());
     return { conversations, duration, played };
   });
+}
+
+/** What a page of the bag (relative to data/) offers for its recordings: its players' sources and its download links. */
+export function recordingsOnPage(
+  browser: Browser,
+  bag: string,
+  path: string,
+): Promise<{ players: string[]; downloads: string[] }> {
+  return withPageOffline(browser, bag, path, async (page) => ({
+    players: await page
+      .locator('audio[src], video[src]')
+      .evaluateAll((elements) => elements.map((element) => element.getAttribute('src') ?? '')),
+    downloads: await page
+      .locator('a[download]')
+      .evaluateAll((elements) => elements.map((element) => element.getAttribute('href') ?? '')),
+  }));
 }
 
 /** Every player of recordings of `kind` in index.html's first conversation that has one, played offline. */

@@ -2,7 +2,7 @@
  * `share` of an output in a bucket (s3rver on loopback) into the bucket, as folders and as
  * zips: the objects downloaded by a plain SDK client and read back by the Frictionless library
  * (every CSV cast, every hash checked), DuckDB (against current/ as it reads it) and unzip -t;
- * an existing package is refused there too.
+ * an existing package is refused there too; only the ledger (handoffs/) is added to the output.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -97,8 +97,10 @@ describe('study-export share of an output in a bucket', () => {
         }),
       ).rejects.toThrow(`s3://exports/zips/${name}.zip: exists`);
 
-      // The output's objects, byte for byte as before.
-      expect(await s3.keys('exports', 'team/')).toEqual(rawBefore);
+      // The output's objects, byte for byte as before; beside them, a ledger record per package.
+      const after = await s3.keys('exports', 'team/');
+      expect(after.filter((key) => !key.startsWith('team/test/handoffs/'))).toEqual(rawBefore);
+      expect(after.filter((key) => key.startsWith('team/test/handoffs/'))).toHaveLength(shared.length + 1);
       const rawAfter = await Promise.all(rawBefore.map((key) => s3.get('exports', key)));
       expect(rawAfter.every((bytes, i) => bytes.equals(rawBytes[i] as Buffer))).toBe(true);
     });

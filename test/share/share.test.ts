@@ -100,6 +100,10 @@ async function checkPackage(pkg: string, study: { study_id: string; link_id: str
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name).slice(pkg.length + 1));
   expect(files.filter((file) => !listed.has(file)).sort()).toEqual(['datapackage.json']);
+  // The study's data tables, each in both formats, and nothing a run records of itself.
+  expect(files.filter((file) => /^[a-z_]+\.(csv|parquet)$/.test(file)).sort()).toEqual(
+    tableNames.flatMap((table) => [`${table}.csv`, `${table}.parquet`]).sort(),
+  );
   // The first page of each guide says the package identifies people.
   const readme = await readFile(join(pkg, 'README.md'), 'utf8');
   expect(readme.split('\n').slice(0, 6).join('\n')).toContain('IDENTIFIED');

@@ -1,6 +1,7 @@
 /** `study-export sandbox`: serve the reference service on loopback until stopped. */
 import type { CommandModule } from 'yargs';
 import { pipelineTemplate } from '../../config/template.ts';
+import { parseResponseDeletions } from '../../sandbox/deletions.ts';
 import { parseFaults } from '../../sandbox/faults.ts';
 import type { SandboxOptions } from '../../sandbox/index.ts';
 import { parseSchemaChanges } from '../../sandbox/study-schema.ts';
@@ -18,6 +19,7 @@ interface SandboxArgs {
   'media-scale'?: number;
   'clock-offset-min'?: number;
   'schema-change'?: string;
+  'delete-responses'?: string;
   'print-pipeline'?: boolean;
 }
 
@@ -102,6 +104,16 @@ export function sandboxCommand(): CommandModule<object, SandboxArgs> {
           describe:
             'change a study as the service would, then add a response to it: add-question, reword-question, add-url-parameter, add-field, retype-field (comma-separated; KIND:LINK_ID for a study other than the first)',
         })
+        .option('delete-responses', {
+          type: 'string',
+          requiresArg: true,
+          coerce: (spec: string) => {
+            parseResponseDeletions(spec); // throws a ConfigError naming the wrong part
+            return spec;
+          },
+          describe:
+            "delete responses as the service would: N (the first study's first N) or N:LINK_ID, comma-separated; the next run --reconcile takes them out of current/",
+        })
         .option('print-pipeline', {
           type: 'boolean',
           describe: `after the first line, print a pipeline file for this sandbox (save it as pipelines/${PRINTED_PIPELINE}.yaml)`,
@@ -152,6 +164,8 @@ function sandboxOptions(args: SandboxArgs): SandboxOptions {
   if (args['request-log'] !== undefined) options.requestLog = args['request-log'];
   if (args['media-scale'] !== undefined) options.mediaScale = args['media-scale'];
   if (args['schema-change'] !== undefined) options.schemaChanges = parseSchemaChanges(args['schema-change']);
+  if (args['delete-responses'] !== undefined)
+    options.deleteResponses = parseResponseDeletions(args['delete-responses']);
   if (args['clock-offset-min'] !== undefined)
     options.startTime = Date.now() + args['clock-offset-min'] * 60_000;
   return options;
