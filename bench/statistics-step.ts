@@ -8,8 +8,8 @@
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createWideWriter } from '../src/output/formats/wide.ts';
 import { createStatisticsWriter } from '../src/output/formats/statistics.ts';
+import { createWideWriter } from '../src/output/formats/wide.ts';
 import type { WideColumn, WideRow } from '../src/records.ts';
 import { hostileReplies, longReplies, plainReplies } from '../src/sandbox/text.ts';
 import { LocalStorage } from '../src/storage/local.ts';

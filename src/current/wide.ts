@@ -19,13 +19,13 @@ import { finished } from 'node:stream/promises';
 import { nameOf, partitionValueOf } from '../names.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
-import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
-import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
 import {
   createStatisticsWriter,
   type StatisticsFormat,
   statisticsFormats,
 } from '../output/formats/statistics.ts';
+import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
+import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
