@@ -12,7 +12,6 @@ import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
-import { cutMessage } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import {
@@ -98,8 +97,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         dir,
         work,
         madeAt: new Date(),
-        onCut: (cut) =>
-          options.onProgress?.({ step: 'warning', link_id: study.link_id, message: cutMessage(cut) }),
+        onWarning: (message) => options.onProgress?.({ step: 'warning', link_id: study.link_id, message }),
       });
       const location = await deliver(target, name, options.form, dir, files);
       // The ledger (handoffs/) records the package and the responses it holds, as it holds them.
