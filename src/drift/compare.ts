@@ -7,14 +7,24 @@
  * so what it does not see is judged with care:
  * - a place (the study, responses, transcript rows...) this run saw no record of says nothing;
  *   one seen for the first time is recorded, not reported (as a study's first run is);
- * - something is gone only when this run (and those since it was last seen) saw enough records
- *   without it that, at the rate it used to appear, missing it by chance is under 1 in 100;
- *   something that was in every one of at least 3 records is gone at the first record without it;
+ * - something is gone only when the records since it was last seen (in the order they came,
+ *   this run's after its last sighting and earlier runs' since) are enough that, at the rate it
+ *   appeared, missing it in all of them by chance is under 1 in 100; something that was
+ *   in every one of at least 3 records is gone at the first record without it. So a question
+ *   dropped from the guide is gone once the newest responses lack it, though the older ones an
+ *   incremental run exports again still carry it;
  * - a question is reworded only by a response newer than the one whose text was recorded;
  * - a field's type changed when a JSON type other than null appears that it never had (null
  *   alone is absence, not a type: concept_id is null on general questions).
  */
-import { isLater, namedFields, type ObservedField, type SchemaObserver, slotKey } from './observe.ts';
+import {
+  isLater,
+  namedFields,
+  type ObservedField,
+  type SchemaObserver,
+  type Seen,
+  slotKey,
+} from './observe.ts';
 import {
   type FieldPlace,
   type FieldSchema,
@@ -90,16 +100,29 @@ export function emptySchema(): StudySchema {
 export function isGone({ seen, of, missed }: Sighting): boolean {
   if (missed === 0 || seen === 0) return false;
   if (seen >= of && of >= ALWAYS_SEEN) return true;
-  const rate = seen / (of + 1);
+  // Its rate over every record since it was first seen, the misses included: an estimate that
+  // only falls as misses come (one seen fewer than 5 times is never called gone this way), and
+  // that a response exported again, and counted again, cannot push into a false "gone".
+  const rate = seen / (of + missed + 1);
   return (1 - rate) ** missed < GONE_CHANCE;
 }
 
 type Report = (entry: Omit<SchemaChange, 'study_id' | 'link_id'>) => void;
 
-/** A sighting carried on: seen again in this run, or missed by its `records`. */
-function carried(previous: Sighting, seenNow: number, records: number): Sighting {
-  if (seenNow === 0) return { seen: previous.seen, of: previous.of, missed: previous.missed + records };
-  return { seen: previous.seen + seenNow, of: previous.of + previous.missed + records, missed: 0 };
+const never: Sighting = { seen: 0, of: 0, missed: 0 };
+
+/**
+ * A sighting carried on through this run's `records`: missed by all of them (`now` null), or
+ * seen, up to its last record, and missed by those after it (they came later: a question
+ * dropped from the guide is still in the older responses an incremental run exports again).
+ */
+function carried(previous: Sighting, now: Seen | null | undefined, records: number): Sighting {
+  if (!now) return { seen: previous.seen, of: previous.of, missed: previous.missed + records };
+  return {
+    seen: previous.seen + now.seen,
+    of: previous.of + previous.missed + now.last,
+    missed: records - now.last,
+  };
 }
 
 function compareFields(
@@ -127,7 +150,12 @@ function compareFields(
           types,
         });
       }
-      next[name] = { ...carried({ seen: 0, of: 0, missed: 0 }, field.seen, records), types };
+      next[name] = { ...carried(never, field, records), types };
+      continue;
+    }
+    const sighting = carried(prior, field, records);
+    if (sighting.missed > 0 && isGone(sighting)) {
+      fieldGone(place, name, prior, rules);
       continue;
     }
     const had = solid(prior.types);
@@ -144,26 +172,32 @@ function compareFields(
     }
     // The types this run saw speak for the field; null alone leaves the earlier ones.
     const nextTypes = now.length > 0 ? types : [...new Set([...prior.types, ...types])].sort();
-    next[name] = { ...carried(prior, field.seen, records), types: nextTypes };
+    next[name] = { ...sighting, types: nextTypes };
   }
   for (const [name, prior] of Object.entries(before)) {
     if (seenNow.has(name)) continue;
-    const sighting = carried(prior, 0, records);
-    if (!isGone(sighting)) {
-      next[name] = { ...sighting, types: prior.types };
-      continue;
-    }
-    if (rules.judge && rules.names && unnamed(name)) {
-      rules.change({
-        kind: 'field_gone',
-        message: `field the spec does not name gone from the ${placeNames[place]}: ${quoted(name)}`,
-        place,
-        field: name,
-        previous_types: prior.types,
-      });
-    }
+    const sighting = carried(prior, null, records);
+    if (!isGone(sighting)) next[name] = { ...sighting, types: prior.types };
+    else fieldGone(place, name, prior, rules);
   }
   return next;
+}
+
+/** A field no longer sent: reported when the spec does not name it. */
+function fieldGone(
+  place: FieldPlace,
+  name: string,
+  prior: FieldSchema,
+  rules: { judge: boolean; names: boolean; change: Report },
+): void {
+  if (!rules.judge || !rules.names || namedFields[place].includes(name)) return;
+  rules.change({
+    kind: 'field_gone',
+    message: `field the spec does not name gone from the ${placeNames[place]}: ${quoted(name)}`,
+    place,
+    field: name,
+    previous_types: prior.types,
+  });
 }
 
 function compareQuestions(
@@ -196,10 +230,15 @@ function compareQuestions(
       }
       next.push({
         ...where,
-        ...carried({ seen: 0, of: 0, missed: 0 }, slot.seen, records),
+        ...carried(never, slot, records),
         question: slot.question,
         question_at: slot.question_at,
       });
+      continue;
+    }
+    const sighting = carried(prior, slot, records);
+    if (sighting.missed > 0 && isGone(sighting)) {
+      if (judged) questionGone(prior, change);
       continue;
     }
     const reworded = slot.question !== prior.question && isLater(slot.question_at, prior.question_at);
@@ -221,26 +260,25 @@ function compareQuestions(
               ? slot.question_at
               : prior.question_at,
         };
-    next.push({ ...where, ...carried(prior, slot.seen, records), ...text });
+    next.push({ ...where, ...sighting, ...text });
   }
   for (const [key, prior] of priorByKey) {
     if (observed.slots.has(key)) continue;
-    const sighting = carried(prior, 0, records);
-    if (!isGone(sighting)) {
-      next.push({ ...prior, ...sighting });
-      continue;
-    }
-    if (judged) {
-      change({
-        kind: 'question_gone',
-        message: `question gone: ${quoted(shorten(prior.question))} (${slotName(prior)})`,
-        discussion_guide_question_id: prior.discussion_guide_question_id,
-        concept_id: prior.concept_id,
-        question: prior.question,
-      });
-    }
+    const sighting = carried(prior, null, records);
+    if (!isGone(sighting)) next.push({ ...prior, ...sighting });
+    else if (judged) questionGone(prior, change);
   }
   return next.slice(0, MAX_NAMES);
+}
+
+function questionGone(prior: QuestionSlot, change: Report): void {
+  change({
+    kind: 'question_gone',
+    message: `question gone: ${quoted(shorten(prior.question))} (${slotName(prior)})`,
+    discussion_guide_question_id: prior.discussion_guide_question_id,
+    concept_id: prior.concept_id,
+    question: prior.question,
+  });
 }
 
 function compareConcepts(
@@ -271,19 +309,31 @@ function compareAttributes(
   if (records === 0) return before.attributes;
   const judged = judge && (before.records.response ?? 0) > 0;
   const next: Record<string, Sighting> = {};
+  const gone = (key: string) => {
+    if (judged)
+      change({ kind: 'url_parameter_gone', message: `URL parameter gone: ${quoted(key)}`, parameter: key });
+  };
   for (const [key, seen] of observed.attributes) {
     const prior = Object.hasOwn(before.attributes, key) ? before.attributes[key] : undefined;
-    if (!prior && judged) {
-      change({ kind: 'url_parameter_added', message: `URL parameter added: ${quoted(key)}`, parameter: key });
+    if (!prior) {
+      if (judged)
+        change({
+          kind: 'url_parameter_added',
+          message: `URL parameter added: ${quoted(key)}`,
+          parameter: key,
+        });
+      next[key] = carried(never, seen, records);
+      continue;
     }
-    next[key] = carried(prior ?? { seen: 0, of: 0, missed: 0 }, seen, records);
+    const sighting = carried(prior, seen, records);
+    if (sighting.missed > 0 && isGone(sighting)) gone(key);
+    else next[key] = sighting;
   }
   for (const [key, prior] of Object.entries(before.attributes)) {
     if (observed.attributes.has(key)) continue;
-    const sighting = carried(prior, 0, records);
+    const sighting = carried(prior, null, records);
     if (!isGone(sighting)) next[key] = sighting;
-    else if (judged)
-      change({ kind: 'url_parameter_gone', message: `URL parameter gone: ${quoted(key)}`, parameter: key });
+    else gone(key);
   }
   return next;
 }

@@ -18,15 +18,22 @@ export const namedFields: Record<FieldPlace, readonly string[]> = {
   video: ['stream_url', 'mp4_url'],
 };
 
-export interface ObservedField {
+/**
+ * How often a name was seen in a run, and at which record of its place last (1-based, in the
+ * order the records passed): the records after that one went without it.
+ */
+export interface Seen {
   seen: number;
+  last: number;
+}
+
+export interface ObservedField extends Seen {
   types: Set<JsonType>;
 }
 
-export interface ObservedSlot {
+export interface ObservedSlot extends Seen {
   discussion_guide_question_id: string;
   concept_id: string | null;
-  seen: number;
   question: string;
   /** created_at of the newest response carrying `question` (ISO text, compared as instants). */
   question_at: string;
@@ -40,7 +47,7 @@ export class SchemaObserver {
   questionSets = 0;
   readonly slots = new Map<string, ObservedSlot>();
   readonly concepts = new Set<string>();
-  readonly attributes = new Map<string, number>();
+  readonly attributes = new Map<string, Seen>();
   /** Lists that reached MAX_NAMES: "fields.<place>", "questions", "attributes", "concepts". */
   readonly saturated = new Set<string>();
 
@@ -63,7 +70,8 @@ export class SchemaObserver {
       }
     }
     if (isObject(listed.attributes)) {
-      for (const key of Object.keys(listed.attributes)) this.#count(this.attributes, key, 'attributes');
+      const at = this.records.get('response') ?? 0;
+      for (const key of Object.keys(listed.attributes)) this.#count(this.attributes, key, at);
     }
     if (detail === null) return;
     this.#record('detail', detail);
@@ -77,7 +85,8 @@ export class SchemaObserver {
   }
 
   #record(place: FieldPlace, payload: Record<string, unknown>): void {
-    this.records.set(place, (this.records.get(place) ?? 0) + 1);
+    const at = (this.records.get(place) ?? 0) + 1;
+    this.records.set(place, at);
     let fields = this.fields.get(place);
     if (!fields) {
       fields = new Map();
@@ -90,10 +99,11 @@ export class SchemaObserver {
           this.saturated.add(`fields.${place}`);
           continue;
         }
-        field = { seen: 0, types: new Set() };
+        field = { seen: 0, last: 0, types: new Set() };
         fields.set(name, field);
       }
       field.seen += 1;
+      field.last = at;
       field.types.add(jsonTypeOf(value));
     }
   }
@@ -118,12 +128,14 @@ export class SchemaObserver {
         discussion_guide_question_id: dgq,
         concept_id: concept,
         seen: 1,
+        last: this.questionSets,
         question,
         question_at: createdAt,
       });
       return;
     }
     slot.seen += 1;
+    slot.last = this.questionSets;
     if (question !== slot.question && isLater(createdAt, slot.question_at)) {
       slot.question = question;
       slot.question_at = createdAt;
@@ -136,11 +148,13 @@ export class SchemaObserver {
     else this.concepts.add(concept);
   }
 
-  #count(counts: Map<string, number>, key: string, list: string): void {
+  #count(counts: Map<string, Seen>, key: string, at: number): void {
     const count = counts.get(key);
-    if (count !== undefined) counts.set(key, count + 1);
-    else if (counts.size >= MAX_NAMES) this.saturated.add(list);
-    else counts.set(key, 1);
+    if (count !== undefined) {
+      count.seen += 1;
+      count.last = at;
+    } else if (counts.size >= MAX_NAMES) this.saturated.add('attributes');
+    else counts.set(key, { seen: 1, last: at });
   }
 }
 

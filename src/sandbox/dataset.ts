@@ -27,8 +27,8 @@ import { DAY_MS, iso, isoWithOffset, responseSpacing, studyDates } from './dates
 import { PlantedData, passesContact } from './personal.ts';
 import { intBetween, pick, type Random, randomFor, stableHex, stableUuid, uuidFrom } from './prng.ts';
 import {
-  addedParameters,
   fieldsAt,
+  parametersOf,
   type Question,
   questionsFor,
   questionsOf,
@@ -414,7 +414,7 @@ function attributes(
   };
   if (random() < 0.3) attrs['lang'] = pick(random, ['en', 'ja', 'ar', 'ru']);
   if (random() < 0.1) attrs['ref'] = '=HYPERLINK("http://example.invalid")';
-  return { ...attrs, ...addedParameters(study.changes, entry.index) };
+  return parametersOf(attrs, study.changes, entry.index);
 }
 
 function shorten(message: string): string {

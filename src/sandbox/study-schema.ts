@@ -2,12 +2,12 @@
  * A study's questions, URL parameters and payload fields as the sandbox serves them: generated
  * from the seed, then changed the way the service would change them (a test's and a curious
  * user's control, `Sandbox.changeSchema`, `study-export sandbox --schema-change`):
- * - a question slot added or a question reworded is asked of the responses that come after
- *   the change (the conversations held before it keep their questions);
- * - a URL parameter added is passed by the respondents who come after it;
+ * - a question slot added, reworded or dropped is so for the responses that come after the
+ *   change (the conversations held before it keep their questions);
+ * - a URL parameter added (or dropped) is passed (or not) by the respondents who come after it;
  * - a field the spec does not name, once set, is in every payload of its place from then on,
  *   old responses' included (a new version of the service's serializer); set to a value of
- *   another JSON type, it is the same field with its type changed.
+ *   another JSON type, it is the same field with its type changed; unset, it is gone from all.
  */
 import { ConfigError } from '../errors.ts';
 import { stableHex } from './prng.ts';
@@ -34,8 +34,11 @@ export type StudySchemaChange =
     }
   /** position: 1-based, default 1. */
   | { kind: 'reword_question'; position?: number; question?: string }
+  | { kind: 'drop_question'; position?: number }
   | { kind: 'add_url_parameter'; key?: string; value?: string }
-  | { kind: 'set_field'; place?: FieldPlace; name?: string; value?: unknown };
+  | { kind: 'drop_url_parameter'; key: string }
+  | { kind: 'set_field'; place?: FieldPlace; name?: string; value?: unknown }
+  | { kind: 'unset_field'; place?: FieldPlace; name?: string };
 
 /** `study-export sandbox --schema-change`'s words for the changes it can make. */
 const optionKinds: Record<string, StudySchemaChange> = {
@@ -75,7 +78,8 @@ export function parseSchemaChanges(spec: string): SchemaChangeOption[] {
 export interface StudyChanges {
   /** Each applies to the responses of this index and after. */
   questions: { from: number; apply: (questions: Question[]) => Question[] }[];
-  parameters: { from: number; key: string; value: string }[];
+  /** A value is passed from then on; null: the parameter is no longer passed. */
+  parameters: { from: number; key: string; value: string | null }[];
   fields: Record<FieldPlace, Record<string, unknown>>;
 }
 
@@ -127,6 +131,24 @@ export function addChange(changes: StudyChanges, change: StudySchemaChange, next
       });
       return;
     }
+    case 'drop_question': {
+      const position = change.position ?? 1;
+      changes.questions.push({
+        from: nextIndex,
+        apply: (questions) => {
+          if (!questions[position - 1])
+            throw new Error(`sandbox: the study has no question at position ${position}`);
+          return questions.filter((_, i) => i !== position - 1);
+        },
+      });
+      return;
+    }
+    case 'drop_url_parameter':
+      changes.parameters.push({ from: nextIndex, key: change.key, value: null });
+      return;
+    case 'unset_field':
+      delete changes.fields[change.place ?? 'response'][change.name ?? 'sentiment_score'];
+      return;
     case 'add_url_parameter':
       changes.parameters.push({
         from: nextIndex,
@@ -148,12 +170,19 @@ export function questionsOf(base: Question[], changes: StudyChanges | undefined,
     .reduce((qs, change) => change.apply(qs), base);
 }
 
-/** The URL parameters added for response `index`. */
-export function addedParameters(changes: StudyChanges | undefined, index: number): Record<string, string> {
-  const added: Record<string, string> = {};
-  for (const parameter of changes?.parameters ?? [])
-    if (parameter.from <= index) added[parameter.key] = parameter.value;
-  return added;
+/** The URL parameters of response `index`: `generated`, with the changes made before it. */
+export function parametersOf(
+  generated: Record<string, string>,
+  changes: StudyChanges | undefined,
+  index: number,
+): Record<string, string> {
+  const parameters = { ...generated };
+  for (const parameter of changes?.parameters ?? []) {
+    if (parameter.from > index) continue;
+    if (parameter.value === null) delete parameters[parameter.key];
+    else parameters[parameter.key] = parameter.value;
+  }
+  return parameters;
 }
 
 /** The fields set at `place`, to add to its payloads. */

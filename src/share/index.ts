@@ -12,7 +12,6 @@ import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
-import { cutMessage } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import {
@@ -26,7 +25,14 @@ import {
 import { redact } from '../redact.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Row } from '../tables/index.ts';
-import { buildFolder, deliver, existingPackages, existsError, type PackageForm } from './destination.ts';
+import {
+  buildFolder,
+  deliver,
+  existingPackages,
+  existsError,
+  type PackageForm,
+  refuseInsideOutput,
+} from './destination.ts';
 import { type PackageSource, writeStudyPackage } from './package.ts';
 
 export type { PackageForm } from './destination.ts';
@@ -72,6 +78,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
   const chosen = await chooseStudies(output, options.studies);
   const names = studyFileNames(await output.studies());
   const runs = await output.runs();
+  refuseInsideOutput(options.output, options.to);
   if (!isObjectStorage(options.to)) await mkdir(options.to, { recursive: true });
   const target = await openStorage(options.to, options.s3 ?? {});
   const nameOf = (study: Row<'studies'>) => names.get(study.study_id) ?? study.study_id;
@@ -98,8 +105,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         dir,
         work,
         madeAt: new Date(),
-        onCut: (cut) =>
-          options.onProgress?.({ step: 'warning', link_id: study.link_id, message: cutMessage(cut) }),
+        onWarning: (message) => options.onProgress?.({ step: 'warning', link_id: study.link_id, message }),
       });
       const location = await deliver(target, name, options.form, dir, files);
       // The ledger (handoffs/) records the package and the responses it holds, as it holds them.

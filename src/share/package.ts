@@ -1,10 +1,10 @@
 /**
  * One study's analyst package, written into a local folder laid out as a run's files: the tidy
- * tables (CSV and Parquet) by the run's table writers, the wide sheet and (with xlsx) the
- * workbook by the run's sheet writers, README.md, report.html and datapackage.json by the
- * run's guides. Every file is written from the rows the reader gave, never copied from
- * current/, so whatever the reader did to the rows (a handoff's de-identification) holds in
- * every file alike.
+ * tables (CSV and Parquet) by the run's table writers, the wide sheet and the file of every
+ * other study format the output writes (the workbook, …) by the format registry's writers,
+ * README.md, report.html and datapackage.json by the run's guides. Every file is written from
+ * the rows the reader gave, never copied from current/, so whatever the reader did to the rows
+ * (a handoff's de-identification) holds in every file alike.
  */
 import { join } from 'node:path';
 import type { Format, TableFormat } from '../config/schema.ts';
@@ -19,8 +19,12 @@ import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { createTableWriters } from '../load/table-writers.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
-import { createWideWriter } from '../output/formats/wide.ts';
-import { type CutReport, createXlsxWriter } from '../output/formats/xlsx.ts';
+import {
+  tableFormats as registeredTableFormats,
+  studyFormatsOf,
+  tableFormatOfFile,
+} from '../output/formats/index.ts';
+import { wideFormat } from '../output/formats/wide.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
 import type { HandoffPrivacy } from '../privacy/index.ts';
 import { byResponse } from '../reader/index.ts';
@@ -36,7 +40,7 @@ export interface PackageSource {
   service: string;
   /** The newest run that exported the study. */
   runId: string;
-  /** The output's formats: xlsx among them adds the workbook. */
+  /** The output's formats: each study format among them (xlsx, …) adds its file, beside the wide sheet. */
   formats: readonly Format[];
   csv: CsvOptions;
   mediaEnabled: boolean;
@@ -55,7 +59,8 @@ export interface StudyPackageInput {
   work: string;
   /** When the package is made (its guides' time). */
   madeAt: Date;
-  onCut?: (cut: CutReport) => void;
+  /** A warning of the study's (a workbook's cell cut to fit), in words. */
+  onWarning?: (message: string) => void;
 }
 
 /** A file of the package: its path in the package, size and sha256. */
@@ -65,13 +70,16 @@ export interface WrittenFile {
   sha256: string;
 }
 
-/** The tables are always both: an analyst's package opens in a spreadsheet and in DuckDB alike. */
-const tableFormats: readonly TableFormat[] = ['csv', 'parquet'];
+/**
+ * Every table format of the registry, whatever the output's formats: an analyst's package opens
+ * in a spreadsheet (CSV) and in DuckDB (Parquet) alike.
+ */
+const tableFormats = registeredTableFormats.map((format) => format.name as TableFormat);
 
 export async function writeStudyPackage(input: StudyPackageInput): Promise<WrittenFile[]> {
   const local = new LocalStorage(input.dir);
   const tables = await writeTables(local, input);
-  const sheets = await writeSheets(local, input);
+  const sheets = await writeStudyFiles(local, input);
   const written = [...tables, ...sheets.map((sheet) => sheet.file)];
   const guides = guideFiles(input, written);
   for (const [path, text] of guides) await local.put(path, text);
@@ -88,7 +96,7 @@ async function fileFacts(dir: string, path: string): Promise<WrittenFile> {
 
 type TableFile = WrittenFile & { table: TableName; format: TableFormat };
 
-/** <table>.csv and <table>.parquet, every table, with its header even when the study has no rows. */
+/** Every data table in every table format (<table>.csv, …), with its header even without rows. */
 async function writeTables(local: LocalStorage, input: StudyPackageInput): Promise<TableFile[]> {
   // Tables carry no byte order mark (csv.bom is for the sheets): table readers take it for a name.
   const writers = await createTableWriters(local, {
@@ -109,60 +117,63 @@ async function writeTables(local: LocalStorage, input: StudyPackageInput): Promi
       files.push({
         ...(await fileFacts(input.dir, path)),
         table,
-        format: path.endsWith('.csv') ? 'csv' : 'parquet',
+        format: tableFormatOfFile(table, path),
       });
   return files;
 }
 
-interface SheetFile {
+interface StudyFile {
   file: WrittenFile;
-  /** A wide sheet's header as written; none for a workbook. */
-  header: string[] | null;
+  /** The wide sheet's header as written; null for any other study format's file. */
+  header: readonly string[] | null;
 }
 
 /**
- * wide/<name>.csv and, with xlsx, xlsx/<name>.xlsx: a response at a time, in response_id order
- * (the workbook's answers and transcript sheets then follow the tables' key order).
+ * The study's file in each study format of the registry the output writes (the wide sheet
+ * always; the workbook, … when among its formats), by the run's own writers: a response at a
+ * time, in response_id order (so a workbook's answers and transcript sheets follow the tables'
+ * key order), each file once the columns are known.
  */
-async function writeSheets(local: LocalStorage, input: StudyPackageInput): Promise<SheetFile[]> {
+async function writeStudyFiles(local: LocalStorage, input: StudyPackageInput): Promise<StudyFile[]> {
   const { rows, name, work } = input;
   const study = rows.studies[0];
   const keys = new AttributeKeys();
   const builder = new WideRowBuilder(keys);
   for (const answer of rows.answers) builder.answer(answer);
   for (const attribute of rows.attributes) builder.attribute(attribute);
-  const wide = createWideWriter(local, work, name, input.source.csv);
-  const workbook =
-    input.source.formats.includes('xlsx') && study
-      ? createXlsxWriter(
-          local,
-          work,
-          { id: study.study_id, link_id: study.link_id, title: study.title },
-          name,
-          input.onCut ?? (() => {}),
-        )
-      : null;
+  const formats = studyFormatsOf(input.source.formats);
+  const writers = formats.map((format) =>
+    format.open({
+      storage: local,
+      scratchDir: work,
+      study: { id: study?.study_id ?? '', link_id: study?.link_id ?? name, title: study?.title ?? '' },
+      fileName: name,
+      csv: input.source.csv,
+      warn: (_code, message) => input.onWarning?.(message),
+    }),
+  );
   try {
     const answers = byResponse(rows.answers);
     const transcript = byResponse(rows.transcript);
     for (const response of rows.responses) {
-      const row = builder.row(response);
-      await wide.add(row);
-      await workbook?.add({
-        wide: row,
+      const wide = builder.row(response);
+      const own = {
+        wide,
         answers: answers.get(response.response_id) ?? [],
         transcript: transcript.get(response.response_id) ?? [],
-      });
+      };
+      for (const writer of writers) await writer.add(own);
     }
     const columns = wideColumns(rows.questions, keys.chosen().keys);
-    const sheet = await wide.finish(columns);
-    const files: SheetFile[] = [{ file: await fileFacts(input.dir, sheet.path), header: sheet.header }];
-    if (workbook)
-      files.push({ file: await fileFacts(input.dir, await workbook.finish(columns)), header: null });
+    const files: StudyFile[] = [];
+    for (const [i, writer] of writers.entries()) {
+      const { path, header } = await writer.finish(columns);
+      const sheet = formats[i] === wideFormat && header ? [...header] : null;
+      files.push({ file: await fileFacts(input.dir, path), header: sheet });
+    }
     return files;
   } catch (error) {
-    await wide.abort();
-    await workbook?.abort();
+    for (const writer of writers) await writer.abort();
     throw error;
   }
 }
@@ -202,7 +213,7 @@ function guideFiles(input: StudyPackageInput, written: readonly WrittenFile[]): 
 function packageDescriptor(
   input: StudyPackageInput,
   tables: readonly TableFile[],
-  sheets: readonly SheetFile[],
+  sheets: readonly StudyFile[],
   guides: readonly WrittenFile[],
 ) {
   const study = input.rows.studies[0];

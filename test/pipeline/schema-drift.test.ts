@@ -1,7 +1,8 @@
 /**
  * Schema drift against the sandbox over HTTP: a study changed on the service between two runs
  * (a question slot added with a new concept, a question reworded, a URL parameter added, fields
- * the spec does not name at three places, a field's type changed) gives exactly those entries
+ * the spec does not name at three places, a field's type changed; then a question slot, a URL
+ * parameter and those fields no longer sent) gives exactly those entries
  * in the manifest, one JSON event each, a line of the summary, a section of report.html and the
  * codebook, while a study that did not change gives none; under schema.on_change: fail the run
  * commits nothing (latest, the state and current/ unchanged byte for byte) and exits 4 naming
@@ -174,6 +175,25 @@ describe('schema changes between two runs', () => {
           message: 'field "sentiment_score" of the response (list item) changed type: number → string',
         }),
       ]);
+      // And what the service stops sending: a question slot, a URL parameter, the three fields.
+      sandbox.changeSchema(link, { kind: 'drop_question', position: 1 });
+      sandbox.changeSchema(link, { kind: 'drop_url_parameter', key: 'utm_source' });
+      sandbox.changeSchema(link, { kind: 'unset_field', place: 'response', name: 'sentiment_score' });
+      sandbox.changeSchema(link, { kind: 'unset_field', place: 'transcript_row', name: 'tone' });
+      sandbox.changeSchema(link, { kind: 'unset_field', place: 'study', name: 'archived' });
+      sandbox.addResponse(link);
+      const fifth = await runAgainst(sandbox, sandboxConfig(sandbox, out));
+      const gone = (await readManifest(fifth.runDir!)).schema_changes ?? [];
+      expect(
+        gone.map((c) => [c.kind, c.place ?? c.parameter ?? c.discussion_guide_question_id, c.field]),
+      ).toEqual([
+        ['question_gone', 'dg-1', undefined],
+        ['url_parameter_gone', 'utm_source', undefined],
+        ['field_gone', 'study', 'archived'],
+        ['field_gone', 'response', 'sentiment_score'],
+        ['field_gone', 'transcript_row', 'tone'],
+      ]);
+      expect(gone[0]?.question).toMatch(/^What first comes to mind when you think about /);
     });
   });
 });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameOf } from '../../src/names.ts';
+import { formatNames, studyFormatsOf } from '../../src/output/formats/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { columnNames, type TableName, tableNames } from '../../src/tables/index.ts';
 import { runCli } from '../helpers/cli.ts';
@@ -36,7 +37,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'share-'));
   await runAgainst(
     sandbox,
-    sandboxConfig(sandbox, join(dir, 'out'), { output: { formats: ['csv', 'parquet', 'xlsx'] } }),
+    // Every format the registry offers: one it gains later is in the packages with no other edit.
+    sandboxConfig(sandbox, join(dir, 'out'), { output: { formats: [...formatNames] } }),
   );
   output = join(dir, 'out', 'test');
   current = await currentTables(join(output, 'current'));
@@ -96,6 +98,9 @@ async function checkPackage(pkg: string, study: { study_id: string; link_id: str
   const descriptor = JSON.parse(await readFile(join(pkg, 'datapackage.json'), 'utf8'));
   expect(descriptor.privacy.identified).toBe(true);
   const listed = new Set(descriptor.resources.map((r: { path: string }) => r.path));
+  // A file for each study format of the registry the output writes (the wide sheet, the workbook, …).
+  for (const format of studyFormatsOf(formatNames))
+    expect(listed.has(format.studyFile(nameOf(study.link_id))), format.name).toBe(true);
   const files = (await readdir(pkg, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name).slice(pkg.length + 1));
@@ -156,7 +161,7 @@ describe('study-export share', () => {
     }
   }, 120_000);
 
-  it('refuses an existing package, an unknown study and an output without current/, writing nothing', async () => {
+  it('refuses an existing package, an unknown study, a destination inside the output and an output without current/, writing nothing', async () => {
     const before = await rawOutput();
     const to = join(dir, 'refused');
     const [study] = studies as [(typeof studies)[number]];
@@ -174,6 +179,10 @@ describe('study-export share', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no-such-study: no study in');
     expect(unknown.stderr).toContain(study.link_id);
+
+    const inside = await runCli(['share', output, '--to', join(output, 'current', 'packages')]);
+    expect(inside.code).toBe(2);
+    expect(inside.stderr).toContain(`inside the output ${output}; packages go outside it`);
 
     const empty = join(dir, 'empty-output');
     await mkdir(join(empty, 'runs'), { recursive: true });
