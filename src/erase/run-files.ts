@@ -11,6 +11,8 @@
  * changed objects are uploaded). A file of a kind erase cannot read back is never copied blind:
  * the run is refused before anything changes (`unreadableFiles`).
  */
+import { createHash } from 'node:crypto';
+import { recordedPipeline } from '../config/recorded.ts';
 import { codebookMarkdown } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
@@ -83,6 +85,8 @@ export async function rewriteRun(input: {
   manifest: Manifest;
   ids: ReadonlySet<string>;
   erasure: { id: string; at: string };
+  /** The studies the plan found the responses in (their sheets are rewritten). */
+  studies: ReadonlySet<string>;
   copyUnchanged: boolean;
 }): Promise<RunErased> {
   const { from, ids, manifest } = input;
@@ -95,7 +99,7 @@ export async function rewriteRun(input: {
   const counted = new Set<TableName>();
   const rowsKept: Record<string, number> = {};
   const erasedByStudy = new Map<string, number>();
-  const erasedStudies = new Set<string>();
+  const erasedStudies = new Set<string>(input.studies);
   let rows = 0;
   let recordings = 0;
   let archived = { files: 0, bytes: 0 };
@@ -106,9 +110,7 @@ export async function rewriteRun(input: {
   // Tables first, one format each counted for the report: Parquet where there is one.
   const tableFiles = listed
     .map((path) => ({ path, of: tableFormatOf(path) }))
-    .sort(
-      (a, b) => Number(b.of?.format.extension === 'parquet') - Number(a.of?.format.extension === 'parquet'),
-    );
+    .sort((a, b) => Number(b.of?.format.name === 'parquet') - Number(a.of?.format.name === 'parquet'));
   for (const { path, of } of tableFiles) {
     if (of === null) continue;
     const { table, format } = of;
@@ -126,7 +128,7 @@ export async function rewriteRun(input: {
       }
       continue;
     }
-    const writer = await format.create(to, path, table, { storage: from, path });
+    const writer = await format.create(to, table, recordedPipeline(manifest).output.csv);
     let kept = 0;
     try {
       for await (const batch of format.read(from, path, table, bytesOf.get(path) ?? 0)) {
@@ -174,6 +176,10 @@ export async function rewriteRun(input: {
       manifest.rejects = { ...manifest.rejects, count: rejects.kept };
     } else if (path === MEDIA_ZIP) {
       const zip = await rewriteMediaZip(from, to, path, bytesOf.get(path) ?? 0, ids);
+      if (zip === null) {
+        await copy(path);
+        continue;
+      }
       recordings += zip.removed;
       const media = manifest.media as { files?: number; bytes?: number; zip?: object } | null;
       if (media && typeof media === 'object') {
@@ -201,21 +207,42 @@ export async function rewriteRun(input: {
   };
   await writeGuides(to, next, stats, listed);
   await writeDataPackage(from, to, listed, to.written());
-  const files = mergeFiles(manifest.files, to.written(), input.copyUnchanged);
+  const files = await mergeFiles(from, manifest.files, to.written(), bytesOf, input.copyUnchanged);
   await to.put(MANIFEST_FILE, `${JSON.stringify({ ...next, files }, null, 2)}\n`);
   return { responses, rows, recordings, written: to.written().map((file) => file.path) };
 }
 
-/** The manifest's list: each file as written now, or as it was where it was left alone. */
-function mergeFiles(
+/**
+ * The manifest's list: each file as written now, or where it was left alone as it is stored
+ * (hashed again where its size is not the manifest's: a file an earlier, stopped attempt of
+ * the erasure had already replaced on object storage).
+ */
+async function mergeFiles(
+  from: Storage,
   before: readonly StoredFile[],
   written: readonly StoredFile[],
+  sizes: ReadonlyMap<string, number>,
   whole: boolean,
-): StoredFile[] {
+): Promise<StoredFile[]> {
   const now = new Map(written.map((file) => [file.path, file]));
-  return before
-    .map((file) => now.get(file.path) ?? (whole ? undefined : file))
-    .filter((file): file is StoredFile => file !== undefined && file.path !== MANIFEST_FILE);
+  const files: StoredFile[] = [];
+  for (const file of before) {
+    if (file.path === MANIFEST_FILE) continue;
+    const rewritten = now.get(file.path);
+    if (rewritten) files.push(rewritten);
+    else if (!whole) files.push(sizes.get(file.path) === file.bytes ? file : await hashed(from, file.path));
+  }
+  return files;
+}
+
+async function hashed(from: Storage, path: string): Promise<StoredFile> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of await from.readStream(path)) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { path, bytes, sha256: hash.digest('hex') };
 }
 
 /** README.md and report.html again, from the rows kept, where the run had them. */

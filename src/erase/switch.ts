@@ -44,6 +44,8 @@ export interface RunSwitchInput {
   runId: string;
   ids: ReadonlySet<string>;
   erasure: { id: string; at: string };
+  /** The studies of the run the plan found the responses in. */
+  studies: ReadonlySet<string>;
   /** The erasure's scratch folder (src/util/scratch.ts): local files on their way to a bucket. */
   scratchDir: string;
 }
@@ -82,6 +84,7 @@ async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> 
     manifest: current,
     ids: input.ids,
     erasure,
+    studies: input.studies,
     copyUnchanged: true,
   });
   killPoint('erase-run-staged');
@@ -113,6 +116,7 @@ async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> 
       manifest: current,
       ids: input.ids,
       erasure,
+      studies: input.studies,
       copyUnchanged: false,
     });
     killPoint('erase-run-staged');

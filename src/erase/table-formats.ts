@@ -1,18 +1,20 @@
 /**
- * How erase takes rows out of a table file: each format reads its file back and writes the
- * rows it keeps in the same format, so "filter these rows out" is read-back + write and
- * nothing else. A format is a `TableFormat`; `tableFormatOf` names the one a file is in, and a
- * file no format here claims is one erase will not touch blind (run-files.ts refuses the run).
+ * How erase takes rows out of a table file: through the format registry (src/output/formats),
+ * each table format reads its file back (`read`) and writes the rows kept into a new file of
+ * the same format (`open`, block by block), so "filter these rows out" is read-back + write and
+ * a format added to the registry is erased like the others. `tableFormatOf` names the format a
+ * run's file is in; a file no format claims is one erase will not touch blind (run-files.ts
+ * refuses the run).
  */
 import type { Readable } from 'node:stream';
 import Papa from 'papaparse';
-import { byteOrderMark, createTableCsvWriter } from '../output/formats/csv.ts';
-import { createParquetWriter } from '../output/formats/parquet.ts';
-import { readPart } from '../output/formats/parquet-read.ts';
+import { ColumnBuffers } from '../output/formats/column-buffers.ts';
+import { byteOrderMark, type CsvOptions } from '../output/formats/csv.ts';
+import { type TableFormatModule, tableFormats } from '../output/formats/index.ts';
 import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, tables } from '../tables/index.ts';
+import { type Row, runTableNames, type TableName } from '../tables/index.ts';
 
-/** A file of a table, written row batch by row batch. */
+/** A new table file, written row batch by row batch. */
 export interface TableFileWriter {
   write(rows: readonly Row<TableName>[]): Promise<void>;
   close(): Promise<unknown>;
@@ -20,46 +22,55 @@ export interface TableFileWriter {
 }
 
 export interface TableFormat {
-  readonly extension: string;
+  readonly name: string;
   /** The file's rows, a batch at a time, as the table's row values. */
   read(storage: Storage, path: string, table: TableName, bytes: number): AsyncIterable<Row<TableName>[]>;
-  /** A new file of the same format; `like` is the file it replaces (its byte order mark, say). */
-  create(
-    storage: Storage,
-    path: string,
-    table: TableName,
-    like: { storage: Storage; path: string },
-  ): Promise<TableFileWriter>;
+  /** A new file of the table in the same format, in `storage` under the run's name for it. */
+  create(storage: Storage, table: TableName, csv: CsvOptions): Promise<TableFileWriter>;
 }
 
-const parquet: TableFormat = {
-  extension: 'parquet',
-  read: (storage, path, table, bytes) => readPart(storage, path, bytes, table),
-  create: (storage, path, table) => createParquetWriter(storage, path, table),
-};
+/** Rows per block handed to a format's writer (a Parquet row group each). */
+const BLOCK_ROWS = 50_000;
 
-const csv: TableFormat = {
-  extension: 'csv',
-  read: (storage, path, table) => readCsvTable(storage, path, table),
-  async create(storage, path, table, like) {
-    // A cell already carrying its formula escape (') matches no formula pattern: it stays as it was.
-    return createTableCsvWriter(storage, path, table, {
-      bom: await startsWithByteOrderMark(like.storage, like.path),
-      escape_formulae: true,
-    });
-  },
-};
+function throughRegistry(module: TableFormatModule): TableFormat {
+  return {
+    name: module.name,
+    read: (storage, path, table, bytes) => module.read(storage, path, bytes, table),
+    async create(storage, table, csv) {
+      const file = await module.open(storage, table, { csv });
+      let block = new ColumnBuffers(table, storage.describe(file.path));
+      const flush = async () => {
+        if (block.rows === 0) return;
+        const full = block;
+        block = new ColumnBuffers(table, storage.describe(file.path));
+        await file.writeBlock(full);
+      };
+      return {
+        async write(rows) {
+          for (const row of rows) {
+            block.add(row as Record<string, unknown>);
+            if (block.rows >= BLOCK_ROWS) await flush();
+          }
+        },
+        async close() {
+          await flush();
+          return file.close();
+        },
+        abort: () => file.abort(),
+      };
+    },
+  };
+}
 
-export const tableFormats: readonly TableFormat[] = [parquet, csv];
+const formats = tableFormats.map(throughRegistry);
 
-/** The format of a table file of a run (`answers.parquet`), or null. */
+/** The table and format of a run's file (`answers.parquet`), or null. */
 export function tableFormatOf(path: string): { table: TableName; format: TableFormat } | null {
-  const match = /^([a-z_]+)\.([a-z0-9]+)$/.exec(path);
-  if (!match) return null;
-  const table = match[1] as string;
-  if (!Object.hasOwn(tables, table)) return null;
-  const format = tableFormats.find((f) => f.extension === match[2]);
-  return format ? { table: table as TableName, format } : null;
+  for (const [index, module] of tableFormats.entries()) {
+    const table = runTableNames.find((name) => module.tableFile(name) === path);
+    if (table !== undefined) return { table, format: formats[index] as TableFormat };
+  }
+  return null;
 }
 
 export async function startsWithByteOrderMark(storage: Storage, path: string): Promise<boolean> {
@@ -67,35 +78,6 @@ export async function startsWithByteOrderMark(storage: Storage, path: string): P
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8') === byteOrderMark;
-}
-
-const BATCH_ROWS = 2_000;
-
-/** A table's CSV read back as row values: an empty cell null, integers and booleans typed. */
-async function* readCsvTable(
-  storage: Storage,
-  path: string,
-  table: TableName,
-): AsyncIterable<Row<TableName>[]> {
-  const columns = tables[table].columns;
-  let batch: Row<TableName>[] = [];
-  for await (const record of csvRecords(await storage.readStream(path), { header: true })) {
-    const values = record as Record<string, string>;
-    const row: Record<string, unknown> = {};
-    for (const column of columns) {
-      const text = values[column.name] ?? '';
-      if (text === '') row[column.name] = null;
-      else if (column.type === 'integer') row[column.name] = Number(text);
-      else if (column.type === 'boolean') row[column.name] = text === 'true';
-      else row[column.name] = text;
-    }
-    batch.push(row as Row<TableName>);
-    if (batch.length >= BATCH_ROWS) {
-      yield batch;
-      batch = [];
-    }
-  }
-  if (batch.length > 0) yield batch;
 }
 
 /**

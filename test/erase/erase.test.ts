@@ -22,6 +22,7 @@ import {
 import { scanOutput } from '../helpers/output-scan.ts';
 import { readHyparquet } from '../helpers/readers.ts';
 import { snapshot } from '../helpers/run.ts';
+import { unzipTest, zipFactsByPython } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
 
@@ -56,7 +57,14 @@ it('erases a response from every file of every run and from current/', async () 
     expect(erased.stdout).toMatch(/1 response\(s\) out of 2 run\(s\)/);
 
     expect(await scanOutput(output, [traces.id, ...traces.texts], traces.checksums)).toEqual([]);
-    for (const run of runs) expect((await verifyRun(run)).problems).toEqual([]);
+    for (const run of runs) {
+      expect((await verifyRun(run)).problems).toEqual([]);
+      // Info-ZIP and Python read the new media.zip: every entry's CRC, names without the response.
+      expect(unzipTest(join(run, 'media.zip'))).toMatch(/No errors detected/);
+      const names = zipFactsByPython(join(run, 'media.zip')).map((entry) => entry.name);
+      expect(names.length).toBeGreaterThan(0);
+      expect(names.filter((name) => name.includes(traces.id))).toEqual([]);
+    }
     expect(await Promise.all(runs.map((run) => rowsWithout(run, traces.id)))).toEqual(others);
     expect(await currentRowsWithout(output, traces.id)).toEqual(otherCurrent);
     // Every partition of current/ holds one part again.
