@@ -34,7 +34,7 @@ import type { Storage, StoredFile } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
 import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
-import { tableFormatOf } from './table-formats.ts';
+import { type TableFileWriter, type TableFormat, tableFormatOf } from './table-formats.ts';
 import { rewriteMediaZip } from './zip-entries.ts';
 
 /** What an erasure says of itself in each run's manifest: never an id. */
@@ -149,26 +149,24 @@ export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
 }
 
 /**
- * Every table file: those that hold responses read back and written without them, the others
- * copied. One format of each table is counted for the report and the manifest: Parquet where
- * the run has it.
+ * Every table: read back once, from its exact format where the run has one (Parquet, whose
+ * values read back as written; else CSV), and written without the erased responses into each
+ * format the run has it in, as the run wrote them from the same values. Tables that hold no
+ * response are copied. The rows read are counted for the report and the manifest.
  */
 async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promise<void> {
   const { from, ids, manifest } = rewrite.input;
-  const counted = new Set<TableName>();
-  const tableFiles = listed
-    .map((path) => ({ path, of: tableFormatOf(path) }))
-    .sort((a, b) => Number(b.of?.format.name === 'parquet') - Number(a.of?.format.name === 'parquet'));
-  for (const { path, of } of tableFiles) {
-    if (of === null) continue;
-    const { table, format } = of;
-    const counting = !counted.has(table);
-    counted.add(table);
-    const rows = format.read(from, path, table, rewrite.bytesOf.get(path) ?? 0);
+  const byTable = new Map<TableName, { path: string; format: TableFormat }[]>();
+  for (const path of listed) {
+    const of = tableFormatOf(path);
+    if (of) byTable.set(of.table, [...(byTable.get(of.table) ?? []), { path, format: of.format }]);
+  }
+  for (const [table, files] of byTable) {
+    const source = files.find((file) => file.format.exact) ?? (files[0] as (typeof files)[number]);
+    const rows = source.format.read(from, source.path, table, rewrite.bytesOf.get(source.path) ?? 0);
+    let kept = 0;
     if (!holdsResponses(table)) {
-      await rewrite.copy(path);
-      if (!counting) continue;
-      let kept = 0;
+      for (const file of files) await rewrite.copy(file.path);
       for await (const batch of rows) {
         rewrite.stats.add(table, batch);
         kept += batch.length;
@@ -176,24 +174,27 @@ async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promi
       rewrite.rowsKept[table] = kept;
       continue;
     }
-    const writer = await format.create(rewrite.to, table, recordedPipeline(manifest).output.csv);
-    let kept = 0;
+    const csv = recordedPipeline(manifest).output.csv;
+    const writers: TableFileWriter[] = [];
     try {
+      for (const file of files) writers.push(await file.format.create(rewrite.to, table, csv));
       for await (const batch of rows) {
-        const left = batch.filter((row) => !ids.has(String((row as { response_id?: unknown }).response_id)));
-        if (counting) {
-          for (const row of batch) if (!left.includes(row)) countErased(rewrite, table, row);
-          rewrite.stats.add(table, left);
+        const left: Row<TableName>[] = [];
+        for (const row of batch) {
+          if (ids.has(String((row as { response_id?: unknown }).response_id)))
+            countErased(rewrite, table, row);
+          else left.push(row);
         }
+        rewrite.stats.add(table, left);
         kept += left.length;
-        await writer.write(left);
+        for (const writer of writers) await writer.write(left);
       }
-      await writer.close();
+      for (const writer of writers) await writer.close();
     } catch (error) {
-      await writer.abort();
+      for (const writer of writers) await writer.abort();
       throw error;
     }
-    if (counting) rewrite.rowsKept[table] = kept;
+    rewrite.rowsKept[table] = kept;
   }
 }
 
