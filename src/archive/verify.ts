@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import Papa from 'papaparse';
 import type yauzl from 'yauzl';
 import { openStoredZip } from '../output/codecs/zip-reader.ts';
+import { PackageScan } from '../privacy/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import {
@@ -36,8 +37,13 @@ interface Seen {
   digests: Record<Algorithm, string>;
 }
 
-/** Files kept whole while the bag is read: the tag files, and the list of recordings. */
-const keptWhole = (path: string) => !path.startsWith('data/') || path === 'data/recordings.csv';
+/** Files kept whole while the bag is read: the tag files, the list of recordings, the runs. */
+const keptWhole = (path: string) =>
+  !path.startsWith('data/') || path === 'data/recordings.csv' || path === RUNS_JSON;
+const RUNS_JSON = 'data/provenance/runs.json';
+/** Payload files whose texts a bag made with a privacy profile must hold no personal data in. */
+const scanned = (path: string) =>
+  path.startsWith('data/') && /\.(csv|txt|md|html?|json|parquet|xlsx|gz)$/i.test(path);
 
 /** Whether `location` is a bag: a .zip or .tar file, or a folder holding bagit.txt. */
 export async function isBag(location: string, s3: S3Settings = {}): Promise<boolean> {
@@ -48,20 +54,23 @@ export async function isBag(location: string, s3: S3Settings = {}): Promise<bool
 export async function verifyBag(location: string, s3: S3Settings = {}): Promise<BagCheck> {
   const seen = new Map<string, Seen>();
   const whole = new Map<string, Buffer>();
+  const scan = new PackageScan();
   const take = async (path: string, bytes: AsyncIterable<Uint8Array>) => {
     const hashes = ALGORITHMS.map((algorithm) => createHash(algorithm));
     const kept: Buffer[] = [];
+    const keep = keptWhole(path) || scanned(path);
     let size = 0;
     for await (const chunk of bytes) {
       size += chunk.length;
       for (const hash of hashes) hash.update(chunk);
-      if (keptWhole(path)) kept.push(Buffer.from(chunk));
+      if (keep) kept.push(Buffer.from(chunk));
     }
     const digests = Object.fromEntries(
       ALGORITHMS.map((a, i) => [a, hashes[i]?.digest('hex') ?? '']),
     ) as Seen['digests'];
     seen.set(path, { bytes: size, digests });
     if (keptWhole(path)) whole.set(path, Buffer.concat(kept));
+    if (scanned(path)) await scan.add(path, Buffer.concat(kept));
   };
   const problems: string[] = [];
   try {
@@ -69,7 +78,27 @@ export async function verifyBag(location: string, s3: S3Settings = {}): Promise<
   } catch (error) {
     problems.push(`${location}: cannot be read as a bag (${(error as Error).message})`);
   }
-  return checkBag(seen, whole, problems);
+  const check = checkBag(seen, whole, problems);
+  const info = whole.get(BAG_INFO_TXT)?.toString('utf8') ?? '';
+  if (/^Privacy: de-identified/m.test(info)) {
+    for (const left of scan.leftovers(serviceHosts(whole.get(RUNS_JSON))))
+      check.problems.push(
+        `${left.file}: ${left.count} ${left.kind} match${left.count === 1 ? '' : 'es'} left, though the bag was made with a privacy profile`,
+      );
+    check.ok = check.problems.length === 0;
+  }
+  return check;
+}
+
+/** The hosts of the service the bag's runs exported from (runs.json): its own address, not personal data. */
+function serviceHosts(runs: Buffer | undefined): Set<string> {
+  const hosts = new Set<string>();
+  if (!runs) return hosts;
+  for (const [, url] of runs.toString('utf8').matchAll(/"service"\s*:\s*"([^"]+)"/g))
+    try {
+      hosts.add(new URL(url as string).hostname.replace(/^\[|\]$/g, '').toLowerCase());
+    } catch {}
+  return hosts;
 }
 
 type Take = (path: string, bytes: AsyncIterable<Uint8Array>) => Promise<void>;

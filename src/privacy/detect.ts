@@ -38,8 +38,8 @@ const topLevel =
   'com|org|net|edu|gov|io|co|me|info|biz|dev|app|eu|uk|de|fr|es|it|nl|be|ch|at|se|no|dk|pl|pt|ie|br|mx|ar|in|jp|cn|au|ca|us';
 const urlPattern = new RegExp(
   [
-    // A scheme, or www., and what follows up to a space or a bracket.
-    `${before}(?:[a-z][a-z0-9+.-]*:\\/\\/|www\\.)[^\\s<>"'\`()\\[\\]{}]+`,
+    // A web or FTP address (or www.), up to a space or a bracket; other schemes are formats' own.
+    `${before}(?:(?:https?|s?ftp)://|www\\.)[^\\s<>"'\`()\\[\\]{}]+`,
     // A bare domain of a common top-level domain, with or without a path.
     `${before}[\\p{L}\\p{N}-]+(?:\\.[\\p{L}\\p{N}-]+)*\\.(?:${topLevel})(?:\\/[^\\s<>"'\`()\\[\\]{}]*)?${after}`,
   ].join('|'),

@@ -14,6 +14,8 @@ export type HandoffPrivacy =
 
 export const IDENTIFIED_NOTICE =
   "IDENTIFIED: this package keeps the respondents' identities (made with --identified): response ids, URL parameters, all they said and their recordings. Handle it as personal data.";
+/** How a de-identified package's first paragraph begins (verify knows such a package by it). */
+export const DEIDENTIFIED_MARK = "De-identified by the pipeline's privacy profile.";
 export const RECORDINGS_NOTICE =
   'Its recordings identify people: voices and faces are not de-identified by the privacy profile.';
 
@@ -32,7 +34,7 @@ export function privacyParagraphs(privacy: HandoffPrivacy): string[] {
   const { profile, counts } = privacy;
   const rules = Object.entries(profile.attributes).map(([glob, rule]) => `${glob}: ${rule}`);
   const paragraphs = [
-    `De-identified by the pipeline's privacy profile. Response ids: ${profile.ids === 'keep' ? 'kept' : 'replaced by keyed pseudonyms (HMAC-SHA-256; the key is not in this package, and without it a pseudonym can be neither reversed nor confirmed)'}. URL parameters: ${rules.length > 0 ? `${rules.join(', ')}; ` : ''}every other key dropped (${counts.attributes.kept} kept, ${counts.attributes.pseudonymised} pseudonymised, ${counts.attributes.dropped} dropped).`,
+    `${DEIDENTIFIED_MARK} Response ids: ${profile.ids === 'keep' ? 'kept' : 'replaced by keyed pseudonyms (HMAC-SHA-256; the key is not in this package, and without it a pseudonym can be neither reversed nor confirmed)'}. URL parameters: ${rules.length > 0 ? `${rules.join(', ')}; ` : ''}every other key dropped (${counts.attributes.kept} kept, ${counts.attributes.pseudonymised} pseudonymised, ${counts.attributes.dropped} dropped).`,
     `Personal data in the texts was replaced by tags such as [EMAIL-1] and [NAME-2] (the same thing the same tag throughout the study), found by the detectors ${profile.detect.join(', ') || 'none'}${profile.terms ? `, ${profile.terms.count} terms listed in ${profile.terms.file}` : ''} and ${profile.patterns} pattern${profile.patterns === 1 ? '' : 's'}: ${textCounts(counts)}.`,
     profile.recordings === 'keep'
       ? RECORDINGS_NOTICE

@@ -45,6 +45,7 @@ describe('the built-in detectors', () => {
       'std::vector and a::b',
       'report.html and node.js',
       '=1+2 and -5',
+      'plainTextPath="internal://a1b2.txt" and relative://video.mp4',
     ])
       expect(kinds(text), text).toEqual([]);
     expect(isPhoneNumber('2026-11-21')).toBe(false);

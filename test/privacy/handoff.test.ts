@@ -45,7 +45,7 @@ describe('handoffs with a privacy profile', () => {
       const output = join(dir, 'out', 'priv');
       const runDir = await onlyRun(output);
       const planted = await plantedIn(runDir);
-      const before = await snapshot(output);
+      const before = await rawSnapshot(output);
 
       const bags = join(dir, 'bags');
       const linkage = join(dir, 'keys', 'linkage.csv');
@@ -57,7 +57,7 @@ describe('handoffs with a privacy profile', () => {
       const projects = join(dir, 'projects');
       const exported = await cli(dir, sandbox, ['qdpx', '--to', projects]);
       expect(exported.code).toBe(0);
-      expect(await snapshot(output)).toEqual(before);
+      expect(await rawSnapshot(output)).toEqual(before);
 
       const needles = [...planted.responseIds, ...planted.attributeValues, ...planted.said];
       expect(await scanOutput(bags, needles)).toEqual([]);
@@ -93,7 +93,18 @@ describe('handoffs with a privacy profile', () => {
         expect(list).not.toMatch(/recordings\/.+\.(mp3|mp4|ts)$/m);
         expect(list).not.toContain('provenance/raw/');
         await checkProject(dir, join(projects, `${study.link_id}.qdpx`), zip, study.link_id, study.id);
+        const verified = await cli(dir, sandbox, ['verify', join(projects, `${study.link_id}.qdpx`)]);
+        expect(verified.stdout).toContain('no personal data the detectors find');
+        expect(verified.code).toBe(0);
       }
+      // A package that kept some is failed by verify, naming the file and the kind.
+      const project = join(projects, `${studies[0]?.link_id}.qdpx`);
+      await writeFile(join(dir, 'extra.txt'), 'Mail me at someone@example.net');
+      await run('zip', ['-j', project, join(dir, 'extra.txt')]);
+      const failed = await cli(dir, sandbox, ['verify', project]);
+      expect(failed.stdout).toMatch(/problem: .*\.qdpx!extra\.txt: 1 EMAIL match left/);
+      expect(failed.stdout).not.toContain('someone@example.net');
+      expect(failed.code).toBe(1);
     });
   }, 240_000);
 
@@ -168,9 +179,17 @@ describe('packages that keep identities', () => {
         }
       }
       expect(recordings).toBeGreaterThan(0);
-      expect(
-        (await cli(dir, sandbox, ['verify', join(bags, sandbox.studies()[1]?.link_id ?? '')])).code,
-      ).toBe(0);
+      const bag = join(bags, sandbox.studies()[1]?.link_id ?? '');
+      expect((await cli(dir, sandbox, ['verify', bag])).code).toBe(0);
+      const page = (await readdir(join(bag, 'data/conversations'))).find((f) => f.endsWith('.txt')) as string;
+      await writeFile(
+        join(bag, 'data/conversations', page),
+        'Call +44 20 7946 0000 or see https://people.example.org/x',
+      );
+      const failed = await cli(dir, sandbox, ['verify', bag]);
+      expect(failed.stdout).toContain(`problem: data/conversations/${page}: 1 PHONE match left`);
+      expect(failed.stdout).toContain(`problem: data/conversations/${page}: 1 URL match left`);
+      expect(failed.code).toBe(1);
     });
   }, 120_000);
 });
@@ -230,6 +249,14 @@ describe('a profile that cannot be applied', () => {
     });
   }, 120_000);
 });
+
+/** The hashes and times of the raw output (runs/, current/, state/, latest), which a handoff never touches. */
+async function rawSnapshot(output: string): Promise<Record<string, string>> {
+  const all = await snapshot(output);
+  const raw = Object.entries(all).filter(([path]) => /^(runs|current|state)(\/|$)|^latest/.test(path));
+  expect(raw.length).toBeGreaterThan(10);
+  return Object.fromEntries(raw);
+}
 
 /** The project validates, its coded passages are the bag's (de-identified) answers, with the same ids. */
 async function checkProject(dir: string, project: string, bag: string, linkId: string, studyId: string) {

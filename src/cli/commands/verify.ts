@@ -3,6 +3,7 @@
 import type { CommandModule } from 'yargs';
 import type { BagCheck } from '../../archive/verify.ts';
 import { exitCodes } from '../../errors.ts';
+import type { ProjectCheck } from '../../qdpx/verify.ts';
 import type { CliContext } from '../context.ts';
 import { verifyExitCode } from '../report.ts';
 
@@ -15,7 +16,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
   return {
     command: 'verify <run_dir>',
     describe:
-      'Re-check a finished run (sha256 of every file, row counts, keys, foreign keys, the zip) or a bag made by archive',
+      'Re-check a finished run (sha256 of every file, row counts, keys, foreign keys, the zip), a bag made by archive, or a .qdpx; a package made with a privacy profile must hold no personal data the detectors find',
     builder: (yargs) =>
       yargs
         .positional('run_dir', {
@@ -32,6 +33,11 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
         .demandOption('run_dir') as never,
     handler: async (args) => {
       const s3 = args.endpoint ? { endpoint: args.endpoint } : {};
+      if (/\.qdpx$/i.test(args.run_dir)) {
+        const { verifyProject } = await import('../../qdpx/verify.ts');
+        reportProject(context, args.run_dir, await verifyProject(args.run_dir, s3));
+        return;
+      }
       const { isBag, verifyBag } = await import('../../archive/verify.ts');
       if (await isBag(args.run_dir, s3)) {
         reportBag(context, args.run_dir, await verifyBag(args.run_dir, s3));
@@ -53,6 +59,24 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
       context.exitCode = verifyExitCode(result.problems.length);
     },
   };
+}
+
+/** A project's check: personal data left in a de-identified project fails it (exit 1). */
+function reportProject(context: CliContext, location: string, check: ProjectCheck): void {
+  if (check.leftovers.length === 0) {
+    context.stdout.write(
+      `${location}: ${check.deidentified ? 'no personal data the detectors find' : 'identified (made without a privacy profile); not scanned'}\n`,
+    );
+    return;
+  }
+  for (const left of check.leftovers)
+    context.stdout.write(
+      `problem: ${left.file}: ${left.count} ${left.kind} match${left.count === 1 ? '' : 'es'} left, though the project was made with a privacy profile\n`,
+    );
+  context.stderr.write(
+    `study-export: ${location}: ${check.leftovers.length} problem${check.leftovers.length === 1 ? '' : 's'}\n`,
+  );
+  context.exitCode = verifyExitCode(check.leftovers.length);
 }
 
 /** A bag's check: problems fail it (exit 1); recordings it lists as missing make it partial (3). */

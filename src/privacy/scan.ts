@@ -1,0 +1,114 @@
+/**
+ * What `verify` looks for in a package made with a privacy profile: any match of the built-in
+ * detectors left in any text it holds (tables in CSV, Parquet and workbooks, pages, sources,
+ * metadata), named by file and kind, never by value. The tool's own addresses are not personal
+ * data: the XML namespaces and schemas its formats declare, and the service the package says it
+ * came from. Pure: the bytes are decoded here, not read.
+ */
+import { gunzipSync } from 'node:zlib';
+import { parquetReadObjects } from 'hyparquet';
+import yauzl from 'yauzl';
+import { privacyDetectors } from '../config/schema.ts';
+import { findMatches, type TagKind } from './detect.ts';
+
+export interface Leftover {
+  /** The file, and inside it the entry (`x.xlsx!xl/sharedStrings.xml`). */
+  file: string;
+  kind: TagKind;
+  count: number;
+}
+
+/** Hosts of the namespaces and schemas that XML, HTML and workbook formats declare. */
+const formatHosts = new Set([
+  'www.w3.org',
+  'schemas.openxmlformats.org',
+  'schemas.microsoft.com',
+  'purl.org',
+]);
+
+const textFile = /\.(csv|tsv|txt|md|html?|json|xml|qde|rels|m3u8)$/i;
+
+export class PackageScan {
+  readonly #found: { file: string; kind: TagKind; host: string | null }[] = [];
+
+  /** Every text `bytes` (named `file`) holds: itself, a workbook's or zip's entries, Parquet values. */
+  async add(file: string, bytes: Buffer): Promise<void> {
+    if (bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b)
+      return this.add(file.replace(/\.gz$/, ''), gunzipSync(bytes));
+    if (/\.(xlsx|zip|qdpx)$/i.test(file)) {
+      for (const entry of await zipEntries(bytes)) await this.add(`${file}!${entry.name}`, entry.data);
+      return;
+    }
+    if (/\.parquet$/i.test(file)) {
+      const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+      const rows = await parquetReadObjects({ file: buffer });
+      const cells = rows.flatMap((row) =>
+        Object.values(row).filter((value): value is string => typeof value === 'string'),
+      );
+      this.text(file, cells.join('\n'));
+      return;
+    }
+    if (textFile.test(file)) this.text(file, bytes.toString('utf8'));
+  }
+
+  text(file: string, text: string): void {
+    // Namespace declarations are the formats', never a respondent's.
+    const plain = text.replace(/\sxmlns(?::[\w.-]+)?="[^"]*"/g, '');
+    for (const match of findMatches(plain, { detect: privacyDetectors, terms: null, patterns: [] })) {
+      const value = plain.slice(match.start, match.end);
+      this.#found.push({ file, kind: match.kind, host: hostOf(match.kind, value) });
+    }
+  }
+
+  /** What remains, by file and kind, apart from the formats' hosts and `serviceHosts`. */
+  leftovers(serviceHosts: ReadonlySet<string> = new Set()): Leftover[] {
+    const counts = new Map<string, Leftover>();
+    for (const found of this.#found) {
+      if (found.host !== null && (formatHosts.has(found.host) || serviceHosts.has(found.host))) continue;
+      const key = `${found.file}\u0000${found.kind}`;
+      const entry = counts.get(key) ?? { file: found.file, kind: found.kind, count: 0 };
+      entry.count += 1;
+      counts.set(key, entry);
+    }
+    return [...counts.values()];
+  }
+}
+
+/** The host of a URL or an IP address match (lower case), else null. */
+export function hostOf(kind: TagKind, value: string): string | null {
+  if (kind === 'IP') return value.toLowerCase();
+  if (kind !== 'URL') return null;
+  try {
+    return new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`).hostname
+      .replace(/^\[|\]$/g, '')
+      .toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
+function zipEntries(bytes: Buffer): Promise<{ name: string; data: Buffer }[]> {
+  return new Promise((resolve, reject) => {
+    yauzl.fromBuffer(bytes, { lazyEntries: true }, (error, zip) => {
+      if (error) return reject(error);
+      const entries: { name: string; data: Buffer }[] = [];
+      zip.on('error', reject);
+      zip.on('end', () => resolve(entries));
+      zip.on('entry', (entry: yauzl.Entry) => {
+        if (entry.fileName.endsWith('/') || !/\.(xml|rels|txt|csv|json|html?|qde)$/i.test(entry.fileName))
+          return zip.readEntry();
+        zip.openReadStream(entry, (openError, stream) => {
+          if (openError) return reject(openError);
+          const chunks: Buffer[] = [];
+          stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+          stream.on('error', reject);
+          stream.on('end', () => {
+            entries.push({ name: entry.fileName, data: Buffer.concat(chunks) });
+            zip.readEntry();
+          });
+        });
+      });
+      zip.readEntry();
+    });
+  });
+}

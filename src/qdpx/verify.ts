@@ -1,0 +1,47 @@
+/**
+ * `study-export verify PROJECT.qdpx`: a project made with a privacy profile (its description
+ * says so) must hold no match of the built-in detectors in project.qde or any source text. The
+ * schema and the coded passages are checked by the tests with readers of their own.
+ */
+import { DEIDENTIFIED_MARK, type Leftover, PackageScan } from '../privacy/index.ts';
+import { openStorage, type S3Settings } from '../storage/index.ts';
+
+export interface ProjectCheck {
+  deidentified: boolean;
+  leftovers: Leftover[];
+}
+
+export async function verifyProject(location: string, s3: S3Settings = {}): Promise<ProjectCheck> {
+  const slash = location.lastIndexOf('/');
+  const storage = await openStorage(slash > 0 ? location.slice(0, slash) : '.', s3);
+  const name = location.slice(slash + 1);
+  const bytes = await storage.read(name);
+  if (!bytes) throw new Error(`${location}: no such file`);
+  const scan = new PackageScan();
+  await scan.add(name, bytes);
+  const deidentified = (await projectText(bytes)).includes(DEIDENTIFIED_MARK);
+  return { deidentified, leftovers: deidentified ? scan.leftovers() : [] };
+}
+
+/** project.qde's text, where the project's description is. */
+async function projectText(bytes: Buffer): Promise<string> {
+  const yauzl = await import('yauzl');
+  return new Promise((resolve, reject) => {
+    yauzl.default.fromBuffer(bytes, { lazyEntries: true }, (error, zip) => {
+      if (error) return reject(error);
+      zip.on('error', reject);
+      zip.on('end', () => resolve(''));
+      zip.on('entry', (entry) => {
+        if (entry.fileName !== 'project.qde') return zip.readEntry();
+        zip.openReadStream(entry, (openError, stream) => {
+          if (openError) return reject(openError);
+          const chunks: Buffer[] = [];
+          stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+          stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+          stream.on('error', reject);
+        });
+      });
+      zip.readEntry();
+    });
+  });
+}
