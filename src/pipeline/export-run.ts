@@ -29,7 +29,7 @@ import { studyFileNames } from '../names.ts';
 import { MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../output/manifest.ts';
 import type { PreviousRun, RunDirectory } from '../publish/run-dir.ts';
-import type { State } from '../publish/state.ts';
+import { emptyState, type State } from '../publish/state.ts';
 import type { ExtractSinks } from '../records.ts';
 import { studyRow } from '../transform/index.ts';
 import { allSettled, weightedGate } from '../util/concurrency.ts';
@@ -187,7 +187,8 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
     rejects,
     warn: (warning) => log.warn(warning),
   };
-  const drift = new SchemaDrift(input.state, reporter);
+  // A sample sees a study's first responses only: compared, they would say what they lack.
+  const drift = new SchemaDrift(sampleOf(options) ? emptyState() : input.state, reporter);
   return { raw, rejects, writers, media, archive, hashing, sinks, stats, drift };
 }
 
