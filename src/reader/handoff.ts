@@ -6,6 +6,8 @@
  * packs it. `'identified'` (--identified, or a pipeline without a privacy: section) reads the
  * output as it is, and says so.
  */
+
+import type { ZipEntry, ZipIndex } from '../output/codecs/zip-index.ts';
 import {
   type HandoffPrivacy,
   type LinkageEntry,
@@ -18,7 +20,6 @@ import type { CurrentFile } from './current.ts';
 import type { OutputReader, StudyReader } from './output.ts';
 import type { Located, Recording } from './recordings.ts';
 import type { RunReader } from './run.ts';
-import type { ZipEntry, ZipIndex } from './zip-index.ts';
 
 /** A privacy profile, or 'identified': the package keeps the respondents' identities. */
 export type { HandoffPrivacy };
