@@ -83,6 +83,13 @@ describe('sav and dta in a run', () => {
       // The sandbox's 40,000-character answer went through whole.
       expect(longest).toBeGreaterThan(39_000);
       expect((await verifyRun(runDir)).problems).toEqual([]);
+      // The codebook lists every study's variables with their slots and questions.
+      const codebook = await readFile(join(runDir, 'README.md'), 'utf8');
+      for (const study of studies) expect(codebook).toContain(`### ${study.link_id}`);
+      expect(codebook).toContain(
+        '| `q_dg_3__concept_a` | `dg-3` / `concept-a` | What do you like or dislike about this concept? \\[dg-3 / concept-a\\] |',
+      );
+      expect(codebook).toMatch(/\| `a_utm_source` \| attribute `utm_source` \| attribute: utm\\_source \|/);
 
       // current/ holds them too, for the whole study.
       const study = studies[0]!;
