@@ -323,6 +323,7 @@ async function describeRun(
     outcomes,
     stats,
     warnings: log.warnings,
+    sheets: closed.sheets,
     schemaChanges: {
       changes: drift.changes,
       accepted: schemaRule(config, options, drift.changes) === 'accepted',
