@@ -32,7 +32,7 @@ export function machine() {
  */
 export async function writeResults(
   result: object,
-  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive' | '-erase',
+  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive' | '-erase' | '-privacy',
 ): Promise<string[]> {
   const dir = join(repoRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });
