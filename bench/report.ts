@@ -27,12 +27,12 @@ export function machine() {
 
 /**
  * bench/results/<UTC time><suffix>.json and latest<suffix>.json: the full bench with no suffix,
- * --quick with "-quick", the start-up, many-studies, archive and erase benches with "-startup",
- * "-studies", "-archive" and "-erase".
+ * --quick with "-quick", the start-up, many-studies, archive, erase and statistics benches with
+ * "-startup", "-studies", "-archive", "-erase" and "-statistics".
  */
 export async function writeResults(
   result: object,
-  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive' | '-erase' | '-privacy',
+  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive' | '-erase' | '-statistics' | '-privacy',
 ): Promise<string[]> {
   const dir = join(repoRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });

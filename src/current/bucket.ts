@@ -9,6 +9,7 @@ import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nameOf } from '../names.ts';
 import { readPart, rowOf } from '../output/formats/parquet-read.ts';
+import { statisticsFormatsOf } from '../output/formats/statistics.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
@@ -34,7 +35,14 @@ import {
   type PreparedPart,
 } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
-import { prepareCurrentWide, prepareCurrentWorkbook, wideFolder, workbookFolder } from './wide.ts';
+import {
+  prepareCurrentStatistics,
+  prepareCurrentWide,
+  prepareCurrentWorkbook,
+  statisticsFolder,
+  wideFolder,
+  workbookFolder,
+} from './wide.ts';
 
 /** What a bucket's preparation starts from: its partitions as they were, and its copies, if any. */
 export interface BucketStart {
@@ -374,6 +382,11 @@ class BucketMerge {
         const book = await prepareCurrentWorkbook({ ...sources, title: studyRow.title ?? '', transcript });
         part = { files: [...part.files, ...book.files] };
       }
+      const statistics = await prepareCurrentStatistics(
+        { ...sources, title: studyRow.title ?? '' },
+        statisticsFormatsOf(this.update.formats),
+      );
+      part = { files: [...part.files, ...statistics.files] };
       wide.push({ studyId: id, part });
     }
     return wide;
@@ -390,7 +403,11 @@ class BucketMerge {
       (await this.#hasStaged(id, 'responses')) ||
       (await this.#hasStaged(id, 'questions')) ||
       !(await hasFiles(store, wideFolder(id), listing)) ||
-      (withWorkbook && !(await hasFiles(store, workbookFolder(id), listing)))
+      (withWorkbook && !(await hasFiles(store, workbookFolder(id), listing))) ||
+      (await someMissing(
+        statisticsFormatsOf(this.update.formats).map((format) => statisticsFolder(format, id)),
+        (folder) => hasFiles(store, folder, listing),
+      ))
     );
   }
 
@@ -405,6 +422,14 @@ class BucketMerge {
     if (!partition.previous) throw new Error(`${partition.path} has no part`);
     return { store: this.update.store, ...partition.previous };
   }
+}
+
+async function someMissing(
+  folders: readonly string[],
+  has: (folder: string) => Promise<boolean>,
+): Promise<boolean> {
+  for (const folder of folders) if (!(await has(folder))) return true;
+  return false;
 }
 
 /** The study a row belongs to. */

@@ -17,6 +17,7 @@ import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
 import { partitionValueOf } from '../names.ts';
 import { STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
+import { statisticsFormatsOf } from '../output/formats/statistics.ts';
 import { CURRENT_DIR, shardNames } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
@@ -25,7 +26,12 @@ import { writeCurrentDescriptor } from './descriptor.ts';
 import { attributesOf, newestRun, type Partition, partitionsOf, readAll, staleFiles } from './partitions.ts';
 import { partFileName, partitionPath, publishPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
-import { prepareCurrentWide, prepareCurrentWorkbook, removeOtherSheets } from './wide.ts';
+import {
+  prepareCurrentStatistics,
+  prepareCurrentWide,
+  prepareCurrentWorkbook,
+  removeOtherSheets,
+} from './wide.ts';
 
 /** Buckets published at once: publishing is moving files in, so this only overlaps their latency. */
 const BUCKETS_PUBLISHED_AT_ONCE = 4;
@@ -217,7 +223,13 @@ export async function repairBucket(
             transcript: { store, ...transcript },
           })
         : null;
-    const published = await publishPart(store, { files: [...sheet.files, ...(book?.files ?? [])] });
+    const statistics = await prepareCurrentStatistics(
+      { ...sources, title: studyRow.title ?? '' },
+      statisticsFormatsOf(update.formats ?? []),
+    );
+    const published = await publishPart(store, {
+      files: [...sheet.files, ...(book?.files ?? []), ...statistics.files],
+    });
     await removeOtherSheets(store, studyId, published);
   }
   return true;

@@ -19,6 +19,11 @@ import { finished } from 'node:stream/promises';
 import { nameOf, partitionValueOf } from '../names.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
+import {
+  createStatisticsWriter,
+  type StatisticsFormat,
+  statisticsFormats,
+} from '../output/formats/statistics.ts';
 import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
 import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
@@ -169,6 +174,58 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
   }
 }
 
+/** Where a study's SPSS or Stata file is, with sav or dta among the formats: current/<format>/study_id=<id>/. */
+export function statisticsFolder(format: StatisticsFormat, studyId: string): string {
+  return `${CURRENT_DIR}/${format}/${studyFolderName(studyId)}`;
+}
+
+/**
+ * The study's .sav and .dta (those of `formats`), from its current parts: the same writers as a
+ * run's (src/output/formats/statistics.ts) fed the rows its current wide sheet is made of,
+ * written into scratch to be published with the sheet.
+ */
+export async function prepareCurrentStatistics(
+  input: Omit<CurrentWideInput, 'csv'> & { title: string },
+  formats: readonly StatisticsFormat[],
+): Promise<PreparedPart> {
+  if (formats.length === 0) return { files: [] };
+  const dir = await mkdtemp(join(input.scratchDir, 'statistics-'));
+  const work = join(dir, 'work');
+  try {
+    await mkdir(work);
+    const local = new LocalStorage(dir, { unseen: true });
+    const study = { title: input.title, link_id: input.linkId };
+    const writers = formats.map((format) =>
+      createStatisticsWriter(format, local, work, study, nameOf(input.linkId)),
+    );
+    try {
+      const sliceCount = Math.max(
+        1,
+        Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
+      );
+      const keys = new AttributeKeys();
+      for await (const rows of wideRows(input, sliceCount, work, keys)) {
+        for (const row of rows) for (const writer of writers) await writer.add(row);
+      }
+      const columns = wideColumns(input.questions, keys.chosen().keys);
+      const files: PreparedPart['files'] = [];
+      for (const [i, writer] of writers.entries()) {
+        const path = await writer.finish(columns);
+        files.push({
+          local: local.describe(path),
+          target: `${statisticsFolder(formats[i]!, input.studyId)}/${posix.basename(path)}`,
+        });
+      }
+      return { files };
+    } catch (error) {
+      for (const writer of writers) await writer.abort();
+      throw error;
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
 /**
  * Once a study's sheet (and workbook) is published: any other file of their folders (a sheet
  * under an older link_id) goes.
@@ -182,6 +239,9 @@ export async function removeOtherSheets(
   const folders = [
     wideFolder(studyId),
     ...(published.some((path) => path.endsWith('.xlsx')) ? [workbookFolder(studyId)] : []),
+    ...statisticsFormats
+      .filter((format) => published.some((path) => path.endsWith(`.${format}`)))
+      .map((format) => statisticsFolder(format, studyId)),
   ];
   for (const folder of folders) {
     for await (const file of store.list(folder)) {

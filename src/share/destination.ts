@@ -9,7 +9,7 @@
  */
 import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { ZipWriter } from '../media/archive.ts';
 import { DATAPACKAGE_FILE } from '../output/layout.ts';
@@ -47,6 +47,25 @@ async function exists(target: Storage, entry: string, form: PackageForm): Promis
   if (form === 'zip') return (await target.size(entry)) !== null;
   for await (const _ of target.list(entry)) return true;
   return false;
+}
+
+/**
+ * Packages go outside the output: one inside it would change what runs, current/ or the state
+ * hold (or be taken for part of them). A ConfigError naming both, else nothing.
+ */
+export function refuseInsideOutput(output: string, to: string): void {
+  const inside = isObjectStorage(output)
+    ? `${to.replace(/\/+$/, '')}/`.startsWith(`${output.replace(/\/+$/, '')}/`)
+    : ((path) => path === '' || (!path.startsWith('..') && !isAbsolute(path)))(
+        relative(resolve(output), resolve(to)),
+      );
+  if (inside)
+    throw new ConfigError(
+      `--to ${to}: inside the output ${output}; packages go outside it: choose another --to`,
+      {
+        context: { file: to },
+      },
+    );
 }
 
 /** The refusal, naming every package in the way. */

@@ -25,7 +25,14 @@ import {
 import { redact } from '../redact.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Row } from '../tables/index.ts';
-import { buildFolder, deliver, existingPackages, existsError, type PackageForm } from './destination.ts';
+import {
+  buildFolder,
+  deliver,
+  existingPackages,
+  existsError,
+  type PackageForm,
+  refuseInsideOutput,
+} from './destination.ts';
 import { type PackageSource, writeStudyPackage } from './package.ts';
 
 export type { PackageForm } from './destination.ts';
@@ -71,6 +78,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
   const chosen = await chooseStudies(output, options.studies);
   const names = studyFileNames(await output.studies());
   const runs = await output.runs();
+  refuseInsideOutput(options.output, options.to);
   if (!isObjectStorage(options.to)) await mkdir(options.to, { recursive: true });
   const target = await openStorage(options.to, options.s3 ?? {});
   const nameOf = (study: Row<'studies'>) => names.get(study.study_id) ?? study.study_id;

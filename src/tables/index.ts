@@ -270,12 +270,14 @@ export const wideSheet = {
       type: 'string',
       description:
         'complete, or in progress: the service sent no summary yet, its analysis of the response is still running.',
+      codes: ['complete', 'in progress'],
     },
     {
       key: 'modality',
       header: 'modality',
       type: 'string',
       description: 'text, audio or video: which media the transcript carries (responses.modality).',
+      codes: ['text', 'audio', 'video'],
     },
     {
       key: 'summary',
@@ -302,7 +304,17 @@ export const wideSheet = {
 } as const satisfies {
   name: string;
   description: string;
-  fixed: readonly { key: string; header: string; type: ColumnType; description: string }[];
+  /**
+   * `codes`: the values a column takes, numbered from 1 in this order where a file holds codes
+   * with value labels (the SPSS and Stata files); never renumbered, only added to.
+   */
+  fixed: readonly {
+    key: string;
+    header: string;
+    type: ColumnType;
+    description: string;
+    codes?: readonly string[];
+  }[];
   questionDescription: (question: string) => string;
   attributePrefix: string;
   attributeDescription: (key: string) => string;

@@ -28,6 +28,7 @@ export function tablesMarkdown(tableFiles: readonly string[]): string {
   ];
   for (const name of runTableNames) parts.push(...tableSection(name));
   parts.push(...wideSheetSection());
+  parts.push(...statisticsSection());
   return `${parts.join('\n')}\n`;
 }
 
@@ -46,6 +47,30 @@ export function wideSheetSection(level = 2): string[] {
     '',
     ...wrap(
       `${wideSheet.description} \`wide/<link_id>.csv\` and a workbook's sheet \`wide\` hold the same columns, in this order. In the CSV every text cell is quoted and times are \`2026-11-21 23:55:00\` (UTC, to the second); in the workbook they are date cells.`,
+    ),
+    '',
+    ...items.flatMap((item) => wrap(`- ${item}`, '  ')),
+    '',
+  ];
+}
+
+/** The SPSS and Stata files' variables: the wide sheet's columns, named and typed for them. */
+export function statisticsSection(level = 2): string[] {
+  const kind = (column: (typeof wideSheet.fixed)[number]) => {
+    if ('codes' in column) return `code: ${column.codes.map((label, i) => `${i + 1} ${label}`).join(', ')}`;
+    if (column.type === 'timestamp') return 'time: SPSS DATETIME20, Stata %tc, UTC to the second';
+    return column.type === 'integer' ? 'number' : 'text';
+  };
+  const items = [
+    ...wideSheet.fixed.map((column) => `\`${column.key}\` (${kind(column)}): ${column.description}`),
+    "`q_<discussion_guide_question_id>` or `q_<discussion_guide_question_id>__<concept_id>` (text): one variable per question slot, in the wide sheet's order, labelled with the question's text, holding the answer; `-` in an id becomes `_`. Ids of other characters, or a name past 32 characters, give what can be kept of the ids and six hex digits of a hash of them. A slot keeps its name in every run, whatever its position or wording.",
+    '`a_<key>` (text): one variable per attribute column of the wide sheet, named as the question slots are.',
+  ];
+  return [
+    `${'#'.repeat(level)} SPSS and Stata files`,
+    '',
+    ...wrap(
+      "`sav/<link_id>.sav` and `dta/<link_id>.dta` (with `sav` or `dta` among output.formats) hold a study's wide sheet: one row per response, in the same order, one variable per column, each labelled with the column's description or question (Stata: 80 characters, the whole text in the variable's notes). Names are at most 32 characters of letters, digits and `_`, unique ignoring case. Unanswered is the empty string; a missing number, time or code is system-missing (SPSS) or `.` (Stata). In a .sav, a text longer than 32,766 bytes continues in `<name>_2`, `<name>_3`…. The codebook of each run lists every study's variables with their slots and questions.",
     ),
     '',
     ...items.flatMap((item) => wrap(`- ${item}`, '  ')),

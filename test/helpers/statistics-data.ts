@@ -74,7 +74,7 @@ export function measured(data: HostileWide): { values: LabelledValue[][]; measur
 export async function writeSavFile(path: string, data: HostileWide): Promise<void> {
   const { values, measure } = measured(data);
   const chunks: Buffer[] = [];
-  await encodeSav(data.wide.dataset, measure, values, async (chunk) => void chunks.push(chunk));
+  await encodeSav(data.wide.dataset, measure, values, async (chunk) => void chunks.push(Buffer.from(chunk)));
   await writeFile(path, Buffer.concat(chunks));
 }
 
@@ -82,8 +82,8 @@ export async function writeDtaFile(path: string, data: HostileWide): Promise<voi
   const { values, measure } = measured(data);
   const chunks: Buffer[] = [];
   const strls: Buffer[] = [];
-  await encodeDta(data.wide.dataset, measure, values, async (chunk) => void chunks.push(chunk), {
-    write: async (chunk) => void strls.push(chunk),
+  await encodeDta(data.wide.dataset, measure, values, async (chunk) => void chunks.push(Buffer.from(chunk)), {
+    write: async (chunk) => void strls.push(Buffer.from(chunk)),
     read: async function* () {
       yield* strls;
     },

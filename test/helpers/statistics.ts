@@ -178,3 +178,93 @@ const STATA_EPOCH_MS = 315_619_200_000;
 export function isoFromStataMs(text: string): string | null {
   return text.trim() === '' ? null : isoSecond(Number(text) - STATA_EPOCH_MS);
 }
+
+/** What a variable is, as the comparison needs it (the dataset's declaration). */
+export type DeclaredVariable =
+  | { kind: 'text' | 'integer' | 'time'; name: string }
+  | { kind: 'coded'; name: string; labels: readonly { code: number; label: string }[] };
+
+/** Each reader's values, variable by variable, as the wide sheet's CSV writes them. */
+export type AsSheet = Record<string, Map<string, string[]>>;
+
+/** A time as the wide sheet writes it: "2025-03-12 18:18:53". */
+const sheetTime = (iso: string | null) => (iso === null ? '' : iso.replace('T', ' ').replace(/Z$/, ''));
+
+function sheetValue(
+  variable: DeclaredVariable,
+  value: string | number | null,
+  time: (v: string) => string | null,
+) {
+  if (value === null || value === '') return '';
+  switch (variable.kind) {
+    case 'text':
+      return String(value);
+    case 'time':
+      return sheetTime(typeof value === 'number' ? isoSecond(value) : time(value));
+    case 'coded': {
+      const code = typeof value === 'number' ? value : numberFrom(value);
+      return code === null ? '' : (variable.labels.find((l) => l.code === code)?.label ?? `?${value}`);
+    }
+    case 'integer': {
+      const number = typeof value === 'number' ? value : numberFrom(value);
+      return number === null ? '' : String(number);
+    }
+  }
+}
+
+/** A variable's columns in a file: itself, then its parts (`<name>_2`, … in a .sav) where present. */
+function partsOf(name: string, header: readonly string[], names: ReadonlySet<string>): string[] {
+  const parts = [name];
+  for (let k = 2; header.includes(`${name}_${k}`) && !names.has(`${name}_${k}`); k++)
+    parts.push(`${name}_${k}`);
+  return parts;
+}
+
+/**
+ * A .sav or .dta read by every reader that reads it (ReadStat and haven; PSPP too for a .sav),
+ * each variable's values written as the wide sheet writes them (times "YYYY-MM-DD hh:mm:ss",
+ * codes as their labels, missing as empty), a text's parts joined.
+ */
+export async function statisticsAsSheet(
+  path: string,
+  variables: readonly DeclaredVariable[],
+): Promise<AsSheet> {
+  const names = new Set(variables.map((v) => v.name));
+  const sav = path.endsWith('.sav');
+  const fromCsv = (read: CsvRead, time: (v: string) => string | null) =>
+    new Map(
+      variables.map((v) => {
+        const parts = partsOf(v.name, read.header, names);
+        return [
+          v.name,
+          read.rows.map((row) => {
+            const joined = parts.map((p) => row[p] ?? '').join('');
+            return sheetValue(v, v.kind === 'text' ? joined : (row[v.name] ?? ''), time);
+          }),
+        ];
+      }),
+    );
+  const readstat = await readstatRows(path);
+  const haven = await havenRead(path);
+  const havenHeader = Object.keys(haven.columns);
+  const result: AsSheet = {
+    readstat: fromCsv(readstat, (v) =>
+      sav ? isoFromSpssSeconds(v) : (isoFromUsTime(v) ?? isoFromStataMs(v)),
+    ),
+    haven: new Map(
+      variables.map((v) => {
+        const parts = partsOf(v.name, havenHeader, names).map((p) => haven.columns[p]!.values);
+        return [
+          v.name,
+          parts[0]!.map((_, r) =>
+            v.kind === 'text'
+              ? parts.map((p) => p[r] ?? '').join('')
+              : sheetValue(v, parts[0]![r] ?? null, (text) => text),
+          ),
+        ];
+      }),
+    ),
+  };
+  if (sav) result['pspp'] = fromCsv(await psppRows(path), isoFromUsTime);
+  return result;
+}

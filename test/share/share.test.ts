@@ -161,7 +161,7 @@ describe('study-export share', () => {
     }
   }, 120_000);
 
-  it('refuses an existing package, an unknown study and an output without current/, writing nothing', async () => {
+  it('refuses an existing package, an unknown study, a destination inside the output and an output without current/, writing nothing', async () => {
     const before = await rawOutput();
     const to = join(dir, 'refused');
     const [study] = studies as [(typeof studies)[number]];
@@ -179,6 +179,10 @@ describe('study-export share', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no-such-study: no study in');
     expect(unknown.stderr).toContain(study.link_id);
+
+    const inside = await runCli(['share', output, '--to', join(output, 'current', 'packages')]);
+    expect(inside.code).toBe(2);
+    expect(inside.stderr).toContain(`inside the output ${output}; packages go outside it`);
 
     const empty = join(dir, 'empty-output');
     await mkdir(join(empty, 'runs'), { recursive: true });

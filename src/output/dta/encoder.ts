@@ -97,16 +97,27 @@ export class DtaEncoder {
     return Buffer.concat([header, map.take(), ...sections, Buffer.from('<data>')]);
   }
 
-  /** One observation: its bytes in the data section, and its strLs (GSOs) for the strLs section. */
-  row(values: readonly LabelledValue[]): { data: Buffer; strls: Buffer | null } {
+  /**
+   * Encodes one observation: its bytes for the data section and its strLs (GSOs) for the strLs
+   * section, read with `data` and `strls` (views, valid until cleared) and cleared once written.
+   */
+  row(values: readonly LabelledValue[]): void {
     const o = ++this.#observation;
     for (const variable of this.variables) {
       const value = values[variable.number - 1] ?? null;
       this.#value(variable, value, o);
     }
-    const strls = this.#strls.length > 0 ? this.#strls.take() : null;
-    return { data: this.#row.take(), strls };
   }
+
+  readonly data = {
+    pending: () => this.#row.view(),
+    clear: () => this.#row.clear(),
+  };
+
+  readonly strls = {
+    pending: () => this.#strls.view(),
+    clear: () => this.#strls.clear(),
+  };
 
   /** Closes the data section and opens the strLs'. */
   afterData(): Buffer {

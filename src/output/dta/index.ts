@@ -16,7 +16,10 @@ export interface StrlStore {
 
 const CHUNK_BYTES = 1024 * 1024;
 
-/** Writes the file: `rows` must be the rows `measured` measured, in the same order. */
+/**
+ * Writes the file: `rows` must be the rows `measured` measured, in the same order. `write` and
+ * `strls.write` may keep a chunk only until they resolve (the storage's OutputFile.write does).
+ */
 export async function encodeDta(
   dataset: LabelledDataset,
   measured: Measured,
@@ -26,31 +29,19 @@ export async function encodeDta(
 ): Promise<void> {
   const encoder = new DtaEncoder(dataset, measured);
   await write(encoder.head());
-  let data: Buffer[] = [];
-  let dataBytes = 0;
-  let waiting: Buffer[] = [];
-  let waitingBytes = 0;
+  // Two buffers are filled and written over and over, so a large file makes no garbage.
+  const flush = async (part: typeof encoder.data, to: (chunk: Buffer) => Promise<void>, at: number) => {
+    if (part.pending().length < at) return;
+    await to(part.pending());
+    part.clear();
+  };
   for await (const row of rows) {
-    const encoded = encoder.row(row);
-    data.push(encoded.data);
-    dataBytes += encoded.data.length;
-    if (encoded.strls) {
-      waiting.push(encoded.strls);
-      waitingBytes += encoded.strls.length;
-    }
-    if (dataBytes >= CHUNK_BYTES) {
-      await write(Buffer.concat(data));
-      data = [];
-      dataBytes = 0;
-    }
-    if (waitingBytes >= CHUNK_BYTES) {
-      await strls.write(Buffer.concat(waiting));
-      waiting = [];
-      waitingBytes = 0;
-    }
+    encoder.row(row);
+    await flush(encoder.data, write, CHUNK_BYTES);
+    await flush(encoder.strls, (chunk) => strls.write(chunk), CHUNK_BYTES);
   }
-  if (data.length > 0) await write(Buffer.concat(data));
-  if (waiting.length > 0) await strls.write(Buffer.concat(waiting));
+  await flush(encoder.data, write, 1);
+  await flush(encoder.strls, (chunk) => strls.write(chunk), 1);
   await write(encoder.afterData());
   for await (const chunk of strls.read()) {
     encoder.countStrls(chunk.length);

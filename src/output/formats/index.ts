@@ -7,8 +7,10 @@
 import type { TableName } from '../../tables/index.ts';
 import { tablesMarkdown } from '../../tables/markdown.ts';
 import { csvFormat } from './csv.ts';
+import { dtaFormat } from './dta.ts';
 import type { FormatModule, StudyFormatModule, TableFormatModule } from './format.ts';
 import { parquetFormat } from './parquet.ts';
+import { savFormat } from './sav.ts';
 import { wideFormat } from './wide.ts';
 import { xlsxFormat } from './xlsx.ts';
 
@@ -17,6 +19,8 @@ export const outputFormats = [
   parquetFormat,
   xlsxFormat,
   wideFormat,
+  savFormat,
+  dtaFormat,
 ] as const satisfies readonly FormatModule[];
 
 export type {

@@ -77,6 +77,21 @@ export class Bytes {
     return this;
   }
 
+  /** `count` copies of one byte. */
+  repeat(byte: number, count: number): this {
+    const at = this.#room(count);
+    this.#buffer.fill(byte, at, at + count);
+    return this;
+  }
+
+  /** bytes [from, to) of `source` in exactly `size` bytes, padded with `pad`; no copy made first. */
+  copy(source: Buffer, from: number, to: number, size: number, pad: number): this {
+    const at = this.#room(size);
+    const used = source.copy(this.#buffer, at, from, Math.min(to, from + size));
+    this.#buffer.fill(pad, at + used, at + size);
+    return this;
+  }
+
   /** `value` in exactly `size` bytes: cut, or padded with `pad` (a byte). */
   fixed(value: Uint8Array | string, size: number, pad: number): this {
     const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
@@ -85,6 +100,18 @@ export class Bytes {
     this.#buffer.set(bytes.subarray(0, used), at);
     this.#buffer.fill(pad, at + used, at + size);
     return this;
+  }
+
+  /**
+   * Everything appended so far, without a copy: valid until the next append or `clear()`, so a
+   * writer hands it to a write that says when the bytes may be reused, then clears.
+   */
+  view(): Buffer {
+    return this.#buffer.subarray(0, this.#length);
+  }
+
+  clear(): void {
+    this.#length = 0;
   }
 
   /** Everything appended so far, as a buffer of its own; the builder starts empty again. */

@@ -74,28 +74,31 @@ export class Measure implements Measured {
     readonly partBytes: number = SPSS_MAX_STRING_BYTES,
   ) {
     this.#textIndexes = variables.flatMap((v, i) => (v.kind === 'text' ? [i] : []));
-    for (const i of this.#textIndexes) {
-      this.text.set(i, { maxBytes: 0, partMaxBytes: [], nonEmpty: 0, totalBytes: 0 });
-    }
+    for (const i of this.#textIndexes) this.text.set(i, emptyExtent());
   }
 
   add(row: readonly LabelledValue[]): void {
     this.rows++;
     for (const i of this.#textIndexes) {
       const value = row[i];
-      if (typeof value !== 'string' || value === '') continue;
-      const extent = this.text.get(i)!;
-      const bytes = Buffer.byteLength(value, 'utf8');
-      extent.nonEmpty++;
-      extent.totalBytes += bytes;
-      if (bytes > extent.maxBytes) extent.maxBytes = bytes;
-      const parts =
-        bytes <= this.partBytes ? [bytes] : partLengths(Buffer.from(value, 'utf8'), this.partBytes);
-      parts.forEach((length, part) => {
-        if (length > (extent.partMaxBytes[part] ?? 0)) extent.partMaxBytes[part] = length;
-      });
+      if (typeof value === 'string') measureText(this.text.get(i)!, value, this.partBytes);
     }
   }
+}
+
+export const emptyExtent = (): TextExtent => ({ maxBytes: 0, partMaxBytes: [], nonEmpty: 0, totalBytes: 0 });
+
+/** Adds one value to a text variable's extent. */
+export function measureText(extent: TextExtent, value: string, partBytes = SPSS_MAX_STRING_BYTES): void {
+  if (value === '') return;
+  const bytes = Buffer.byteLength(value, 'utf8');
+  extent.nonEmpty++;
+  extent.totalBytes += bytes;
+  if (bytes > extent.maxBytes) extent.maxBytes = bytes;
+  const parts = bytes <= partBytes ? [bytes] : partLengths(Buffer.from(value, 'utf8'), partBytes);
+  parts.forEach((length, part) => {
+    if (length > (extent.partMaxBytes[part] ?? 0)) extent.partMaxBytes[part] = length;
+  });
 }
 
 /** The lengths of `bytes` (UTF-8) cut into parts of at most `limit` bytes, never inside a character. */

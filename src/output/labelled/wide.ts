@@ -7,21 +7,16 @@
  */
 import { type WideColumn, type WideRow, wideValue } from '../../records.ts';
 import { wideSheet } from '../../tables/index.ts';
-import type { LabelledDataset, LabelledValue, LabelledVariable, ValueLabel } from './dataset.ts';
+import {
+  emptyExtent,
+  type LabelledDataset,
+  type LabelledValue,
+  type LabelledVariable,
+  type Measured,
+  measureText,
+  type TextExtent,
+} from './dataset.ts';
 import { attributeVariableName, slotVariableName, uniqueNames } from './names.ts';
-
-/** The codes of the coded columns, declared once: files of every run agree on them. */
-export const valueCodes: Record<'status' | 'modality', readonly ValueLabel[]> = {
-  status: [
-    { code: 1, label: 'complete' },
-    { code: 2, label: 'in progress' },
-  ],
-  modality: [
-    { code: 1, label: 'text' },
-    { code: 2, label: 'audio' },
-    { code: 3, label: 'video' },
-  ],
-};
 
 /** A variable of the dataset and the wide sheet's column it holds. */
 export interface WideVariable {
@@ -66,8 +61,12 @@ export function wideDataset(
   const names = wideVariableNames(columns);
   const fixed: LabelledVariable[] = wideSheet.fixed.map((column, i) => {
     const base = { name: names[i]!, label: column.description };
-    if (column.key === 'status' || column.key === 'modality') {
-      return { ...base, kind: 'coded', labels: valueCodes[column.key] };
+    if ('codes' in column) {
+      return {
+        ...base,
+        kind: 'coded',
+        labels: column.codes.map((label, code) => ({ code: code + 1, label })),
+      };
     }
     if (column.type === 'timestamp') return { ...base, kind: 'time' };
     if (column.type === 'integer') return { ...base, kind: 'integer' };
@@ -129,4 +128,47 @@ function codeOf(
   const found = variable.labels.find((code) => code.label === value);
   if (!found) throw new Error(`wide sheet: ${variable.name} "${value}" has no code in the statistics files`);
   return found.code;
+}
+
+/**
+ * A study's wide rows measured as they pass, before its columns are known: each text's extent
+ * by what holds it (a fixed column, a question slot's cell, an attribute key), and the count.
+ */
+export class WideMeasure {
+  rows = 0;
+  readonly #fixed = new Map<string, TextExtent>();
+  readonly #cells = new Map<string, TextExtent>();
+  readonly #attributes = new Map<string, TextExtent>();
+
+  add(row: WideRow): void {
+    this.rows++;
+    for (const column of wideSheet.fixed) {
+      const value = row[column.key];
+      if (typeof value === 'string') measureText(extentIn(this.#fixed, column.key), value);
+    }
+    for (const [key, value] of Object.entries(row.cells)) measureText(extentIn(this.#cells, key), value);
+    for (const [key, value] of Object.entries(row.attributes))
+      measureText(extentIn(this.#attributes, key), value);
+  }
+
+  /** The extent of the dataset `wideDataset` makes of these columns. */
+  measured(columns: readonly WideColumn[]): Measured {
+    const text = new Map<number, TextExtent>();
+    wideSheet.fixed.forEach((column, i) => {
+      text.set(i, this.#fixed.get(column.key) ?? emptyExtent());
+    });
+    columns.forEach((column, i) => {
+      const extents = column.of === 'attribute' ? this.#attributes : this.#cells;
+      text.set(wideSheet.fixed.length + i, extents.get(column.key) ?? emptyExtent());
+    });
+    return { rows: this.rows, text };
+  }
+}
+
+function extentIn(extents: Map<string, TextExtent>, key: string): TextExtent {
+  const found = extents.get(key);
+  if (found) return found;
+  const extent = emptyExtent();
+  extents.set(key, extent);
+  return extent;
 }

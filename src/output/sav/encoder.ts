@@ -84,7 +84,7 @@ export class SavEncoder {
     return out.take();
   }
 
-  /** Encodes one case; its bytes are taken with `take()`. */
+  /** Encodes one case; its bytes are read with `pending()`. */
   row(values: readonly LabelledValue[]): void {
     this.#rows++;
     this.columns.forEach((column, i) => {
@@ -95,16 +95,20 @@ export class SavEncoder {
     });
   }
 
-  /** The bytes encoded since the last take. */
-  take(): Buffer {
-    return this.#out.take();
+  /** The bytes encoded since the last flush, without a copy: write them, then `clear()`. */
+  pending(): Buffer {
+    return this.#out.view();
+  }
+
+  clear(): void {
+    this.#out.clear();
   }
 
   get pendingBytes(): number {
     return this.#out.length;
   }
 
-  /** The last block of command bytes, closed by the end-of-data code. */
+  /** The last block of command bytes, closed by the end-of-data code, after what is pending. */
   end(): Buffer {
     if (this.#rows !== this.measured.rows) {
       throw new Error(`SPSS file: ${this.#rows} cases written, ${this.measured.rows} declared in its header`);
@@ -141,23 +145,49 @@ export class SavEncoder {
     });
   }
 
-  /** A string variable's value: each segment's 255 bytes (or the whole), padded with spaces. */
-  #string(target: SavVariable, bytes: Uint8Array): void {
+  /**
+   * A string variable's value: each segment's 255 bytes (or the whole), padded with spaces.
+   * Padding is most of a wide column's units, so runs of it are written a block at a time, and
+   * the segments after the value's end are counted, not walked.
+   */
+  #string(target: SavVariable, bytes: Buffer): void {
     const perSegment = target.segments.length > 1 ? 255 : target.width;
-    target.segments.forEach((width, segment) => {
-      const data = bytes.subarray(segment * perSegment, segment * perSegment + perSegment);
-      const size = segmentBytes(width);
-      for (let at = 0; at < size; at += 8) {
-        if (at >= data.length) {
-          this.#code(CODE.SPACES);
+    let spaces = 0;
+    for (let segment = 0; segment < target.segments.length; segment++) {
+      const start = segment * perSegment;
+      if (start >= bytes.length) {
+        spaces += target.unitsFrom[segment]!;
+        break;
+      }
+      const end = Math.min(bytes.length, start + perSegment);
+      const dataUnits = Math.ceil((end - start) / 8);
+      for (let unit = 0; unit < dataUnits; unit++) {
+        const from = start + unit * 8;
+        const to = Math.min(end, from + 8);
+        if (allSpaces(bytes, from, to)) {
+          spaces++;
           continue;
         }
-        this.#unit.fill(SPACE);
-        this.#unit.set(data.subarray(at, at + 8));
-        if (this.#unit.every((b) => b === SPACE)) this.#code(CODE.SPACES);
-        else this.#rawUnit(this.#unit);
+        this.#spaces(spaces);
+        spaces = 0;
+        this.#raw.copy(bytes, from, to, 8, SPACE);
+        this.#code(CODE.RAW);
       }
-    });
+      spaces += segmentBytes(target.segments[segment]!) / 8 - dataUnits;
+    }
+    this.#spaces(spaces);
+  }
+
+  /** `count` units of spaces: whole blocks of command bytes at once where the block is empty. */
+  #spaces(count: number): void {
+    let left = count;
+    while (left > 0 && this.#codeCount > 0) {
+      this.#code(CODE.SPACES);
+      left--;
+    }
+    const blocks = Math.floor(left / 8);
+    if (blocks > 0) this.#out.repeat(CODE.SPACES, blocks * 8);
+    for (let i = blocks * 8; i < left; i++) this.#code(CODE.SPACES);
   }
 
   #code(code: number): void {
@@ -172,7 +202,8 @@ export class SavEncoder {
 
   #flushBlock(): void {
     this.#out.bytes(this.#codes);
-    this.#out.bytes(this.#raw.take());
+    this.#out.bytes(this.#raw.view());
+    this.#raw.clear();
     this.#codeCount = 0;
   }
 }
@@ -184,6 +215,11 @@ export class SavEncoder {
 function fileLabel(dataset: LabelledDataset): Buffer {
   const end = Buffer.from(dataset.labelEnd, 'utf8');
   return Buffer.concat([cutBytes(dataset.label, Math.max(0, FILE_LABEL_BYTES - end.length)), end]);
+}
+
+function allSpaces(bytes: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] !== SPACE) return false;
+  return true;
 }
 
 function variableRecords(out: Bytes, variable: SavVariable): void {

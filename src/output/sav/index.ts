@@ -6,7 +6,10 @@ export { SavEncoder, spssTime } from './encoder.ts';
 
 const CHUNK_BYTES = 1024 * 1024;
 
-/** Writes the file: `rows` must be the rows `measured` measured, in the same order. */
+/**
+ * Writes the file: `rows` must be the rows `measured` measured, in the same order. `write` may
+ * keep a chunk only until it resolves (the storage's OutputFile.write does).
+ */
 export async function encodeSav(
   dataset: LabelledDataset,
   measured: Measured,
@@ -15,11 +18,13 @@ export async function encodeSav(
 ): Promise<void> {
   const encoder = new SavEncoder(dataset, measured);
   await write(encoder.dictionary());
+  // One buffer is filled and written over and over, so a large file makes no garbage.
   for await (const row of rows) {
     encoder.row(row);
-    if (encoder.pendingBytes >= CHUNK_BYTES) await write(encoder.take());
+    if (encoder.pendingBytes >= CHUNK_BYTES) {
+      await write(encoder.pending());
+      encoder.clear();
+    }
   }
-  const rest = encoder.take();
-  if (rest.length > 0) await write(rest);
   await write(encoder.end());
 }

@@ -27,6 +27,8 @@ export interface SavVariable {
   segments: number[];
   /** Each segment's short name. */
   segmentNames: string[];
+  /** The 8-byte units of the segments from each one to the last. */
+  unitsFrom: number[];
   /** 1-based dictionary index of its first record. */
   index: number;
   /** print/write format: type << 16 | width << 8 | decimals. */
@@ -65,6 +67,8 @@ export function savColumns(dataset: LabelledDataset, measured: Measured): SavCol
   const place = (source: LabelledVariable, name: string, label: string, width: number): SavVariable => {
     const segments = width === 0 ? [0] : segmentWidths(width);
     const segmentNames = segments.map(nextShort);
+    const units = segments.map((w) => (w === 0 ? 1 : segmentBytes(w) / 8));
+    const unitsFrom = units.map((_, i) => units.slice(i).reduce((a, b) => a + b, 0));
     const variable: SavVariable = {
       name,
       shortName: segmentNames[0]!,
@@ -72,10 +76,11 @@ export function savColumns(dataset: LabelledDataset, measured: Measured): SavCol
       width,
       segments,
       segmentNames,
+      unitsFrom,
       index,
       ...display(source, width),
     };
-    index += segments.reduce((units, w) => units + (w === 0 ? 1 : segmentBytes(w) / 8), 0);
+    index += unitsFrom[0]!;
     return variable;
   };
 

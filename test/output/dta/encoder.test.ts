@@ -4,10 +4,11 @@
  * whole (strL past 2,045 bytes), UTF-8, %tc times, codes with their value labels, labels cut
  * at 80 characters with the whole text in the notes.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkDta } from '../../../src/output/dta/check.ts';
 import { DtaEncoder } from '../../../src/output/dta/encoder.ts';
 import {
   havenRead,
@@ -101,5 +102,17 @@ describe('a Stata dta 118 file', () => {
         .join('')}…${end}`,
     );
     expect(read.notes).toEqual(['1', `${title}${end}`]);
+  });
+
+  it("passes verify's check whole, and fails it cut short or padded", async () => {
+    const bytes = await readFile(path);
+    const reader = (b: Buffer) => async (start: number, end: number) => b.subarray(start, end);
+    expect(await checkDta(reader(bytes), bytes.length)).toEqual([]);
+    const cut = bytes.subarray(0, bytes.length - 20);
+    expect(await checkDta(reader(cut), cut.length)).toEqual([
+      `the map says ${bytes.length} bytes, the file has ${cut.length}`,
+    ]);
+    const padded = Buffer.concat([bytes, Buffer.from('x')]);
+    expect(await checkDta(reader(padded), padded.length)).not.toEqual([]);
   });
 });

@@ -3,11 +3,13 @@
  * haven), value by value against the wide sheet's values: every text whole (past 255 bytes,
  * and past 32,767 across its parts), UTF-8, times, codes with their value labels, labels.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LabelledValue } from '../../../src/output/labelled/dataset.ts';
+import { checkSav } from '../../../src/output/sav/check.ts';
 import { savColumns } from '../../../src/output/sav/variables.ts';
 import {
   type CsvRead,
@@ -137,5 +139,21 @@ describe('an SPSS system file', () => {
     expect(read.columns['q_dg_2']?.label).toBe(data.columns[1]!.header);
     expect(read.columns['response_number']?.class).toEqual(['numeric']);
     expect(read.columns['response_id']?.class).toEqual(['character']);
+  });
+
+  it("passes verify's check whole, and fails it cut short, padded or with a case too many", async () => {
+    expect(await checkSav(createReadStream(path))).toEqual([]);
+    const bytes = await readFile(path);
+    const chunks = (b: Buffer) =>
+      (async function* () {
+        yield b;
+      })();
+    expect(await checkSav(chunks(bytes.subarray(0, bytes.length - 100)))).not.toEqual([]);
+    expect(await checkSav(chunks(Buffer.concat([bytes, Buffer.alloc(8, 254)])))).not.toEqual([]);
+    const moreCases = Buffer.from(bytes);
+    moreCases.writeInt32LE(data.rows.length + 1, 80);
+    expect(await checkSav(chunks(moreCases))).toEqual([
+      `${data.rows.length} cases, the header says ${data.rows.length + 1}`,
+    ]);
   });
 });

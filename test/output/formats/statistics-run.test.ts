@@ -1,0 +1,124 @@
+/**
+ * The sav and dta formats in runs against the sandbox over HTTP: each study's .sav and .dta
+ * hold its wide sheet value by value for ReadStat, PSPP and R's haven (the sandbox's
+ * 40,000-character answers, emoji, right-to-left and CJK text, formula-like and empty answers,
+ * in-progress responses); current/ holds them too; the names stay the same in a second run,
+ * a reworded question keeps its name; verify checks them.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyRun } from '../../../src/load/verify.ts';
+import { type Sandbox, startSandbox } from '../../../src/sandbox/index.ts';
+import { withTempDir } from '../../helpers/environment.ts';
+import { readCsv } from '../../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../../helpers/run.ts';
+import { type DeclaredVariable, havenRead, statisticsAsSheet } from '../../helpers/statistics.ts';
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 48, studies: 2, responses: 12 });
+});
+afterAll(() => sandbox.close());
+
+const formats = { output: { formats: ['csv', 'sav', 'dta'], csv: { escape_formulae: false } } };
+
+/** The variables of a study's files, as the .dta (one variable per column, no parts) declares them. */
+async function declared(
+  dta: string,
+): Promise<{ variables: DeclaredVariable[]; labels: Record<string, string | null> }> {
+  const read = await havenRead(dta);
+  const variables = Object.entries(read.columns).map(([name, column]): DeclaredVariable => {
+    if (column.labels)
+      return {
+        kind: 'coded',
+        name,
+        labels: Object.entries(column.labels).map(([label, code]) => ({ code, label })),
+      };
+    if (column.class.includes('POSIXct')) return { kind: 'time', name };
+    return { kind: name === 'response_number' ? 'integer' : 'text', name };
+  });
+  return {
+    variables,
+    labels: Object.fromEntries(Object.entries(read.columns).map(([n, c]) => [n, c.label])),
+  };
+}
+
+/** Every reader's values of a file, column by column against the wide sheet's CSV. */
+async function expectSheet(file: string, csv: string, variables: readonly DeclaredVariable[]): Promise<void> {
+  const [header, ...rows] = (await readCsv(csv)).records;
+  expect(header).toHaveLength(variables.length);
+  const read = await statisticsAsSheet(file, variables);
+  for (const [reader, columns] of Object.entries(read)) {
+    variables.forEach((variable, c) => {
+      const column = rows.map((row) => row[c] ?? '');
+      const expected = reader === 'pspp' ? column.map((v) => v.replaceAll('\r\n', '\n')) : column;
+      expect(columns.get(variable.name), `${reader} ${file}: ${variable.name} ("${header![c]}")`).toEqual(
+        expected,
+      );
+    });
+  }
+}
+
+describe('sav and dta in a run', () => {
+  it("hold every study's wide sheet for three readers, in the run and in current/, with stable names", async () => {
+    await withTempDir(async (dir) => {
+      const out = join(dir, 'out');
+      const first = await runAgainst(sandbox, sandboxConfig(sandbox, out, formats));
+      const runDir = first.runDir!;
+      const studies = sandbox.studies();
+      let longest = 0;
+      const before = new Map<string, Record<string, string | null>>();
+      for (const study of studies) {
+        const name = study.link_id;
+        const { variables, labels } = await declared(join(runDir, 'dta', `${name}.dta`));
+        before.set(name, labels);
+        const csv = join(runDir, 'wide', `${name}.csv`);
+        for (const format of ['sav', 'dta'])
+          await expectSheet(join(runDir, format, `${name}.${format}`), csv, variables);
+        const text = await readFile(csv, 'utf8');
+        longest = Math.max(longest, ...text.split('","').map((cell) => cell.length));
+        expect(Object.keys(labels).filter((n) => n.startsWith('q_'))).toContain('q_dg_3__concept_a');
+      }
+      // The sandbox's 40,000-character answer went through whole.
+      expect(longest).toBeGreaterThan(39_000);
+      expect((await verifyRun(runDir)).problems).toEqual([]);
+
+      // current/ holds them too, for the whole study.
+      const study = studies[0]!;
+      const id = study.id;
+      const { variables } = await declared(
+        join(out, 'test', 'current', 'dta', `study_id=${id}`, `${study.link_id}.dta`),
+      );
+      await expectSheet(
+        join(out, 'test', 'current', 'sav', `study_id=${id}`, `${study.link_id}.sav`),
+        join(out, 'test', 'current', 'wide', `study_id=${id}`, `${study.link_id}.csv`),
+        variables,
+      );
+
+      // A reworded question keeps its variable's name; only its label follows the new text.
+      sandbox.changeSchema(study.link_id, {
+        kind: 'reword_question',
+        position: 2,
+        question: 'How do you do it now?',
+      });
+      sandbox.addResponse(study.link_id);
+      const second = await runAgainst(sandbox, sandboxConfig(sandbox, out, formats));
+      // An incremental run: its one response carries fewer attributes; the slots are the same.
+      const after = (await declared(join(second.runDir!, 'dta', `${study.link_id}.dta`))).labels;
+      const slots = (labels: Record<string, unknown>) =>
+        Object.keys(labels).filter((n) => n.startsWith('q_'));
+      expect(slots(after)).toEqual(slots(before.get(study.link_id)!));
+      expect(slots(after)).toHaveLength(6);
+      expect(after['q_dg_2']).toBe('How do you do it now?');
+      expect(before.get(study.link_id)!['q_dg_2']).not.toBe('How do you do it now?');
+
+      // verify reads the files' structure: a .sav cut short is named.
+      const sav = join(second.runDir!, 'sav', `${study.link_id}.sav`);
+      const bytes = await readFile(sav);
+      await writeFile(sav, bytes.subarray(0, bytes.length - 9));
+      const problems = (await verifyRun(second.runDir!)).problems;
+      expect(problems.some((p) => p.includes(`sav/${study.link_id}.sav`))).toBe(true);
+    });
+  });
+});
