@@ -46,6 +46,8 @@ const urlPattern = new RegExp(
   'giu',
 );
 
+const mayHoldUrl = new RegExp(`:\\/\\/|www\\.|\\.(?:${topLevel})\\b`, 'i');
+
 const octet = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 const ipv4 = `(?<![\\d.])${octet}(?:\\.${octet}){3}(?![\\d]|\\.\\d)`;
 const hex = '[0-9a-f]{1,4}';
@@ -105,8 +107,10 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
     }
   };
   for (const detector of set.detect) {
-    if (detector === 'email') add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
-    if (detector === 'url') add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
+    // Each expression only where a cheap search says it may match: most texts hold no "@".
+    if (detector === 'email' && text.includes('@')) add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
+    if (detector === 'url' && mayHoldUrl.test(text))
+      add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
     if (detector === 'ip')
       add(
         ipPattern,
