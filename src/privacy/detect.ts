@@ -48,6 +48,8 @@ const urlPattern = new RegExp(
 
 const mayHoldUrl = new RegExp(`:\\/\\/|www\\.|\\.(?:${topLevel})\\b`, 'i');
 
+const mayHoldIp = /\d\.\d|[0-9a-f]:[0-9a-f]*:/i;
+
 const octet = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 const ipv4 = `(?<![\\d.])${octet}(?:\\.${octet}){3}(?![\\d]|\\.\\d)`;
 const hex = '[0-9a-f]{1,4}';
@@ -120,7 +122,7 @@ export class TermIndex {
   find(text: string): { start: number; end: number }[] {
     const found: { start: number; end: number }[] = [];
     wordPattern.lastIndex = 0;
-    for (const word of text.matchAll(wordPattern)) {
+    for (let word = wordPattern.exec(text); word; word = wordPattern.exec(text)) {
       const candidates = this.#byFirstWord.get(word[0].toLowerCase());
       if (!candidates) continue;
       for (const term of candidates) {
@@ -134,7 +136,7 @@ export class TermIndex {
     }
     if (this.#others) {
       this.#others.lastIndex = 0;
-      for (const match of text.matchAll(this.#others))
+      for (let match = this.#others.exec(text); match; match = this.#others.exec(text))
         found.push({ start: match.index, end: match.index + match[0].length });
     }
     return found;
@@ -161,7 +163,9 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
     keep = (_: string) => true,
   ) => {
     pattern.lastIndex = 0;
-    for (const match of text.matchAll(pattern)) {
+    // exec on the one expression: matchAll would copy it for every text.
+    for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
+      if (match[0] === '') pattern.lastIndex += 1;
       let value = match[0];
       if (kind === 'URL') value = value.replace(/[.,;:!?]+$/, '');
       if (value === '' || !keep(value)) continue;
@@ -173,7 +177,7 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
     if (detector === 'email' && text.includes('@')) add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
     if (detector === 'url' && mayHoldUrl.test(text))
       add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
-    if (detector === 'ip')
+    if (detector === 'ip' && mayHoldIp.test(text))
       add(
         ipPattern,
         'IP',
