@@ -6,7 +6,7 @@
  * respondent is escaped; the pages hold no script and fetch nothing.
  */
 
-import { escapeHtml as e } from '../load/svg-charts.ts';
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 import type { Row } from '../tables/index.ts';
 
 /** A recording of a turn as the bag holds it: its path under data/, or why it is missing. */

@@ -8,7 +8,7 @@
 import { markdownText } from '../load/codebook.ts';
 import { reportHtml } from '../load/report-html.ts';
 import { RunStats } from '../load/run-stats.ts';
-import { escapeHtml as e } from '../load/svg-charts.ts';
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
 import { type Row, type TableRows, tableNames } from '../tables/index.ts';
 import { tableSection } from '../tables/markdown.ts';

@@ -1,16 +1,11 @@
 /**
- * A bag as one tar (POSIX.1-2001 pax, readable by every tar since): a ustar header per file,
- * preceded by a pax extended header where the ustar fields cannot hold the truth (a path over
- * 100 bytes or not ASCII, a size of 8 GiB or more); then the bytes, padded to 512; two zero
- * blocks end it. Every header carries the same time, owner 0 and mode 0644, so the same bag
+ * A bag as one tar (POSIX.1-2001 pax: src/output/codecs/tar-format.ts): each file's headers,
+ * then its bytes, padded to 512; two zero blocks end it. Every header carries the same time, owner 0 and mode 0644, so the same bag
  * gives the same tar.
  */
+import { TAR_BLOCK as BLOCK, tarHeaders } from '../output/codecs/tar-format.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { type BagFile, type BagSink, copyHashed, type Digests, noHash } from './sink.ts';
-
-const BLOCK = 512;
-/** The largest size a ustar size field (11 octal digits) holds. */
-const MAX_USTAR_SIZE = 8 ** 11 - 1;
 
 export async function openTarSink(
   storage: Storage,
@@ -47,56 +42,4 @@ class TarSink implements BagSink {
   abort(): Promise<void> {
     return this.output.abort();
   }
-}
-
-/** The headers of one regular file: a pax header (and its records) first where needed. */
-export function tarHeaders(path: string, size: number, mtime: number): Buffer[] {
-  const name = Buffer.from(path, 'utf8');
-  const ascii = /^[\x20-\x7e]*$/.test(path);
-  const records: string[] = [];
-  if (!ascii || name.length > 100) records.push(paxRecord('path', path));
-  if (size > MAX_USTAR_SIZE) records.push(paxRecord('size', String(size)));
-  const blocks: Buffer[] = [];
-  if (records.length > 0) {
-    const body = Buffer.from(records.join(''), 'utf8');
-    blocks.push(ustarHeader(asciiName(`PaxHeaders/${path}`), body.length, mtime, 'x'), padded(body));
-  }
-  blocks.push(ustarHeader(asciiName(path), Math.min(size, MAX_USTAR_SIZE), mtime, '0'));
-  return blocks;
-}
-
-/** "<length> <key>=<value>\n", the length counting itself. */
-function paxRecord(key: string, value: string): string {
-  const rest = ` ${key}=${value}\n`;
-  const restBytes = Buffer.byteLength(rest, 'utf8');
-  let length = restBytes + 1;
-  while (String(length).length + restBytes !== length) length = String(length).length + restBytes;
-  return `${length}${rest}`;
-}
-
-/** A stand-in for a name the pax header carries: its ASCII, cut to the field. */
-function asciiName(path: string): Buffer {
-  return Buffer.from(path.replace(/[^\x20-\x7e]/g, '_').slice(-100), 'ascii');
-}
-
-function ustarHeader(name: Buffer, size: number, mtime: number, type: '0' | 'x'): Buffer {
-  const header = Buffer.alloc(BLOCK);
-  name.copy(header, 0, 0, 100);
-  header.write('0000644\0', 100, 'ascii');
-  header.write('0000000\0', 108, 'ascii');
-  header.write('0000000\0', 116, 'ascii');
-  header.write(`${size.toString(8).padStart(11, '0')}\0`, 124, 'ascii');
-  header.write(`${mtime.toString(8).padStart(11, '0')}\0`, 136, 'ascii');
-  header.write('        ', 148, 'ascii');
-  header.write(type, 156, 'ascii');
-  header.write('ustar\u000000', 257, 'ascii');
-  let sum = 0;
-  for (const byte of header) sum += byte;
-  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'ascii');
-  return header;
-}
-
-function padded(body: Buffer): Buffer {
-  const padding = (BLOCK - (body.length % BLOCK)) % BLOCK;
-  return padding === 0 ? body : Buffer.concat([body, Buffer.alloc(padding)]);
 }

@@ -14,7 +14,7 @@ import {
   localHeader,
   needsZip64,
   type ZipEntryRecord,
-} from '../media/zip-format.ts';
+} from '../output/codecs/zip-format.ts';
 import type { OutputFile, Storage } from '../storage/types.ts';
 import { type BagFile, type BagSink, copyHashed, type Digests, noHash } from './sink.ts';
 

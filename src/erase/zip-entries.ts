@@ -6,9 +6,10 @@
  * zip64 where sizes or offsets need it). A zip that holds no erased recording is left as it is.
  */
 import type yauzl from 'yauzl';
-import { centralHeader, endRecords, type ZipEntryRecord } from '../media/zip-format.ts';
 import { nameOf } from '../names.ts';
+import { centralHeader, endRecords, type ZipEntryRecord } from '../output/codecs/zip-format.ts';
 import { openStoredZip } from '../output/codecs/zip-reader.ts';
+import { openMediaArchive } from '../output/codecs/zip-writer.ts';
 import type { Storage } from '../storage/types.ts';
 
 export interface ZipKept {

@@ -8,6 +8,7 @@
 import type { Format } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
 import { outputFormats, studyFormats } from '../output/formats/index.ts';
+import { wideVariables } from '../output/labelled/wide.ts';
 import {
   DATAPACKAGE_FILE,
   MANIFEST_FILE,
@@ -17,7 +18,8 @@ import {
   REPORT_FILE,
 } from '../output/layout.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
-import { runTableNames, type TableName, tableNames, tables } from '../tables/index.ts';
+import type { WideColumn } from '../records.ts';
+import { runTableNames, type TableName, tableNames, tables, wideSheet } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
 import { changesByStudy, schemaChangesIntro } from './report-schema-changes.ts';
 import { type Sample, sampleNote } from './sample.ts';
@@ -30,6 +32,8 @@ export interface CodebookStudy {
   responses: number;
   /** updated_since of the run's export; null for a full export. */
   since: string | null;
+  /** The wide sheet's question and attribute columns, where the codebook lists its variables. */
+  columns?: readonly WideColumn[] | undefined;
 }
 
 /** What a guide (README.md, report.html) is about: one run, the current/ dataset, or a package. */
@@ -85,12 +89,38 @@ export function codebookMarkdown(input: CodebookInput): string {
     ...studyLines(input),
     ...(input.schemaChanges ? schemaChangeLines(input.schemaChanges) : []),
     ...fileLines(input, (path) => files.has(path), hasUnder),
+    ...(studyFormats.some((format) => format.namesVariables && hasUnder(format.folder))
+      ? variableLines(input.studies)
+      : []),
     ...referenceLines(
       studyFormats.some((format) => hasUnder(format.folder)),
       input.kind === 'run' ? runTableNames : tableNames,
     ),
   ];
   return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** Each study's variables in its SPSS and Stata files: name, question slot (or attribute) and question. */
+function variableLines(studies: readonly CodebookStudy[]): string[] {
+  const listed = studies.filter((study) => study.columns && study.columns.length > 0);
+  if (listed.length === 0) return [];
+  const lines = [
+    '## Variables of the SPSS and Stata files',
+    '',
+    'Besides response_id, response_number, created_at, updated_at, status, modality and summary',
+    "(below), one variable per question slot and attribute column of the study's wide sheet; a slot",
+    'keeps its name in every run (docs/tables.md, "SPSS and Stata files").',
+  ];
+  for (const study of listed) {
+    lines.push('', `### ${markdownText(study.link_id)}`, '', '| name | slot | question |', '|---|---|---|');
+    for (const variable of wideVariables(study.columns ?? []).slice(wideSheet.fixed.length)) {
+      const slot = variable.slot
+        ? `\`${variable.slot.questionId}\`${variable.slot.conceptId === null ? '' : ` / \`${variable.slot.conceptId}\``}`
+        : `attribute \`${variable.attribute ?? ''}\``;
+      lines.push(`| \`${variable.name}\` | ${slot} | ${markdownText(variable.header)} |`);
+    }
+  }
+  return [...lines, ''];
 }
 
 /** The title, and what the folder is: one run, or the current dataset. */

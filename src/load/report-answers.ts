@@ -4,10 +4,10 @@
  * others are. Respondents' text is escaped and shown as written, line breaks kept.
  */
 import { conceptName, questionLabel } from '../concept-name.ts';
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from './answer-sample.ts';
 import type { GuideSubject } from './codebook.ts';
 import type { QuestionStats, StudyStats } from './run-stats.ts';
-import { escapeHtml as e } from './svg-charts.ts';
 
 /** The study's questions in the order of their first appearance. */
 export function orderedQuestions(stats: StudyStats): QuestionStats[] {

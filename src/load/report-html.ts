@@ -9,6 +9,7 @@
  */
 import { conceptName, questionLabel } from '../concept-name.ts';
 import type { SchemaChange } from '../drift/schema.ts';
+import { escapeHtml as e, shorten } from '../output/codecs/escape.ts';
 import { privacyParagraphs } from '../privacy/index.ts';
 import type { Warning } from '../records.ts';
 import type { GuideSubject } from './codebook.ts';
@@ -18,7 +19,7 @@ import { segmentsSection } from './report-segments.ts';
 import { numberTable } from './report-table.ts';
 import { lengthBuckets, type RunStats, type StudyStats } from './run-stats.ts';
 import { sampleNote } from './sample.ts';
-import { columnBars, escapeHtml as e, shorten, stackedBars } from './svg-charts.ts';
+import { columnBars, stackedBars } from './svg-charts.ts';
 
 export interface ReportStudy {
   study_id: string;

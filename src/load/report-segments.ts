@@ -5,10 +5,10 @@
  * is different (a participant id) is named, not split.
  */
 
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 import { numberTable } from './report-table.ts';
 import type { StudyStats } from './run-stats.ts';
 import { type AttributeCounts, MAX_VALUES } from './segment-counts.ts';
-import { escapeHtml as e } from './svg-charts.ts';
 
 /** Values listed per attribute key; the others are summed in one row. */
 export const TOP_VALUES = 10;

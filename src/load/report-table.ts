@@ -1,5 +1,5 @@
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 /** A table of numbers for report.html: a label per row, then right-aligned figures. */
-import { escapeHtml as e } from './svg-charts.ts';
 
 export function numberTable(
   caption: string,

@@ -5,25 +5,7 @@
  * apart by pattern and label as well as colour, so the page reads in greyscale and in print.
  * Every text passes through escapeHtml: labels are often the service's (or respondents') text.
  */
-
-const entities: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-/** Text for HTML or SVG content and attribute values (always quoted). */
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => entities[c] ?? c);
-}
-
-/** At most `max` characters (code points), with an ellipsis when cut. */
-export function shorten(value: string, max: number): string {
-  const chars = Array.from(value.replace(/\s+/g, ' ').trim());
-  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('')}…`;
-}
+import { escapeHtml, shorten } from '../output/codecs/escape.ts';
 
 export type SegmentStyle = 'solid' | 'hatched' | 'dotted';
 

@@ -1,4 +1,5 @@
 /** What the media stage is asked to fetch, and a body on its way into media.zip. */
+import type { StoredBody } from '../output/codecs/zip-writer.ts';
 import type { MediaKind } from '../records.ts';
 
 /** media.video: which of a video's recordings are fetched. */
@@ -22,10 +23,8 @@ export interface MediaJob {
  * file written and read back), larger ones, or any once the memory budget is spent, are
  * in a temporary file.
  */
-export type MediaBody = ({ kind: 'memory'; data: Buffer } | { kind: 'file'; path: string }) & {
-  /** Its CRC-32 when the download computed it already (with its SHA-256, on the hashing thread). */
-  crc32?: number;
-};
+/** A downloaded body: in memory or a temporary file, its CRC-32 when the hashing thread computed it. */
+export type MediaBody = StoredBody;
 
 /** One entry of media.zip as a job hands it to the writer. */
 export interface ArchiveEntry {

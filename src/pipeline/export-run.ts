@@ -22,14 +22,14 @@ import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
 import { RunStats } from '../load/run-stats.ts';
 import { createTableWriters, type TableWriters } from '../load/table-writers.ts';
-import { openMediaArchive } from '../media/archive.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import { studyFileNames } from '../names.ts';
+import { openMediaArchive } from '../output/codecs/zip-writer.ts';
 import { MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../output/manifest.ts';
 import type { PreviousRun, RunDirectory } from '../publish/run-dir.ts';
-import type { State } from '../publish/state.ts';
+import { emptyState, type State } from '../publish/state.ts';
 import type { ExtractSinks } from '../records.ts';
 import { studyRow } from '../transform/index.ts';
 import { allSettled, weightedGate } from '../util/concurrency.ts';
@@ -187,7 +187,8 @@ async function openRunFiles(input: ExportRunInput): Promise<RunFiles> {
     rejects,
     warn: (warning) => log.warn(warning),
   };
-  const drift = new SchemaDrift(input.state, reporter);
+  // A sample sees a study's first responses only: compared, they would say what they lack.
+  const drift = new SchemaDrift(sampleOf(options) ? emptyState() : input.state, reporter);
   return { raw, rejects, writers, media, archive, hashing, sinks, stats, drift };
 }
 
@@ -322,6 +323,7 @@ async function describeRun(
     outcomes,
     stats,
     warnings: log.warnings,
+    sheets: closed.sheets,
     schemaChanges: {
       changes: drift.changes,
       accepted: schemaRule(config, options, drift.changes) === 'accepted',

@@ -27,6 +27,7 @@ import type { Storage } from '../storage/types.ts';
 import { AttributeKeys, QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
 import { diskFullError } from '../util/system-errors.ts';
+import type { WrittenSheet } from './finish.ts';
 import type { ProgressReporter } from './progress.ts';
 
 export interface ExportStudyInput {
@@ -61,7 +62,7 @@ export interface ExportStudyInput {
   /** A sample (run --limit): at most this many responses, the first the study lists. */
   limit?: number;
   /** The study's wide sheet is written: its path in the run and its header (datapackage.json). */
-  onWideSheet?: (sheet: { path: string; header: string[] }) => void;
+  onWideSheet?: (sheet: WrittenSheet) => void;
   /** Sees each response's payloads as they pass, for the study's schema (src/drift/). */
   observer?: SchemaObserver;
 }
@@ -147,7 +148,7 @@ export async function exportStudy(input: ExportStudyInput): Promise<StudyOutcome
     if (outcome.responses > 0) {
       // Finished whether or not a caller listens: an optional call would skip its argument too.
       const sheet = await wide.finish(columns);
-      input.onWideSheet?.(sheet);
+      input.onWideSheet?.({ path: sheet.path, header: sheet.header ?? [], study_id: study.id, columns });
       for (const file of studyFiles) await file.finish(columns);
     } else {
       // Nothing exported (an incremental run with nothing new for the study): no sheet or

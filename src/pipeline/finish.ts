@@ -11,6 +11,7 @@ import type { TableFiles } from '../load/table-writers.ts';
 import { studyFormats, tableFormatOfFile } from '../output/formats/index.ts';
 import { DATAPACKAGE_FILE, MANIFEST_FILE, MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
 import type { ManifestFile } from '../output/manifest.ts';
+import type { WideColumn } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';
 
@@ -18,6 +19,9 @@ import type { RecordedStorage } from '../storage/recorded.ts';
 export interface WrittenSheet {
   path: string;
   header: readonly string[];
+  study_id?: string;
+  /** Its question and attribute columns (the codebook names the variables made of them). */
+  columns?: readonly WideColumn[];
 }
 
 /** What a reader of the descriptor is told about the files that are not tables. */

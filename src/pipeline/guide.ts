@@ -13,6 +13,7 @@ import { CODEBOOK_FILE, DATAPACKAGE_FILE, MANIFEST_FILE, REPORT_FILE } from '../
 import { publicConfig, type StudyOutcome } from '../output/manifest.ts';
 import type { Warning } from '../records.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';
+import type { WrittenSheet } from './finish.ts';
 
 export interface RunGuideInput {
   config: PipelineConfig;
@@ -26,6 +27,8 @@ export interface RunGuideInput {
   warnings: readonly Warning[];
   /** What changed on the service since the last committed run, and whether it was accepted. */
   schemaChanges: { changes: readonly SchemaChange[]; accepted: boolean };
+  /** The wide sheets written, with each study's columns. */
+  sheets?: readonly WrittenSheet[];
 }
 
 export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput): Promise<void> {
@@ -40,6 +43,7 @@ export async function writeRunGuide(files: RecordedStorage, input: RunGuideInput
     responses: outcome.responses,
     since: outcome.since,
     error: outcome.error,
+    columns: input.sheets?.find((sheet) => sheet.study_id === outcome.study_id)?.columns,
   }));
   const common = {
     kind: 'run' as const,

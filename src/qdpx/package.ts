@@ -15,7 +15,7 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { type ZipOutput, ZipWriter } from '../media/archive.ts';
+import { type ZipOutput, ZipWriter } from '../output/codecs/zip-writer.ts';
 import { codeBook } from './codebook.ts';
 import { guidOf } from './guids.ts';
 import {

@@ -1,39 +1,8 @@
 /**
  * Text into project.qde. Respondents' words, question texts and attribute keys are untrusted:
- * every character XML 1.0 cannot carry (C0 controls but tab, line feed and carriage return,
- * lone surrogates, U+FFFE and U+FFFF) is dropped, markup characters are escaped, and in an
- * attribute value tab and line ends are written as character references, since a parser
- * turns them into spaces otherwise.
+ * every text goes through the XML escaping of src/output/codecs/escape.ts.
  */
-
-const notXml = /[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
-
-/** `text` without the characters XML 1.0 cannot hold. */
-export function xmlSafe(text: string): string {
-  return text.replace(notXml, '');
-}
-
-/** Element content. */
-export function xmlText(text: string): string {
-  return xmlSafe(text).replace(/[&<>\r]/g, (c) => contentEscapes[c] ?? c);
-}
-
-/** An attribute value (in double quotes). */
-export function xmlAttr(text: string): string {
-  return xmlSafe(text).replace(/[&<>"\t\n\r]/g, (c) => attributeEscapes[c] ?? c);
-}
-
-// A carriage return in content is kept as a reference: a parser turns a literal one into \n.
-const contentEscapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '\r': '&#13;' };
-const attributeEscapes: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  '\t': '&#9;',
-  '\n': '&#10;',
-  '\r': '&#13;',
-};
+import { xmlAttr, xmlSafe, xmlText } from '../output/codecs/escape.ts';
 
 /** `<name a="v" …>` or `<name a="v" …/>`; attributes whose value is undefined are left out. */
 export function tag(

@@ -6,6 +6,8 @@
  * packs it. `'identified'` (--identified, or a pipeline without a privacy: section) reads the
  * output as it is, and says so.
  */
+
+import type { ZipEntry, ZipIndex } from '../output/codecs/zip-index.ts';
 import {
   type HandoffPrivacy,
   type LinkageEntry,
@@ -18,7 +20,6 @@ import type { CurrentFile } from './current.ts';
 import type { OutputReader, StudyReader } from './output.ts';
 import type { Located, Recording } from './recordings.ts';
 import type { RunReader } from './run.ts';
-import type { ZipEntry, ZipIndex } from './zip-index.ts';
 
 /** A privacy profile, or 'identified': the package keeps the respondents' identities. */
 export type { HandoffPrivacy };
@@ -30,7 +31,7 @@ export interface HandoffStudy extends StudyReader {
   /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
   linkage(): LinkageEntry[];
   /** current/'s wide sheets and workbooks, byte for byte; none de-identified (their text is raw). */
-  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[] }>;
+  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[]; others?: CurrentFile[] }>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -58,6 +59,7 @@ export class HandoffReader {
         currentSheets: async () => ({
           wide: await current.wideSheets(id),
           workbooks: await current.workbooks(id),
+          others: await current.otherStudyFiles(id),
         }),
         rawFiles: (run) => run.rawFiles(),
       };

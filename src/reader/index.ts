@@ -9,6 +9,7 @@ import { RunError } from '../errors.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import { openRun, type RunReader } from './run.ts';
 
+export { playlistUris, type ZipEntry, ZipIndex } from '../output/codecs/zip-index.ts';
 export { byResponse } from './by-response.ts';
 export {
   CURRENT_DATAPACKAGE,
@@ -28,7 +29,6 @@ export { type LatestPointer, OutputReader, type StudyReader } from './output.ts'
 export { type Found, type Located, type MediaRow, type Recording, RecordingFinder } from './recordings.ts';
 export { openRun, type RunReader } from './run.ts';
 export { studyRuns, studyTables } from './study.ts';
-export { playlistUris, type ZipEntry, ZipIndex } from './zip-index.ts';
 
 /** The run folder at `location` (runs/<id>, local or s3://); a RunError when it is none. */
 export async function openRunAt(location: string, s3: S3Settings = {}): Promise<RunReader> {

@@ -8,9 +8,10 @@
  * way, by key alone: the newest run that archived it; so is one whose newest download failed,
  * when an earlier run archived it (the recording is then that copy, with a note saying so).
  */
+
+import type { ZipEntry, ZipIndex } from '../output/codecs/zip-index.ts';
 import type { Row } from '../tables/index.ts';
 import type { RunReader } from './run.ts';
-import type { ZipEntry, ZipIndex } from './zip-index.ts';
 
 export type MediaRow = Row<'media'>;
 

@@ -4,12 +4,12 @@
  * CSV for a run written without it), its media.zip's index, and its raw/ payloads.
  */
 import type { Readable } from 'node:stream';
+import { ZipIndex } from '../output/codecs/zip-index.ts';
 import { tableFormatsToRead } from '../output/formats/index.ts';
 import { isRawFile, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, type ManifestFile, readManifest } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
-import { ZipIndex } from './zip-index.ts';
 
 export interface RunReader {
   readonly id: string;

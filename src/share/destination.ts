@@ -11,7 +11,7 @@ import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
-import { ZipWriter } from '../media/archive.ts';
+import { ZipWriter } from '../output/codecs/zip-writer.ts';
 import { DATAPACKAGE_FILE } from '../output/layout.ts';
 import { isObjectStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';

@@ -5,7 +5,7 @@
  * summary, the turns holding them are listed, and previous/next go to the list's other hits.
  */
 import { questionLabel } from '../concept-name.ts';
-import { escapeHtml as e } from '../load/svg-charts.ts';
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 import type { Row } from '../tables/index.ts';
 import type { ViewData } from './dataset.ts';
 import { findTerms, markedHtml, queryTerms } from './highlight.ts';

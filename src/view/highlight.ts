@@ -1,10 +1,11 @@
+import { escapeHtml as e } from '../output/codecs/escape.ts';
+
 /**
  * Words found in text, for the viewer's search: text and words are compared folded (lower
  * case, accents and other combining marks dropped, compatibility forms unified: "Café",
  * "cafe\u0301" and "CAFE" all read "cafe"), and what was found is marked in the text as
  * written. Every piece of text leaves here HTML-escaped; only <mark> is added.
  */
-import { escapeHtml as e } from '../load/svg-charts.ts';
 
 const ascii = /^[\x00-\x7f]*$/;
 const marks = /\p{M}/gu;

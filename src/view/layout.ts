@@ -3,7 +3,8 @@
  * its frame (header, breadcrumb, keys). Every value from the data goes through `e` (HTML
  * escaping); the pages carry no inline script or style (the CSP forbids both).
  */
-import { escapeHtml as e } from '../load/svg-charts.ts';
+
+import { escapeHtml as e } from '../output/codecs/escape.ts';
 import type { ViewData } from './dataset.ts';
 
 export const paths = {

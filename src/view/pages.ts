@@ -4,7 +4,8 @@
  * string (search.ts), so every list has a URL, and each response's link carries it on, so a
  * conversation opened from a list highlights the words and goes hit to hit.
  */
-import { escapeHtml as e, shorten } from '../load/svg-charts.ts';
+
+import { escapeHtml as e, shorten } from '../output/codecs/escape.ts';
 import type { Row } from '../tables/index.ts';
 import type { ViewData } from './dataset.ts';
 import { snippetHtml } from './highlight.ts';

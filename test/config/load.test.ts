@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { integerOption } from '../../src/cli/usage.ts';
 import { loadPipeline, resolveApiKey } from '../../src/config/load.ts';
-import { settingBounds } from '../../src/config/schema.ts';
+import { formats, settingBounds } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 let cwd: string;
@@ -190,7 +190,7 @@ describe('loadPipeline: validation messages name file, key, expected and found',
       `${path.join('pipelines', 'x.yaml')}: source.retries: expected an integer from 0 to 20, found -1`,
     );
     expect(lines).toContain(
-      `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: csv, parquet, xlsx, found "ods"`,
+      `${path.join('pipelines', 'x.yaml')}: output.formats[1]: expected one of: ${formats.join(', ')}, found "ods"`,
     );
     expect(lines).toContain(
       `${path.join('pipelines', 'x.yaml')}: incremental: expected true or false, or a mapping with keys: enabled, reconcile_every, reconcile_max_fraction, found "yes"`,

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
-import { openMediaArchive, ZipWriter } from '../../src/media/archive.ts';
+import { openMediaArchive, ZipWriter } from '../../src/output/codecs/zip-writer.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';

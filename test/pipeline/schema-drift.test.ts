@@ -206,6 +206,11 @@ describe('schema.on_change: fail', () => {
       const file = await pipelineFile(dir, out, 'fail');
       expect((await run(file)).code).toBe(0);
       const link = changeFirstStudy();
+      // A sample (the first responses only) compares nothing and is never stopped.
+      const sample = await run(file, '--limit', '2');
+      expect(sample.code, sample.stderr).toBe(0);
+      const sampleDir = /^sample run: (.+)$/m.exec(sample.stdout)?.[1] ?? '';
+      expect((await readManifest(sampleDir)).schema_changes).toEqual([]);
       const before = {
         latest: await readFile(join(root, 'latest'), 'utf8'),
         state: await snapshot(join(root, 'state')),

@@ -5,11 +5,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { xmlAttr, xmlText } from '../../src/output/codecs/escape.ts';
 import { codeBook } from '../../src/qdpx/codebook.ts';
 import { codePoints, conversationText, sourceText } from '../../src/qdpx/conversation.ts';
 import { guidOf, uuidV5 } from '../../src/qdpx/guids.ts';
 import type { QdpxResponse } from '../../src/qdpx/types.ts';
-import { fileSafeName, UniqueNames, xmlAttr, xmlText } from '../../src/qdpx/xml.ts';
+import { fileSafeName, UniqueNames } from '../../src/qdpx/xml.ts';
 import type { Row } from '../../src/tables/index.ts';
 
 const response = (overrides: Partial<QdpxResponse> = {}): QdpxResponse => ({

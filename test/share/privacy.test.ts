@@ -4,15 +4,18 @@
  * response id is found in any byte of the packages (a scan written apart from the redaction
  * code that opens zips, workbooks and Parquet values), the packages still read back whole
  * (Frictionless, SheetJS), say what was done, the linkage table maps every pseudonym back,
- * the ledger records each package, and --identified packages say so on their first page.
+ * the ledger records each package, and --identified packages say so on their first page (as
+ * chromium shows report.html offline).
  */
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameOf } from '../../src/names.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { launchBrowser } from '../helpers/browser.ts';
 import { runCli } from '../helpers/cli.ts';
 import { validateDataPackage } from '../helpers/frictionless.ts';
 import { scanOutput } from '../helpers/output-scan.ts';
@@ -198,6 +201,18 @@ describe('study-export share with a privacy profile', () => {
     const readme = await readFile(join(pkg, 'README.md'), 'utf8');
     expect(readme.split('\n').slice(0, 6).join('\n')).toContain('**IDENTIFIED');
     expect(await readFile(join(pkg, 'report.html'), 'utf8')).toContain('<p class="identified" role="alert">');
+    // In chromium, offline: the first thing under the title is the warning, shown.
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(pathToFileURL(join(pkg, 'report.html')).href);
+      const alert = page.getByRole('alert');
+      expect(await alert.isVisible()).toBe(true);
+      expect(await alert.innerText()).toMatch(/^IDENTIFIED: /);
+      expect(await page.locator('h1 + p').getAttribute('role')).toBe('alert');
+    } finally {
+      await browser.close();
+    }
     expect((await scanOutput(pkg, [planted.email])).length).toBeGreaterThan(0);
   }, 120_000);
 });

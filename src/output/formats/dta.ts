@@ -9,6 +9,7 @@ export const dtaFormat = {
   selectable: true,
   help: 'a Stata file (.dta) per study',
   datapackage: { format: 'dta', mediatype: 'application/x-stata-dta' },
+  namesVariables: true,
   codebookRank: 6,
   folder: 'dta',
   fileNoun: 'Stata file',

@@ -131,6 +131,11 @@ export interface StudyFormatModule extends FormatBase {
   readonly kind: 'study';
   /** The folder of a run (and of current/) that holds its files. */
   readonly folder: string;
+  /**
+   * Whether its files hold the wide sheet as named variables (labelled/names.ts): the codebook
+   * then lists each study's variable names with their slots and questions.
+   */
+  readonly namesVariables?: boolean;
   /** What one file is called in messages ("the workbook of <study> is missing"). */
   readonly fileNoun: string;
   /** What a file holds, for datapackage.json's description of it. */

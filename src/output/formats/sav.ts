@@ -9,6 +9,7 @@ export const savFormat = {
   selectable: true,
   help: 'an SPSS file (.sav) per study',
   datapackage: { format: 'sav', mediatype: 'application/x-spss-sav' },
+  namesVariables: true,
   codebookRank: 5,
   folder: 'sav',
   fileNoun: 'SPSS file',

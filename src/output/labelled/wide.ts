@@ -53,6 +53,21 @@ export function wideVariableNames(columns: readonly WideColumn[]): string[] {
   ]);
 }
 
+/** Every variable of the dataset made of these columns: the fixed columns', then theirs. */
+export function wideVariables(
+  columns: readonly WideColumn[],
+  names: readonly string[] = wideVariableNames(columns),
+): WideVariable[] {
+  return [
+    ...wideSheet.fixed.map((column, i) => ({ name: names[i]!, header: column.header })),
+    ...columns.map((column, i) => ({
+      name: names[wideSheet.fixed.length + i]!,
+      header: column.header,
+      ...(column.of === 'question' ? { slot: slotOf(column) } : { attribute: column.key }),
+    })),
+  ];
+}
+
 export function wideDataset(
   study: { title: string; link_id: string },
   columns: readonly WideColumn[],
@@ -77,14 +92,7 @@ export function wideDataset(
     name: names[wideSheet.fixed.length + i]!,
     label: column.of === 'question' ? column.header : wideSheet.attributeDescription(column.key),
   }));
-  const variables: WideVariable[] = [
-    ...wideSheet.fixed.map((column, i) => ({ name: names[i]!, header: column.header })),
-    ...columns.map((column, i) => ({
-      name: names[wideSheet.fixed.length + i]!,
-      header: column.header,
-      ...(column.of === 'question' ? { slot: slotOf(column) } : { attribute: column.key }),
-    })),
-  ];
+  const variables = wideVariables(columns, names);
   const stamp = `${exportedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   return {
     dataset: {

@@ -7,7 +7,7 @@
  * nothing else.
  */
 import type { Readable } from 'node:stream';
-import type { Storage } from '../storage/types.ts';
+import type { Storage } from '../../storage/types.ts';
 
 export interface ZipEntry {
   name: string;

@@ -1,10 +1,10 @@
 /**
- * media.zip, written by a single writer. Finished bodies (in memory or in temporary files)
+ * The zip writer: media.zip, a REFI-QDA project, a share package. Finished bodies (in memory or in temporary files)
  * are appended one at a time as stored entries (media is already compressed), of any size:
  * an entry of 4 GiB or more gets zip64 sizes, and the archive may outgrow 4 GiB and 65 535
  * entries (zip64 offsets and end records).
  *
- * The writer is a few plain writes per entry (src/media/zip-format.ts) rather than a
+ * The writer is a few plain writes per entry (zip-format.ts) rather than a
  * stream library: a body in memory is its header and one write, its CRC-32 computed in one
  * native call (zlib.crc32); a temporary file is copied through one reused buffer, and a
  * stream of known size (a recording read out of another zip) chunk by chunk, each with its
@@ -15,10 +15,8 @@
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
-import { MediaError } from '../errors.ts';
-import type { Storage } from '../storage/types.ts';
-import type { HashingThread } from './hashing-thread.ts';
-import type { MediaBody } from './types.ts';
+import { MediaError } from '../../errors.ts';
+import type { RunningSha256, Storage } from '../../storage/types.ts';
 import {
   centralHeader,
   dataDescriptor,
@@ -37,8 +35,13 @@ export interface StreamBody {
   crc32?: number;
 }
 
+/** Bytes in memory, or in a (temporary) file; the CRC-32 where the caller computed it already. */
+export type StoredBody = ({ kind: 'memory'; data: Buffer } | { kind: 'file'; path: string }) & {
+  crc32?: number;
+};
+
 /** What an entry of the zip is written from. */
-export type ZipBody = MediaBody | StreamBody;
+export type ZipBody = StoredBody | StreamBody;
 
 export interface MediaArchive {
   /** Appends a finished body as `entryName`; resolves once the entry is in the zip. */
@@ -59,8 +62,8 @@ export interface ZipOutput {
 }
 
 export interface ArchiveOptions {
-  /** Computes media.zip's SHA-256 (for the manifest) off the event loop. */
-  hashing?: HashingThread;
+  /** Computes the zip's SHA-256 (for the manifest) elsewhere (media.zip's: on the hashing thread). */
+  hashing?: { runningSha256(): RunningSha256 };
   /**
    * Writes every zip64 field (entry sizes, offsets, end records) whatever the sizes: lets
    * tests check that readers accept them without writing 4 GiB.

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import yauzl from 'yauzl';
-import { openMediaArchive } from '../../src/media/archive.ts';
-import type { MediaBody } from '../../src/media/types.ts';
-import { localFile } from '../helpers/storage.ts';
-import { readZip, unzipTest as unzipReport, zipFactsByPython, zipFactsByYauzl } from '../helpers/zip.ts';
+import type { MediaBody } from '../../../src/media/types.ts';
+import { openMediaArchive } from '../../../src/output/codecs/zip-writer.ts';
+import { localFile } from '../../helpers/storage.ts';
+import { readZip, unzipTest as unzipReport, zipFactsByPython, zipFactsByYauzl } from '../../helpers/zip.ts';
 
 let dir: string;
 beforeEach(async () => {

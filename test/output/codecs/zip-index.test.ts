@@ -8,12 +8,12 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openMediaArchive } from '../../src/media/archive.ts';
-import { ZipIndex } from '../../src/reader/index.ts';
-import { LocalStorage } from '../../src/storage/local.ts';
-import { parseRange } from '../../src/view/server.ts';
-import { extractEntry } from '../helpers/browser.ts';
-import { localFile } from '../helpers/storage.ts';
+import { openMediaArchive } from '../../../src/output/codecs/zip-writer.ts';
+import { ZipIndex } from '../../../src/reader/index.ts';
+import { LocalStorage } from '../../../src/storage/local.ts';
+import { parseRange } from '../../../src/view/server.ts';
+import { extractEntry } from '../../helpers/browser.ts';
+import { localFile } from '../../helpers/storage.ts';
 
 let dir: string;
 beforeEach(async () => {
