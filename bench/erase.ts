@@ -71,9 +71,9 @@ async function prepare(dir: string, runs: number, spec: { responses: number; sca
 
 async function main(): Promise<void> {
   const rounds = option('rounds', 3);
-  const runs = option('runs', 6);
-  const responses = option('responses', 200);
-  const scale = option('scale', 4);
+  const runs = option('runs', 4);
+  const responses = option('responses', 50);
+  const scale = option('scale', 40);
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-erase-'));
   try {
     log(`exporting ${runs} full runs of 4 studies x ${responses} responses, media scale ${scale}...`);

@@ -142,8 +142,14 @@ async function carryOut(
   const erasure = { id: pending.id, at: pending.started_at };
   const counts: RunCounts[] = [];
   for (const run of pending.runs) {
-    const studies = new Set(Object.keys(run.responses_by_study));
-    const erased = await eraseRun({ storage, runId: run.run_id, ids, erasure, scratchDir, studies });
+    const erased = await eraseRun({
+      storage,
+      runId: run.run_id,
+      ids,
+      erasure,
+      scratchDir,
+      planned: run.responses_by_study,
+    });
     const planned = Object.values(run.responses_by_study).reduce((a, b) => a + b, 0);
     counts.push({
       run_id: run.run_id,

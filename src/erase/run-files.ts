@@ -29,12 +29,12 @@ import {
 } from '../output/layout.ts';
 import type { Manifest } from '../output/manifest.ts';
 import { copyInto } from '../storage/copy.ts';
-import { recordWrites } from '../storage/recorded.ts';
+import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
 import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
-import { tableFormatOf } from './table-formats.ts';
+import { type TableFileWriter, type TableFormat, tableFormatOf } from './table-formats.ts';
 import { rewriteMediaZip } from './zip-entries.ts';
 
 /** What an erasure says of itself in each run's manifest: never an id. */
@@ -79,137 +79,170 @@ export function unreadableFiles(manifest: Manifest): string[] {
 
 const holdsResponses = (table: TableName) => tables[table].columns.some((c) => c.name === 'response_id');
 
-export async function rewriteRun(input: {
+export interface RunRewriteInput {
   from: Storage;
   to: Storage;
   manifest: Manifest;
   ids: ReadonlySet<string>;
   erasure: { id: string; at: string };
-  /** The studies the plan found the responses in (their sheets are rewritten). */
-  studies: ReadonlySet<string>;
+  /** What the plan found in the run before anything changed: erased responses by study. */
+  planned: Readonly<Record<string, number>>;
   copyUnchanged: boolean;
-}): Promise<RunErased> {
+}
+
+/** What one rewrite of a run gathers as it goes, for the files that describe the run. */
+interface Rewrite {
+  input: RunRewriteInput;
+  to: RecordedStorage;
+  stats: RunStats;
+  /** Sizes as stored now: on object storage a run an erasure stopped in has some files new. */
+  bytesOf: Map<string, number>;
+  rowsKept: Record<string, number>;
+  rows: number;
+  recordings: number;
+  archived: { files: number; bytes: number };
+  copy(path: string): Promise<void>;
+}
+
+export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
   const { from, ids, manifest } = input;
   const to = recordWrites(input.to);
-  const stats = new RunStats();
-  // Sizes as stored now: on object storage a run an erasure stopped in has some files new.
   const bytesOf = new Map<string, number>();
   for await (const file of from.list('')) bytesOf.set(file.path, file.bytes);
-  const listed = manifest.files.map((file) => file.path);
-  const counted = new Set<TableName>();
-  const rowsKept: Record<string, number> = {};
-  const erasedByStudy = new Map<string, number>();
-  const erasedStudies = new Set<string>(input.studies);
-  let rows = 0;
-  let recordings = 0;
-  let archived = { files: 0, bytes: 0 };
-  const copy = async (path: string) => {
-    if (input.copyUnchanged) await copyInto(await from.readStream(path), to, path);
+  const rewrite: Rewrite = {
+    input,
+    to,
+    stats: new RunStats(),
+    bytesOf,
+    rowsKept: {},
+    rows: 0,
+    recordings: 0,
+    archived: { files: 0, bytes: 0 },
+    copy: async (path) => {
+      if (input.copyUnchanged) await copyInto(await from.readStream(path), to, path);
+    },
   };
+  const listed = manifest.files.map((file) => file.path);
+  await rewriteTables(rewrite, listed);
+  await rewriteOtherFiles(rewrite, listed);
 
-  // Tables first, one format each counted for the report: Parquet where there is one.
-  const tableFiles = listed
-    .map((path) => ({ path, of: tableFormatOf(path) }))
-    .sort((a, b) => Number(b.of?.format.name === 'parquet') - Number(a.of?.format.name === 'parquet'));
-  for (const { path, of } of tableFiles) {
-    if (of === null) continue;
-    const { table, format } = of;
-    const counting = !counted.has(table);
-    counted.add(table);
+  // The manifest this rewrite starts from is the run's before the erasure: the plan's counts apply.
+  const studies = manifest.studies.map((study) => ({
+    ...study,
+    responses: Math.max(0, study.responses - (input.planned[study.study_id] ?? 0)),
+  }));
+  const responses = Object.values(input.planned).reduce((a, b) => a + b, 0);
+  const { rows, recordings } = rewrite;
+  const erasure: ManifestErasure = { ...input.erasure, responses, rows, recordings };
+  const next: ErasedManifest = {
+    ...manifest,
+    studies,
+    tables: { ...manifest.tables, ...rewrite.rowsKept },
+    warnings: manifest.warnings.filter((warning) => !namesAny(JSON.stringify(warning), ids)),
+    erasures: [...((manifest as ErasedManifest).erasures ?? []), erasure],
+  };
+  await writeGuides(to, next, rewrite.stats, listed);
+  await writeDataPackage(from, to, listed, to.written());
+  const files = await mergeFiles(from, manifest.files, to.written(), bytesOf, input.copyUnchanged);
+  await to.put(MANIFEST_FILE, `${JSON.stringify({ ...next, files }, null, 2)}\n`);
+  return { responses, rows, recordings, written: to.written().map((file) => file.path) };
+}
+
+/**
+ * Every table: read back once, from its exact format where the run has one (Parquet, whose
+ * values read back as written; else CSV), and written without the erased responses into each
+ * format the run has it in, as the run wrote them from the same values. Tables that hold no
+ * response are copied. The rows read are counted for the report and the manifest.
+ */
+async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promise<void> {
+  const { from, ids, manifest } = rewrite.input;
+  const byTable = new Map<TableName, { path: string; format: TableFormat }[]>();
+  for (const path of listed) {
+    const of = tableFormatOf(path);
+    if (of) byTable.set(of.table, [...(byTable.get(of.table) ?? []), { path, format: of.format }]);
+  }
+  for (const [table, files] of byTable) {
+    const source = files.find((file) => file.format.exact) ?? (files[0] as (typeof files)[number]);
+    const rows = source.format.read(from, source.path, table, rewrite.bytesOf.get(source.path) ?? 0);
+    let kept = 0;
     if (!holdsResponses(table)) {
-      await copy(path);
-      if (counting) {
-        let kept = 0;
-        for await (const batch of format.read(from, path, table, bytesOf.get(path) ?? 0)) {
-          stats.add(table, batch);
-          kept += batch.length;
-        }
-        rowsKept[table] = kept;
+      for (const file of files) await rewrite.copy(file.path);
+      for await (const batch of rows) {
+        rewrite.stats.add(table, batch);
+        kept += batch.length;
       }
+      rewrite.rowsKept[table] = kept;
       continue;
     }
-    const writer = await format.create(to, table, recordedPipeline(manifest).output.csv);
-    let kept = 0;
+    const csv = recordedPipeline(manifest).output.csv;
+    const writers: TableFileWriter[] = [];
     try {
-      for await (const batch of format.read(from, path, table, bytesOf.get(path) ?? 0)) {
+      for (const file of files) writers.push(await file.format.create(rewrite.to, table, csv));
+      for await (const batch of rows) {
         const left: Row<TableName>[] = [];
         for (const row of batch) {
-          const values = row as Record<string, unknown>;
-          if (!ids.has(String(values.response_id))) {
-            left.push(row);
-            continue;
-          }
-          if (!counting) continue;
-          rows += 1;
-          erasedStudies.add(String(values.study_id));
-          if (table === 'responses')
-            erasedByStudy.set(String(values.study_id), (erasedByStudy.get(String(values.study_id)) ?? 0) + 1);
-          if (table === 'media' && values.status === 'archived')
-            archived = { files: archived.files + 1, bytes: archived.bytes + Number(values.bytes ?? 0) };
+          if (ids.has(String((row as { response_id?: unknown }).response_id)))
+            countErased(rewrite, table, row);
+          else left.push(row);
         }
-        if (counting) stats.add(table, left);
+        rewrite.stats.add(table, left);
         kept += left.length;
-        await writer.write(left);
+        for (const writer of writers) await writer.write(left);
       }
-      await writer.close();
+      for (const writer of writers) await writer.close();
     } catch (error) {
-      await writer.abort();
+      for (const writer of writers) await writer.abort();
       throw error;
     }
-    if (counting) rowsKept[table] = kept;
+    rewrite.rowsKept[table] = kept;
   }
+}
 
+function countErased(rewrite: Rewrite, table: TableName, row: Row<TableName>): void {
+  const values = row as Record<string, unknown>;
+  rewrite.rows += 1;
+  if (table === 'media' && values.status === 'archived') {
+    rewrite.archived.files += 1;
+    rewrite.archived.bytes += Number(values.bytes ?? 0);
+  }
+}
+
+/** The study files, raw/, rejects.jsonl and media.zip; anything else copied. */
+async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): Promise<void> {
+  const { from, ids, manifest } = rewrite.input;
+  const { to } = rewrite;
   const names = studyFileNames(manifest.studies);
-  const touchedSheets = new Set([...erasedStudies].map((id) => names.get(id)));
+  const touchedSheets = new Set(Object.keys(rewrite.input.planned).map((id) => names.get(id)));
   for (const path of listed) {
     if (tableFormatOf(path) !== null || described.has(path)) continue;
     const sheet = /^(?:wide|xlsx)\/([^/]+)\.(?:csv|xlsx)$/.exec(path)?.[1];
     if (sheet !== undefined) {
-      if (!touchedSheets.has(sheet)) await copy(path);
+      if (!touchedSheets.has(sheet)) await rewrite.copy(path);
       else if (path.endsWith('.csv')) await rewriteWideSheet(from, to, path, ids);
       else await rewriteWorkbook(from, to, path, ids);
     } else if (isRawFile(path)) {
       await rewriteRaw(from, to, path, ids);
     } else if (path === REJECTS_FILE) {
       const rejects = await rewriteRejects(from, to, path, ids);
-      for (const reason of rejects.reasons) stats.reject(reason);
+      for (const reason of rejects.reasons) rewrite.stats.reject(reason);
       manifest.rejects = { ...manifest.rejects, count: rejects.kept };
     } else if (path === MEDIA_ZIP) {
-      const zip = await rewriteMediaZip(from, to, path, bytesOf.get(path) ?? 0, ids);
+      const zip = await rewriteMediaZip(from, to, path, rewrite.bytesOf.get(path) ?? 0, ids);
       if (zip === null) {
-        await copy(path);
+        await rewrite.copy(path);
         continue;
       }
-      recordings += zip.removed;
+      rewrite.recordings += zip.removed;
       const media = manifest.media as { files?: number; bytes?: number; zip?: object } | null;
       if (media && typeof media === 'object') {
-        if (typeof media.files === 'number') media.files -= archived.files;
-        if (typeof media.bytes === 'number') media.bytes -= archived.bytes;
+        if (typeof media.files === 'number') media.files -= rewrite.archived.files;
+        if (typeof media.bytes === 'number') media.bytes -= rewrite.archived.bytes;
         media.zip = { entries: zip.entries, bytes: zip.bytes };
       }
     } else {
-      await copy(path);
+      await rewrite.copy(path);
     }
   }
-
-  const studies = manifest.studies.map((study) => ({
-    ...study,
-    responses: Math.max(0, study.responses - (erasedByStudy.get(study.study_id) ?? 0)),
-  }));
-  const responses = [...erasedByStudy.values()].reduce((a, b) => a + b, 0);
-  const erasure: ManifestErasure = { ...input.erasure, responses, rows, recordings };
-  const next: ErasedManifest = {
-    ...manifest,
-    studies,
-    tables: { ...manifest.tables, ...rowsKept },
-    warnings: manifest.warnings.filter((warning) => !namesAny(JSON.stringify(warning), ids)),
-    erasures: [...((manifest as ErasedManifest).erasures ?? []), erasure],
-  };
-  await writeGuides(to, next, stats, listed);
-  await writeDataPackage(from, to, listed, to.written());
-  const files = await mergeFiles(from, manifest.files, to.written(), bytesOf, input.copyUnchanged);
-  await to.put(MANIFEST_FILE, `${JSON.stringify({ ...next, files }, null, 2)}\n`);
-  return { responses, rows, recordings, written: to.written().map((file) => file.path) };
 }
 
 /**

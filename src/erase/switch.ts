@@ -44,8 +44,8 @@ export interface RunSwitchInput {
   runId: string;
   ids: ReadonlySet<string>;
   erasure: { id: string; at: string };
-  /** The studies of the run the plan found the responses in. */
-  studies: ReadonlySet<string>;
+  /** What the plan found in the run: erased responses by study. */
+  planned: Readonly<Record<string, number>>;
   /** The erasure's scratch folder (src/util/scratch.ts): local files on their way to a bucket. */
   scratchDir: string;
 }
@@ -84,7 +84,7 @@ async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> 
     manifest: current,
     ids: input.ids,
     erasure,
-    studies: input.studies,
+    planned: input.planned,
     copyUnchanged: true,
   });
   killPoint('erase-run-staged');
@@ -116,7 +116,7 @@ async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> 
       manifest: current,
       ids: input.ids,
       erasure,
-      studies: input.studies,
+      planned: input.planned,
       copyUnchanged: false,
     });
     killPoint('erase-run-staged');

@@ -23,6 +23,8 @@ export interface TableFileWriter {
 
 export interface TableFormat {
   readonly name: string;
+  /** Whether its values read back exactly as written (the registry's word): the one to read from. */
+  readonly exact: boolean;
   /** The file's rows, a batch at a time, as the table's row values. */
   read(storage: Storage, path: string, table: TableName, bytes: number): AsyncIterable<Row<TableName>[]>;
   /** A new file of the table in the same format, in `storage` under the run's name for it. */
@@ -35,6 +37,7 @@ const BLOCK_ROWS = 50_000;
 function throughRegistry(module: TableFormatModule): TableFormat {
   return {
     name: module.name,
+    exact: module.exact,
     read: (storage, path, table, bytes) => module.read(storage, path, bytes, table),
     async create(storage, table, csv) {
       const file = await module.open(storage, table, { csv });
