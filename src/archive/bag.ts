@@ -151,6 +151,13 @@ async function addSheets(payload: Payload, input: StudyBagInput) {
     await payload.add(storedFile(`data/${path}`, storage, book.path, book.bytes));
     workbooks.push(path);
   }
+  // The study's files of the other study formats (sav, dta): current/<folder>/study_id=<id>/<name>.
+  for (const file of current.others ?? []) {
+    const parts = file.path.split('/');
+    const path = `${parts.at(-3)}/${parts.at(-1)}`;
+    await payload.add(storedFile(`data/${path}`, storage, file.path, file.bytes));
+    workbooks.push(path);
+  }
   return { wide, workbooks };
 }
 

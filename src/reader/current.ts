@@ -5,6 +5,7 @@
  */
 import { bucketOf } from '../buckets.ts';
 import { newestPart, parsePartName, partitionName, studyFolderName } from '../current/index.ts';
+import { studyFormats } from '../output/formats/index.ts';
 import { readPart } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -82,11 +83,17 @@ export class CurrentReader {
     return this.studyFiles('xlsx', studyId, '.xlsx');
   }
 
-  private async studyFiles(
-    kind: 'wide' | 'xlsx',
-    studyId: string,
-    extension: string,
-  ): Promise<CurrentFile[]> {
+  /** The study's files of a study format other than the sheet and the workbook (sav, dta, …). */
+  async otherStudyFiles(studyId: string): Promise<CurrentFile[]> {
+    const files: CurrentFile[] = [];
+    for (const format of studyFormats) {
+      if (!format.selectable || format.folder === 'xlsx') continue;
+      files.push(...(await this.studyFiles(format.folder, studyId, `.${format.name}`)));
+    }
+    return files;
+  }
+
+  private async studyFiles(kind: string, studyId: string, extension: string): Promise<CurrentFile[]> {
     const folder = `${CURRENT_DIR}/${kind}/${studyFolderName(studyId)}`;
     return (await listAll(this.storage, folder))
       .filter((file) => !file.path.includes('/') && file.path.endsWith(extension))

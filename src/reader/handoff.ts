@@ -31,7 +31,7 @@ export interface HandoffStudy extends StudyReader {
   /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
   linkage(): LinkageEntry[];
   /** current/'s wide sheets and workbooks, byte for byte; none de-identified (their text is raw). */
-  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[] }>;
+  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[]; others?: CurrentFile[] }>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -59,6 +59,7 @@ export class HandoffReader {
         currentSheets: async () => ({
           wide: await current.wideSheets(id),
           workbooks: await current.workbooks(id),
+          others: await current.otherStudyFiles(id),
         }),
         rawFiles: (run) => run.rawFiles(),
       };

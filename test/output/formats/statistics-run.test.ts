@@ -5,9 +5,10 @@
  * in-progress responses); current/ holds them too; the names stay the same in a second run,
  * a reworded question keeps its name; verify checks them.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { archiveOutput } from '../../../src/archive/index.ts';
 import { verifyRun } from '../../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../../src/sandbox/index.ts';
 import { withTempDir } from '../../helpers/environment.ts';
@@ -102,6 +103,23 @@ describe('sav and dta in a run', () => {
         join(out, 'test', 'current', 'wide', `study_id=${id}`, `${study.link_id}.csv`),
         variables,
       );
+
+      // An archived bag carries them as current/ holds them, byte for byte.
+      await archiveOutput({
+        output: join(out, 'test'),
+        studies: [id],
+        to: join(dir, 'bags'),
+        form: 'folder',
+        info: {},
+      });
+      const [bag] = await readdir(join(dir, 'bags'));
+      for (const format of ['sav', 'dta']) {
+        const inBag = await readFile(join(dir, 'bags', bag!, 'data', format, `${study.link_id}.${format}`));
+        const inCurrent = await readFile(
+          join(out, 'test', 'current', format, `study_id=${id}`, `${study.link_id}.${format}`),
+        );
+        expect(inBag.equals(inCurrent)).toBe(true);
+      }
 
       // A reworded question keeps its variable's name; only its label follows the new text.
       sandbox.changeSchema(study.link_id, {
