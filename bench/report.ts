@@ -32,7 +32,7 @@ export function machine() {
  */
 export async function writeResults(
   result: object,
-  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive' | '-erase' | '-statistics',
+  suffix: '' | '-quick' | '-startup' | '-studies' | '-archive' | '-erase' | '-statistics' | '-privacy',
 ): Promise<string[]> {
   const dir = join(repoRoot, 'bench', 'results');
   await mkdir(dir, { recursive: true });

@@ -46,6 +46,10 @@ const urlPattern = new RegExp(
   'giu',
 );
 
+const mayHoldUrl = new RegExp(`:\\/\\/|www\\.|\\.(?:${topLevel})\\b`, 'i');
+
+const mayHoldIp = /\d\.\d|[0-9a-f]:[0-9a-f]*:/i;
+
 const octet = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 const ipv4 = `(?<![\\d.])${octet}(?:\\.${octet}){3}(?![\\d]|\\.\\d)`;
 const hex = '[0-9a-f]{1,4}';
@@ -72,19 +76,81 @@ export function isPhoneNumber(text: string): boolean {
 
 export interface DetectorSet {
   detect: readonly PrivacyDetector[];
-  /** One regular expression for every term (case-insensitive, on word boundaries), or null. */
-  terms: RegExp | null;
+  /** The terms list (case-insensitive, on word boundaries), or null. */
+  terms: TermIndex | null;
   patterns: readonly RegExp[];
 }
 
-/** The terms as one expression: longest first, so "Anna Maria" wins over "Anna". */
-export function termsPattern(terms: readonly string[]): RegExp | null {
-  const unique = [...new Set(terms.map((term) => term.normalize('NFC')))].filter((term) => term !== '');
-  if (unique.length === 0) return null;
-  const alternatives = unique
-    .sort((a, b) => b.length - a.length || (a < b ? -1 : 1))
-    .map((term) => term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+'));
-  return new RegExp(`${before}(?:${alternatives.join('|')})${after}`, 'giu');
+const wordPattern = /[\p{L}\p{N}\p{M}_]+/gu;
+
+/**
+ * The terms, found word by word: each word of a text is looked up (in lower case) among the
+ * terms' first words, and only there is a term tried, longest first, so "Anna Maria" wins over
+ * "Anna"; the spaces inside a term match any run of white space. One expression of every term
+ * would try them all at every character.
+ */
+export class TermIndex {
+  readonly #byFirstWord = new Map<string, RegExp[]>();
+  /** Terms that do not start with a letter or digit: tried as one expression. */
+  readonly #others: RegExp | null;
+
+  constructor(terms: readonly string[]) {
+    const unique = [...new Set(terms.map((term) => term.normalize('NFC').trim()))].filter(
+      (term) => term !== '',
+    );
+    const longestFirst = unique.sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
+    const others: string[] = [];
+    for (const term of longestFirst) {
+      const first = /^[\p{L}\p{N}\p{M}_]+/u.exec(term)?.[0];
+      if (!first) {
+        others.push(source(term));
+        continue;
+      }
+      const key = first.toLowerCase();
+      const list = this.#byFirstWord.get(key) ?? [];
+      list.push(new RegExp(`${source(term)}${after}`, 'iuy'));
+      this.#byFirstWord.set(key, list);
+    }
+    this.#others = others.length > 0 ? new RegExp(`${before}(?:${others.join('|')})${after}`, 'giu') : null;
+  }
+
+  get size(): number {
+    return [...this.#byFirstWord.values()].reduce((sum, list) => sum + list.length, 0);
+  }
+
+  /** Where the terms are in `text`, left to right (overlaps resolved by the caller). */
+  find(text: string): { start: number; end: number }[] {
+    const found: { start: number; end: number }[] = [];
+    wordPattern.lastIndex = 0;
+    for (let word = wordPattern.exec(text); word; word = wordPattern.exec(text)) {
+      const candidates = this.#byFirstWord.get(word[0].toLowerCase());
+      if (!candidates) continue;
+      for (const term of candidates) {
+        term.lastIndex = word.index;
+        const match = term.exec(text);
+        if (match) {
+          found.push({ start: word.index, end: word.index + match[0].length });
+          break;
+        }
+      }
+    }
+    if (this.#others) {
+      this.#others.lastIndex = 0;
+      for (let match = this.#others.exec(text); match; match = this.#others.exec(text))
+        found.push({ start: match.index, end: match.index + match[0].length });
+    }
+    return found;
+  }
+}
+
+function source(term: string): string {
+  return term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '\\s+');
+}
+
+/** The terms list ready to find; null when it holds none. */
+export function termsPattern(terms: readonly string[]): TermIndex | null {
+  const index = new TermIndex(terms);
+  return index.size > 0 || terms.some((term) => term.trim() !== '') ? index : null;
 }
 
 /** Every match in `text`, left to right, overlaps resolved: the earlier, then the longer, wins. */
@@ -97,7 +163,9 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
     keep = (_: string) => true,
   ) => {
     pattern.lastIndex = 0;
-    for (const match of text.matchAll(pattern)) {
+    // exec on the one expression: matchAll would copy it for every text.
+    for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
+      if (match[0] === '') pattern.lastIndex += 1;
       let value = match[0];
       if (kind === 'URL') value = value.replace(/[.,;:!?]+$/, '');
       if (value === '' || !keep(value)) continue;
@@ -105,16 +173,18 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
     }
   };
   for (const detector of set.detect) {
-    if (detector === 'email') add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
-    if (detector === 'url') add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
-    if (detector === 'ip')
+    // Each expression only where a cheap search says it may match: most texts hold no "@".
+    if (detector === 'email' && text.includes('@')) add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
+    if (detector === 'url' && mayHoldUrl.test(text))
+      add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
+    if (detector === 'ip' && mayHoldIp.test(text))
       add(
         ipPattern,
         'IP',
         (v) => v.toLowerCase(),
         (v) => v.includes('.') || hexGroups(v) >= 3,
       );
-    if (detector === 'phone')
+    if (detector === 'phone' && digitCount(text) >= 7)
       add(
         phonePattern,
         'PHONE',
@@ -122,7 +192,13 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
         isPhoneNumber,
       );
   }
-  if (set.terms) add(set.terms, 'NAME', (v) => v.normalize('NFC').toLowerCase().replace(/\s+/g, ' '));
+  for (const { start, end } of set.terms?.find(text) ?? [])
+    found.push({
+      kind: 'NAME',
+      start,
+      end,
+      key: text.slice(start, end).normalize('NFC').toLowerCase().replace(/\s+/g, ' '),
+    });
   for (const pattern of set.patterns) add(pattern, 'PATTERN', (v) => v);
   found.sort(
     (a, b) => a.start - b.start || b.end - a.end || tagKinds.indexOf(a.kind) - tagKinds.indexOf(b.kind),
@@ -134,6 +210,16 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
     kept.push(match);
   }
   return kept;
+}
+
+/** Digits in `text`, counted up to 7: fewer cannot make a phone number. */
+function digitCount(text: string): number {
+  let digits = 0;
+  for (let i = 0; i < text.length && digits < 7; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 48 && code <= 57) digits += 1;
+  }
+  return digits;
 }
 
 function hexGroups(value: string): number {

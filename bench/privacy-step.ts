@@ -1,0 +1,37 @@
+/** The measured step of bench/privacy.ts: `archive --tar` of one study, with the profile or identified. */
+import { join } from 'node:path';
+import { archiveOutput } from '../src/archive/index.ts';
+import { PrivacyConfig } from '../src/config/schema.ts';
+import { loadPrivacyProfile } from '../src/privacy/index.ts';
+
+export async function privacyArchiveStep(input: {
+  output: string;
+  study: string;
+  to: string;
+  dir: string;
+  profile: boolean;
+}) {
+  const started = performance.now();
+  const config = PrivacyConfig.parse({
+    key_env: 'BENCH_PSEUDONYM_KEY',
+    attributes: { 'utm_*': 'keep', id: 'pseudonymise' },
+    text: { terms: 'terms.txt' },
+  });
+  const profile = input.profile
+    ? await loadPrivacyProfile(config, {
+        file: join(input.dir, 'pipeline.yaml'),
+        cwd: input.dir,
+        env: { BENCH_PSEUDONYM_KEY: 'bench secret' },
+      })
+    : 'identified';
+  const result = await archiveOutput({
+    output: input.output,
+    studies: [input.study],
+    to: input.to,
+    form: 'tar',
+    info: {},
+    profile,
+  });
+  const bag = result.bags[0];
+  return { ms: performance.now() - started, bytes: bag?.bytes ?? 0, files: bag?.files ?? 0 };
+}

@@ -1,0 +1,144 @@
+/**
+ * `npm run bench:privacy` (node --import tsx bench/privacy.ts [--rounds 3] [--responses 300]):
+ * `study-export archive --tar` of the sandbox's text study with the privacy profile (ids and an
+ * attribute pseudonymised, every text through the four detectors and the sandbox's terms)
+ * against the same archive identified, alternating, at N and 10 N responses, in one run (media
+ * off: the profile leaves recordings out, which would flatter it).
+ *
+ * Figures: profile_vs_identified = archive time with the profile / without it at 10 N (the
+ * median round; target at most 1.5); rss_profile_vs_identified = peak RSS with the profile over
+ * without at 10 N (what the profile adds); rss_10x_vs_1x = peak RSS with the profile at 10 N over
+ * N. Writes bench/results/<UTC time>-privacy.json and latest-privacy.json.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { personalTerms } from '../src/sandbox/personal.ts';
+import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
+import { machine, medianBy, round, writeResults } from './report.ts';
+
+const exec = promisify(execFile);
+const log = (message: string) => process.stderr.write(`[bench:privacy] ${message}\n`);
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+}
+
+interface Step {
+  ms: number;
+  bytes: number;
+  files: number;
+  maxrss_mb: number;
+}
+
+/** A sandbox of one (text) study with `responses` responses, exported into `dir`. */
+async function prepare(dir: string, responses: number): Promise<{ output: string; study: string }> {
+  const sandbox = await startSandboxProcess({ studies: 1, responses, latencyMs: 0, seed: 7 });
+  try {
+    await writeFile(
+      join(dir, 'pipeline.yaml'),
+      `name: bench\nsource: { base_url: "${sandbox.info.base_url}" }\noutput: { dir: "${join(dir, 'out')}" }\nmedia: { enabled: false }\n`,
+    );
+    await writeFile(join(dir, 'terms.txt'), `${personalTerms.join('\n')}\n`);
+    await exec(
+      process.execPath,
+      [join(repoRoot, 'bin', 'study-export.js'), 'run', '-c', join(dir, 'pipeline.yaml')],
+      {
+        cwd: dir,
+        env: { ...process.env, STUDY_API_KEY: sandbox.info.api_key },
+        maxBuffer: 1 << 26,
+      },
+    );
+    const studies = JSON.parse(
+      (
+        await exec(
+          process.execPath,
+          [join(repoRoot, 'bin', 'study-export.js'), 'studies', '-c', join(dir, 'pipeline.yaml'), '--json'],
+          {
+            cwd: dir,
+            env: { ...process.env, STUDY_API_KEY: sandbox.info.api_key },
+          },
+        )
+      ).stdout,
+    ) as { study_id?: string; id?: string }[];
+    const first = studies[0];
+    return { output: join(dir, 'out', 'bench'), study: first?.study_id ?? first?.id ?? '' };
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+async function step(
+  prepared: { output: string; study: string },
+  dir: string,
+  profile: boolean,
+): Promise<Step> {
+  const to = join(dir, 'bags');
+  await rm(to, { recursive: true, force: true });
+  const result = await runStep<Step>('privacy-archive', { ...prepared, to, dir, profile });
+  await rm(to, { recursive: true, force: true });
+  return result;
+}
+
+async function main(): Promise<void> {
+  const rounds = option('rounds', 3);
+  const responses = option('responses', 300);
+  const work = await mkdtemp(join(tmpdir(), 'study-export-bench-privacy-'));
+  try {
+    const sizes: Record<string, unknown> = {};
+    const rss: Record<string, { profile: number; identified: number }> = {};
+    let ratio = 0;
+    for (const [label, factor] of [
+      ['1x', 1],
+      ['10x', 10],
+    ] as const) {
+      const dir = join(work, label);
+      await mkdir(dir);
+      log(`exporting the text study with ${responses * factor} responses...`);
+      const prepared = await prepare(dir, responses * factor);
+      const measured: { profile: Step; identified: Step }[] = [];
+      for (let n = 0; n < rounds; n++) {
+        const identified = await step(prepared, dir, false);
+        const profile = await step(prepared, dir, true);
+        log(
+          `${label} round ${n + 1}: profile ${Math.round(profile.ms)} ms, identified ${Math.round(identified.ms)} ms`,
+        );
+        measured.push({ profile, identified });
+      }
+      const median = medianBy(measured, (m) => m.profile.ms / m.identified.ms);
+      if (!median) throw new Error('bench:privacy: no round');
+      rss[label] = {
+        profile: Math.max(...measured.map((m) => m.profile.maxrss_mb)),
+        identified: Math.max(...measured.map((m) => m.identified.maxrss_mb)),
+      };
+      if (label === '10x') ratio = median.profile.ms / median.identified.ms;
+      sizes[label] = {
+        responses: responses * factor,
+        profile_s: round(median.profile.ms / 1000, 2),
+        identified_s: round(median.identified.ms / 1000, 2),
+        profile_vs_identified: round(median.profile.ms / median.identified.ms, 3),
+        rounds: measured.map((m) => round(m.profile.ms / m.identified.ms, 3)),
+        maxrss_mb: rss[label],
+        bag_files: { profile: median.profile.files, identified: median.identified.files },
+      };
+      await rm(dir, { recursive: true, force: true });
+    }
+    const result = {
+      machine: machine(),
+      profile_vs_identified: round(ratio, 3),
+      rss_profile_vs_identified: round((rss['10x']?.profile ?? 0) / (rss['10x']?.identified ?? 1), 3),
+      rss_10x_vs_1x: round((rss['10x']?.profile ?? 0) / (rss['1x']?.profile ?? 1), 3),
+      sizes,
+    };
+    const files = await writeResults(result, '-privacy');
+    log(`wrote ${files.join(', ')}`);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();
