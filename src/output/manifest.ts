@@ -1,9 +1,3 @@
-/**
- * manifest.json: what a run did and what it wrote. Every file of the run is listed with
- * its bytes and sha256 so `study-export verify` can re-check it later. Nothing secret goes
- * in: the config carries the name of the key's environment variable, never the key.
- */
-import type { PipelineConfig } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
 import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';

@@ -1,11 +1,11 @@
 /**
  * Where packages go: a local folder or s3://bucket/prefix, each package as a folder named
  * after its study or as one zip holding that folder (the project's zip writer,
- * src/media/archive.ts). A package is built whole in a local folder first, then delivered:
- * a local folder renamed into place in one step (built beside it, so never across disks), a
- * bucket's files uploaded with datapackage.json last (the package is whole once it is there),
- * a zip written under a hidden name and renamed, or uploaded in one multipart upload that
- * completes only at its end. A package that exists is never written over.
+ * src/output/codecs/zip-writer.ts). A package is built whole in a local folder first, then
+ * delivered: a local folder renamed into place in one step (built beside it, so never across
+ * disks), a bucket's files uploaded with datapackage.json last (the package is whole once it
+ * is there), a zip written under a hidden name and renamed, or uploaded in one multipart
+ * upload that completes only at its end. A package that exists is never written over.
  */
 import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

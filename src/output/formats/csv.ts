@@ -17,16 +17,12 @@ import Papa from 'papaparse';
 import type { Storage } from '../../storage/types.ts';
 import { columnNames, type Row, type TableName, tables } from '../../tables/index.ts';
 import type { ColumnBuffers } from './column-buffers.ts';
-import type { TableFormatModule, VerifyRow } from './format.ts';
+import type { CsvOptions, TableFormatModule, VerifyRow } from './format.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
 export const formulaPattern = /^[=+\-@\t\r\0]/;
 
-export interface CsvOptions {
-  /** Start the file with a UTF-8 byte order mark (for spreadsheets that guess the encoding). */
-  bom: boolean;
-  escape_formulae: boolean;
-}
+export type { CsvOptions };
 
 export const byteOrderMark = '\ufeff';
 const lineEnd = '\r\n';

@@ -11,12 +11,24 @@
  * Everything else that names a format (the pipeline file's schema, --formats, datapackage.json,
  * the codebooks, verify, the readers) asks the registry; docs/architecture.md says how to add one.
  */
+import type { RowGroup } from 'hyparquet';
 import type { WideColumn, WideRow } from '../../records.ts';
 import type { Storage } from '../../storage/types.ts';
 import type { Row, TableName } from '../../tables/index.ts';
 import type { ColumnBuffers } from './column-buffers.ts';
-import type { CsvOptions } from './csv.ts';
-import type { EncodedRowGroup } from './parquet.ts';
+
+/** How CSV files are written (the pipeline file's output.csv). */
+export interface CsvOptions {
+  /** Start the file with a UTF-8 byte order mark (for spreadsheets that guess the encoding). */
+  bom: boolean;
+  escape_formulae: boolean;
+}
+
+/** A Parquet row group encoded once: its bytes and its footer entry, for any file to take. */
+export interface EncodedRowGroup {
+  readonly bytes: Uint8Array;
+  readonly metadata: RowGroup;
+}
 
 /** Whose files a line speaks of: a run's folder, current/, or one study's package (laid out as a run's). */
 export type Holder = 'run' | 'current' | 'package';

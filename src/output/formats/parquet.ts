@@ -23,7 +23,7 @@ import type { OutputFile, Storage } from '../../storage/types.ts';
 import { type Column, type Row, runTableNames, type TableName, tables } from '../../tables/index.ts';
 import { epochMicros } from '../../util/timestamp.ts';
 import { ColumnBuffers } from './column-buffers.ts';
-import type { TableFormatModule } from './format.ts';
+import type { EncodedRowGroup, TableFormatModule } from './format.ts';
 import { readPart, storeBuffer, verifyParquetRows } from './parquet-read.ts';
 
 export const defaultRowGroupSize = 50_000;
@@ -108,10 +108,7 @@ function bufferBytesFor(valueBytes: number, columns: number): number {
  * number of files can take the same bytes (a run's table and a study's current part), each
  * recording the offsets where the bytes landed in it.
  */
-export interface EncodedRowGroup {
-  readonly bytes: Uint8Array;
-  readonly metadata: RowGroup;
-}
+export type { EncodedRowGroup };
 
 /** Every row group and footer is encoded with its own ParquetWriter: the schemas are made once. */
 const schemas = new Map<string, SchemaElement[]>(runTableNames.map((table) => [table, parquetSchema(table)]));
