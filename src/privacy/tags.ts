@@ -36,8 +36,13 @@ export class StudyTags {
   see(text: string | null | undefined): void {
     if (!text) return;
     if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
-    const matches = findMatches(text, this.detectors);
-    this.#matches.set(digestOf(text), matches);
+    // A text repeated (a question in every answer, a moderator's line in every conversation) is searched once.
+    const digest = digestOf(text);
+    let matches = this.#matches.get(digest);
+    if (!matches) {
+      matches = findMatches(text, this.detectors);
+      this.#matches.set(digest, matches);
+    }
     for (const match of matches) {
       this.occurrences[match.kind] += 1;
       this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
