@@ -7,10 +7,10 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SingleResponse } from '../src/api/resources.ts';
-import { openMediaArchive } from '../src/output/codecs/zip-writer.ts';
 import { HashingThread } from '../src/media/hashing-thread.ts';
 import { mediaJobs } from '../src/media/jobs.ts';
 import { createMediaStage } from '../src/media/stage.ts';
+import { openMediaArchive } from '../src/output/codecs/zip-writer.ts';
 import { LocalStorage } from '../src/storage/local.ts';
 import { forEachBounded } from '../src/util/concurrency.ts';
 import type { SandboxInfo } from './processes.ts';

@@ -9,7 +9,6 @@ import type yauzl from 'yauzl';
 import { nameOf } from '../names.ts';
 import { centralHeader, endRecords, type ZipEntryRecord } from '../output/codecs/zip-format.ts';
 import { openStoredZip } from '../output/codecs/zip-reader.ts';
-import { openMediaArchive } from '../output/codecs/zip-writer.ts';
 import type { Storage } from '../storage/types.ts';
 
 export interface ZipKept {
