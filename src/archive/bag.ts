@@ -91,10 +91,12 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
     recordings: planned.length,
     missing: planned.filter((p) => !p.path).length,
     privacy: input.study.privacy,
+    sheets: sheets.wide.length + sheets.workbooks.length,
+    rawFiles: 0,
   };
   await addConversations(payload, input, facts, conversations);
   await addRecordingList(payload, input.scratch, planned);
-  await addProvenance(payload, input);
+  facts.rawFiles = await addProvenance(payload, input);
   await payload.add(memoryFile('data/README.md', readme(facts)));
   await payload.add(memoryFile('data/report.html', report(facts)));
   const descriptor = dataPackage({
@@ -273,8 +275,10 @@ async function addRecordingList(payload: Payload, scratch: string, planned: read
   await payload.add(await diskFile('data/recordings.csv', local));
 }
 
-async function addProvenance(payload: Payload, input: StudyBagInput): Promise<void> {
+/** runs.json and the study's raw payloads; returns how many raw files the bag holds. */
+async function addProvenance(payload: Payload, input: StudyBagInput): Promise<number> {
   const { study } = input.study;
+  let rawFiles = 0;
   await payload.add(memoryFile(`data/${PROVENANCE_DIR}/runs.json`, runsJson(input.runs, study)));
   for (const run of input.runs) {
     const linkIds = new Set(
@@ -286,10 +290,13 @@ async function addProvenance(payload: Payload, input: StudyBagInput): Promise<vo
     for (const raw of input.study.rawFiles(run)) {
       const path = `${PROVENANCE_DIR}/raw/${nameOf(run.id)}/${raw.path.slice('raw/'.length)}`;
       const local = join(input.scratch, path);
-      if ((await filterRaw(run, raw.path, keep, local)) > 0)
+      if ((await filterRaw(run, raw.path, keep, local)) > 0) {
         await payload.add(await diskFile(`data/${path}`, local));
+        rawFiles += 1;
+      }
     }
   }
+  return rawFiles;
 }
 
 function bagInfo(input: StudyBagInput): [string, string][] {

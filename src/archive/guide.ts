@@ -25,6 +25,10 @@ export interface GuideFacts {
   recordings: number;
   /** How the bag was made: identified, or de-identified by a profile. */
   privacy: HandoffPrivacy;
+  /** Files under wide/, xlsx/ and the other study formats' folders (none under a profile). */
+  sheets: number;
+  /** Raw payloads under provenance/raw/ (none under a profile). */
+  rawFiles: number;
 }
 
 export function readme(facts: GuideFacts): string {
@@ -53,12 +57,18 @@ export function readme(facts: GuideFacts): string {
     '  an HLS video is one MPEG-TS (`.ts`) file (VLC, mpv, ffplay), and where no MP4 recording',
     '  of its turn is here, `<turn>-hls.mp4` beside it: the same samples as MP4, for browsers.',
     '- **recordings.csv**: every recording: its file here, the run it came from, or why it is missing.',
-    '- **wide/** and **xlsx/**: one row per response, one column per question, for spreadsheets.',
+    ...(facts.sheets > 0
+      ? ['- **wide/** and **xlsx/**: one row per response, one column per question, for spreadsheets.']
+      : []),
     '- **tables/<table>.csv** and **.parquet**: the tidy tables below (DuckDB, pandas, R, Spark);',
     '  **datapackage.json** describes them (Frictionless Data).',
     '- **report.html**: responses over time, answered and skipped questions, recordings.',
-    '- **provenance/**: runs.json (the runs, their times, the service; never a key) and',
-    "  raw/<run id>/<operation>.jsonl.gz, the study's payloads as the service sent them.",
+    ...(facts.rawFiles > 0
+      ? [
+          '- **provenance/**: runs.json (the runs, their times, the service; never a key) and',
+          "  raw/<run id>/<operation>.jsonl.gz, the study's payloads as the service sent them.",
+        ]
+      : ['- **provenance/runs.json**: the runs, their times, the service; never a key.']),
     '',
     '## Checking the bag',
     '',

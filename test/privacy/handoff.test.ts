@@ -92,6 +92,12 @@ describe('handoffs with a privacy profile', () => {
         const { stdout: list } = await run('unzip', ['-Z1', zip]);
         expect(list).not.toMatch(/recordings\/.+\.(mp3|mp4|ts)$/m);
         expect(list).not.toContain('provenance/raw/');
+        // Its README names only what the bag holds: no wide sheets, workbooks or raw payloads.
+        expect(list).not.toMatch(/data\/(wide|xlsx)\//);
+        const guide = await unzipText(zip, `${data}/README.md`);
+        expect(guide).not.toContain('**wide/**');
+        expect(guide).not.toContain('raw/<run id>');
+        expect(guide).toContain('**provenance/runs.json**');
         await checkProject(dir, join(projects, `${study.link_id}.qdpx`), zip, study.link_id, study.id);
         const verified = await cli(dir, sandbox, ['verify', join(projects, `${study.link_id}.qdpx`)]);
         expect(verified.stdout).toContain('no personal data the detectors find');
@@ -148,6 +154,9 @@ describe('packages that keep identities', () => {
         expect(await readFile(join(bag, 'data/index.html'), 'utf8')).toContain('IDENTIFIED');
         const descriptor = JSON.parse(await readFile(join(bag, 'data/datapackage.json'), 'utf8'));
         expect(descriptor.privacy).toEqual({ identified: true });
+        const guide = await readFile(join(bag, 'data/README.md'), 'utf8');
+        expect(guide).toContain('**wide/**');
+        expect(guide).toContain('raw/<run id>');
       }
       const project = join(dir, 'projects');
       expect((await cli(shared, sandbox, ['qdpx', '--to', project, '--identified'], null)).code).toBe(0);
