@@ -5,14 +5,12 @@
  * A bucket new to current/ takes the run's own bytes instead (its copies, parts.ts). Nothing
  * in the store changes here: lifecycle.ts publishes what this prepares.
  */
-import { access, mkdir, mkdtemp } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import { nameOf } from '../names.ts';
 import { readPart, rowOf } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/formats/statistics.ts';
-import { LocalStorage } from '../storage/local.ts';
-import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
+import { type BucketStart, copiedWide } from './bucket-start.ts';
 import type { CurrentContext, CurrentStudy, PreparedBucket } from './context.ts';
 import {
   isResponseTable,
@@ -22,18 +20,10 @@ import {
   MergePlanner,
   mergeQuestions,
   type ResponseTable,
-  responseTables,
 } from './merge.ts';
 import { currentFormats } from './package.ts';
-import { attributesOf, hasFiles, type Partition, partitionsOf, readAll } from './partitions.ts';
-import {
-  createPartCopy,
-  createPartWriter,
-  type PartCopy,
-  type PartSource,
-  type PartWriter,
-  type PreparedPart,
-} from './parts.ts';
+import { attributesOf, hasFiles, type Partition, readAll } from './partitions.ts';
+import { createPartWriter, type PartSource, type PartWriter, type PreparedPart } from './parts.ts';
 import type { CurrentStaging } from './staging.ts';
 import {
   prepareCurrentStatistics,
@@ -45,73 +35,6 @@ import {
 } from './wide.ts';
 
 /** What a bucket's preparation starts from: its partitions as they were, and its copies, if any. */
-export interface BucketStart {
-  bucket: number;
-  partitions: Map<TableName, Partition>;
-  /** The bucket's folder in scratch, where its new parts are written. */
-  dir: string;
-  copies: Map<ResponseTable, PartCopy> | null;
-  /** Where the copies' studies write their run wide sheets again (wide/<name>.csv). */
-  sheets: Storage | null;
-}
-
-export async function startBucket(
-  update: CurrentContext,
-  bucket: number,
-  options: { copy: boolean },
-): Promise<BucketStart> {
-  const partitions = await partitionsOf(update.store, bucket, update.listing);
-  const dir = await mkdtemp(join(update.scratchDir, 'current-'));
-  // The copies take the run's Parquet row groups: only when the run writes Parquet.
-  const fresh =
-    options.copy &&
-    update.formats.includes('parquet') &&
-    responseTables.every((table) => !partitions.get(table)?.previous);
-  if (!fresh) return { bucket, partitions, dir, copies: null, sheets: null };
-  await mkdir(copiesDir(dir));
-  const files = { formats: currentFormats(update.formats), csv: update.csv };
-  const copies = new Map(
-    responseTables.map((table) => [
-      table,
-      createPartCopy(table, bucket, update.runId, { ...files, dir: join(copiesDir(dir), table) }),
-    ]),
-  );
-  const sheets = new LocalStorage(join(copiesDir(dir), 'sheets'), { unseen: true });
-  return { bucket, partitions, dir, copies, sheets };
-}
-
-/**
- * Where a bucket new to the current dataset has its copies: its parts (<table>/part-<run
- * id>.parquet and .csv, a folder each) and its studies' run wide sheets written again
- * (sheets/wide/<name>.csv; the sheet of its parts is that sheet, which the run builds anyway).
- */
-function copiesDir(bucketDir: string): string {
-  return join(bucketDir, 'copies');
-}
-
-/**
- * The study's wide sheet as its run wrote it, if the run finished writing it (a study that
- * failed half way has none: the writer removes what it began). The run names it as a run does
- * (by study where two studies share a link_id); current/ names it by its link_id.
- */
-async function copiedWide(
-  start: BucketStart,
-  sheetName: string,
-  studyId: string,
-  linkId: string,
-): Promise<PreparedPart | null> {
-  const local = join(copiesDir(start.dir), 'sheets', 'wide', `${sheetName}.csv`);
-  if (!(await exists(local))) return null;
-  return { files: [{ local, target: `${wideFolder(studyId)}/${nameOf(linkId)}.csv` }] };
-}
-
-async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  );
-}
-
 /**
  * Writes the bucket's new parts into scratch; nothing in the store changes yet. `studies`:
  * the run's studies in the bucket; `sheets`: where each wrote its run wide sheet again (copies).

@@ -9,7 +9,8 @@ import { bucketOf } from '../buckets.ts';
 import type { StudyCopy } from '../output/formats/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
-import { type BucketStart, prepareBucket, startBucket } from './bucket.ts';
+import { prepareBucket } from './bucket.ts';
+import { type BucketStart, startBucket } from './bucket-start.ts';
 import type { CurrentContext, CurrentStudy, PreparedBucket } from './context.ts';
 import type { ResponseTable } from './merge.ts';
 

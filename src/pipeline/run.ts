@@ -9,8 +9,7 @@
  * wrong for one record or one study is recorded and makes the run partial.
  */
 import { join } from 'node:path';
-import { type ApiClient, createApiClient } from '../api/client.ts';
-import { clientSettings } from '../config/client.ts';
+import type { ApiClient } from '../api/client.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import {
   type CurrentContext,
@@ -36,11 +35,11 @@ import {
 } from '../publish/commit.ts';
 import { type Destination, destinationsOf, ownFigures } from '../publish/destinations.ts';
 import { openPipelineDirectory, type PipelineDirectory, readLatest } from '../publish/run-dir.ts';
-import { type State, type StateStore, stateFileStore } from '../publish/state.ts';
+import type { State, StateStore } from '../publish/state.ts';
 import { inShard } from '../shard.ts';
 import { locationOf, openStorage } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
-import { removeOldSpills, upgradeOutput, upgradingStateStore } from '../upgrade/index.ts';
+import { removeOldSpills, upgradeOutput } from '../upgrade/index.ts';
 import { openScratch, type Scratch, scratchFull } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { isTimestamp } from '../util/timestamp.ts';
@@ -49,11 +48,11 @@ import { growHeapSlowly } from './heap-growth.ts';
 import { planRun, reconcileRun, type StudyListing } from './plan.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Reconciliation } from './reconcile.ts';
+import { applyOverrides, openClient, openStateStore } from './run-inputs.ts';
 import { sampleOf, withSample } from './sample.ts';
 import { schemaChangeStop, schemaRule, withSchemas } from './schema-drift.ts';
-import { openSource } from './source.ts';
 import { checkSource, recordSource } from './source-record.ts';
-import type { PreviousRun, RunOptions, RunOverrides, RunResult, WarningLog } from './types.ts';
+import type { PreviousRun, RunOptions, RunResult, WarningLog } from './types.ts';
 import { advanceState, changedEntries } from './watermark.ts';
 
 export type {
@@ -394,73 +393,4 @@ function warningLog(reporter: ProgressReporter): WarningLog {
       reporter.warn(warning);
     },
   };
-}
-
-/** The service (or the embedded sandbox), or the answers an earlier run recorded. */
-async function openClient(
-  config: PipelineConfig,
-  options: RunOptions,
-  log: WarningLog,
-): Promise<{ client: ApiClient; close(): Promise<void> }> {
-  if (options.recorded) return { client: options.recorded.client, close: async () => {} };
-  const source = await openSource(config, options.env, options.configFile);
-  const client = createClient(source, config, log, options.reporter);
-  return {
-    client,
-    async close() {
-      client.close();
-      await source.close();
-    },
-  };
-}
-
-/**
- * --state FILE names one state file; otherwise the state lives beside the runs, one object per
- * study, with what earlier versions left of it (src/upgrade/), and a shard writes only its own
- * studies'. One file for N shards would be written by all.
- */
-async function openStateStore(storage: Storage, options: RunOptions): Promise<StateStore> {
-  const { shard } = options;
-  if (options.stateFile !== undefined && shard) {
-    throw new ConfigError(
-      `--state ${options.stateFile} keeps every study's state in one file, which the shards of a sharded run would all write; leave --state out with --shard (each shard then keeps its studies' state in state/)`,
-    );
-  }
-  if (options.stateFile !== undefined) return stateFileStore(options.stateFile);
-  return upgradingStateStore(storage, shard ? (id) => inShard(id, shard) : undefined);
-}
-
-/** The pipeline file with the command line's overrides applied. */
-function applyOverrides(config: PipelineConfig, options: RunOverrides): PipelineConfig {
-  return {
-    ...config,
-    source: { ...config.source, concurrency: options.concurrency ?? config.source.concurrency },
-    output: {
-      ...config.output,
-      dir: options.out ?? config.output.dir,
-      formats: options.formats ?? config.output.formats,
-    },
-    media: { ...config.media, enabled: options.media ?? config.media.enabled },
-  };
-}
-
-function createClient(
-  source: { baseUrl: string; apiKey: string },
-  config: PipelineConfig,
-  log: WarningLog,
-  reporter: ProgressReporter,
-): ApiClient {
-  return createApiClient({
-    baseUrl: source.baseUrl,
-    apiKey: source.apiKey,
-    ...clientSettings(config.source),
-    onRetry(info) {
-      reporter.retry(info);
-      if (!info.retryAfterCapped) return;
-      log.warn({
-        code: 'retry_after_capped',
-        message: `${info.operation} at ${info.url} asked to wait longer than allowed (Retry-After); waited ${Math.round(info.delayMs / 1000)} s instead`,
-      });
-    },
-  });
 }
