@@ -7,8 +7,8 @@
  */
 import { gunzipSync } from 'node:zlib';
 import { parquetReadObjects } from 'hyparquet';
-import yauzl from 'yauzl';
 import { privacyDetectors } from '../config/schema.ts';
+import { bufferedZipEntries } from '../output/codecs/zip-reader.ts';
 import { findMatches, type TagKind } from './detect.ts';
 
 export interface Leftover {
@@ -36,7 +36,10 @@ export class PackageScan {
     if (bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b)
       return this.add(file.replace(/\.gz$/, ''), gunzipSync(bytes));
     if (/\.(xlsx|zip|qdpx)$/i.test(file)) {
-      for (const entry of await zipEntries(bytes)) await this.add(`${file}!${entry.name}`, entry.data);
+      for (const entry of await bufferedZipEntries(bytes, (name) =>
+        /\.(xml|rels|txt|csv|json|html?|qde)$/i.test(name),
+      ))
+        await this.add(`${file}!${entry.name}`, entry.data);
       return;
     }
     if (/\.parquet$/i.test(file)) {
@@ -85,30 +88,4 @@ export function hostOf(kind: TagKind, value: string): string | null {
   } catch {
     return null;
   }
-}
-
-function zipEntries(bytes: Buffer): Promise<{ name: string; data: Buffer }[]> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(bytes, { lazyEntries: true }, (error, zip) => {
-      if (error) return reject(error);
-      const entries: { name: string; data: Buffer }[] = [];
-      zip.on('error', reject);
-      zip.on('end', () => resolve(entries));
-      zip.on('entry', (entry: yauzl.Entry) => {
-        if (entry.fileName.endsWith('/') || !/\.(xml|rels|txt|csv|json|html?|qde)$/i.test(entry.fileName))
-          return zip.readEntry();
-        zip.openReadStream(entry, (openError, stream) => {
-          if (openError) return reject(openError);
-          const chunks: Buffer[] = [];
-          stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-          stream.on('error', reject);
-          stream.on('end', () => {
-            entries.push({ name: entry.fileName, data: Buffer.concat(chunks) });
-            zip.readEntry();
-          });
-        });
-      });
-      zip.readEntry();
-    });
-  });
 }

@@ -3,6 +3,8 @@
  * says so) must hold no match of the built-in detectors in project.qde or any source text. The
  * schema and the coded passages are checked by the tests with readers of their own.
  */
+
+import { bufferedZipEntries } from '../output/codecs/zip-reader.ts';
 import { DEIDENTIFIED_MARK, type Leftover, PackageScan } from '../privacy/index.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 
@@ -25,23 +27,6 @@ export async function verifyProject(location: string, s3: S3Settings = {}): Prom
 
 /** project.qde's text, where the project's description is. */
 async function projectText(bytes: Buffer): Promise<string> {
-  const yauzl = await import('yauzl');
-  return new Promise((resolve, reject) => {
-    yauzl.default.fromBuffer(bytes, { lazyEntries: true }, (error, zip) => {
-      if (error) return reject(error);
-      zip.on('error', reject);
-      zip.on('end', () => resolve(''));
-      zip.on('entry', (entry) => {
-        if (entry.fileName !== 'project.qde') return zip.readEntry();
-        zip.openReadStream(entry, (openError, stream) => {
-          if (openError) return reject(openError);
-          const chunks: Buffer[] = [];
-          stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-          stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-          stream.on('error', reject);
-        });
-      });
-      zip.readEntry();
-    });
-  });
+  const [project] = await bufferedZipEntries(bytes, (name) => name === 'project.qde');
+  return project?.data.toString('utf8') ?? '';
 }

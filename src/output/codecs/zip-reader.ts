@@ -61,3 +61,32 @@ export async function zipEntryNames(run: Storage, path: string, bytes: number): 
   }
   return names;
 }
+
+/** The entries of a zip held in memory whose names `wanted` accepts, each read whole. */
+export function bufferedZipEntries(
+  bytes: Buffer,
+  wanted: (name: string) => boolean,
+): Promise<{ name: string; data: Buffer }[]> {
+  return new Promise((resolve, reject) => {
+    yauzl.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true }, (error, zip) => {
+      if (error) return reject(error);
+      const entries: { name: string; data: Buffer }[] = [];
+      zip.on('error', reject);
+      zip.on('end', () => resolve(entries));
+      zip.on('entry', (entry: yauzl.Entry) => {
+        if (entry.fileName.endsWith('/') || !wanted(entry.fileName)) return zip.readEntry();
+        zip.openReadStream(entry, (openError, stream) => {
+          if (openError) return reject(openError);
+          const chunks: Buffer[] = [];
+          stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+          stream.on('error', reject);
+          stream.on('end', () => {
+            entries.push({ name: entry.fileName, data: Buffer.concat(chunks) });
+            zip.readEntry();
+          });
+        });
+      });
+      zip.readEntry();
+    });
+  });
+}
