@@ -6,8 +6,9 @@
  *   the run aside (runs/.erased-<erasure>-<run>), the new one in its place; then the old one
  *   goes. A kill before the switch leaves the run as it was and a staged folder that the
  *   next `erase` removes and writes again; a kill between the two renames leaves the new run
- *   complete under its staged name, which the next `erase` renames into place (no reader
- *   finds the run in that instant); a kill after them leaves the old run aside, removed next.
+ *   complete under its staged name, where readers find it (output/manifest.ts `runFolder`)
+ *   until the next `erase` renames it into place; a kill after them leaves the old run aside,
+ *   removed next.
  * - On object storage, which has no rename: the changed files are written in local scratch,
  *   then uploaded over the run's objects one by one (each object appears whole), manifest.json
  *   last. A kill during the uploads leaves a run whose files are partly new and whose manifest
@@ -16,7 +17,7 @@
  */
 import { copyFile, link, mkdtemp, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
+import { erasedRunName, erasingRunName, MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { isObjectStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
@@ -26,14 +27,6 @@ import { killPoint } from '../util/kill-point.ts';
 import { type ErasedManifest, type RunErased, rewriteRun } from './run-files.ts';
 
 const STAGED_MARK = '.staged';
-
-export function stagedName(erasureId: string, runId: string): string {
-  return `.erase-${erasureId}-${runId}`;
-}
-
-export function asideName(erasureId: string, runId: string): string {
-  return `.erased-${erasureId}-${runId}`;
-}
 
 /** Whether the erasure `erasureId` is already in this manifest (the run is after). */
 export function erasedBy(manifest: Manifest, erasureId: string): boolean {
@@ -59,8 +52,8 @@ export async function eraseRun(input: RunSwitchInput): Promise<RunErased | null>
 async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> {
   const { storage, runId, erasure } = input;
   const run = runPath(runId);
-  const staged = `${RUNS_DIR}/${stagedName(erasure.id, runId)}`;
-  const aside = `${RUNS_DIR}/${asideName(erasure.id, runId)}`;
+  const staged = `${RUNS_DIR}/${erasingRunName(erasure.id, runId)}`;
+  const aside = `${RUNS_DIR}/${erasedRunName(erasure.id, runId)}`;
   const stagedManifest = await readManifest(storage.at(staged));
   const current = await readManifest(storage.at(run));
   if (current === null && stagedManifest !== null && erasedBy(stagedManifest, erasure.id)) {
