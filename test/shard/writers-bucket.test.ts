@@ -7,7 +7,7 @@ import { validateDataPackage } from '../helpers/frictionless.ts';
 import { KEY_ENV } from '../helpers/run.ts';
 import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 import { writeShardedPipeline } from '../helpers/shard.ts';
-import { startWriteLog, type WriteLog } from '../storage/write-log.ts';
+import { startWriteLog, type WriteLog } from '../helpers/write-log.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
