@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { inShard } from '../../src/shard.ts';
 import { tableNames } from '../../src/tables/index.ts';
