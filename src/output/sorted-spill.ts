@@ -32,13 +32,15 @@ export interface SortedSpill<T> {
 }
 
 export const DEFAULT_RUN_BYTES = 2 ** 20;
-const DEFAULT_FAN_IN = 32;
+const DEFAULT_FAN_IN = 16;
 /** What a run's reader holds at a time beside its current line. */
 const READ_CHUNK_BYTES = 16 * 1024;
 
 interface Entry<K> {
   key: K;
   line: string;
+  /** The value parsed from a run's line (for its key), handed on rather than parsed again. */
+  value?: unknown;
 }
 
 export function createSortedSpill<T, K>(options: SortedSpillOptions<T, K>): SortedSpill<T> {
@@ -116,7 +118,7 @@ export function createSortedSpill<T, K>(options: SortedSpillOptions<T, K>): Sort
         runs = [...runs.slice(fanIn), combined];
       }
       try {
-        for await (const entry of merged(runs)) yield JSON.parse(entry.line) as T;
+        for await (const entry of merged(runs)) yield (entry.value ?? JSON.parse(entry.line)) as T;
       } finally {
         await removeRuns(runs);
         runs = [];
@@ -136,7 +138,10 @@ async function* linesOf<K>(entries: AsyncGenerator<Entry<K>>): AsyncGenerator<st
 }
 
 async function* readRun<T, K>(path: string, options: SortedSpillOptions<T, K>): AsyncGenerator<Entry<K>> {
-  for await (const line of fileLines(path)) yield { key: options.keyOf(JSON.parse(line) as T), line };
+  for await (const line of fileLines(path)) {
+    const value = JSON.parse(line) as T;
+    yield { key: options.keyOf(value), line, value };
+  }
 }
 
 /**
