@@ -10,7 +10,7 @@ import { bucketOf } from '../../src/buckets.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import { countCurrent, writeCurrentGuide } from '../../src/current/guide.ts';
 import { partitionName } from '../../src/current/parts.ts';
-import { RunStats } from '../../src/load/run-stats.ts';
+import { RunStats } from '../../src/output/guide/run-stats.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openStorage } from '../../src/storage/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
