@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { partitionName } from '../../src/current/index.ts';
-import { resourceName } from '../../src/load/datapackage.ts';
+import { resourceName } from '../../src/output/datapackage.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { columnNames, tableNames, tables } from '../../src/tables/index.ts';
 import { currentTables, freshExport, partitions } from '../helpers/current.ts';

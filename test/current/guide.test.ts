@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import { countCurrent, partitionName, writeCurrentGuide } from '../../src/current/index.ts';
-import { RunStats } from '../../src/load/run-stats.ts';
+import { RunStats } from '../../src/output/guide/run-stats.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { openStorage } from '../../src/storage/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
