@@ -5,8 +5,8 @@
  */
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { dataPackage } from '../load/datapackage.ts';
 import { nameOf } from '../names.ts';
+import { dataPackage } from '../output/datapackage.ts';
 import { csvText } from '../output/formats/csv.ts';
 import { privacySummary } from '../privacy/index.ts';
 import {

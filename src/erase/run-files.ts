@@ -15,11 +15,11 @@
 import { createHash } from 'node:crypto';
 import { recordedPipeline } from '../config/recorded.ts';
 import { RunError } from '../errors.ts';
-import { codebookMarkdown } from '../load/codebook.ts';
-import { reportHtml } from '../load/report-html.ts';
-import { RunStats } from '../load/run-stats.ts';
 import { studyFileNames } from '../names.ts';
 import { XLSX_DIR } from '../output/formats/xlsx.ts';
+import { codebookMarkdown } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
+import { RunStats } from '../output/guide/run-stats.ts';
 import {
   CODEBOOK_FILE,
   DATAPACKAGE_FILE,

@@ -8,16 +8,12 @@
  */
 import { join } from 'node:path';
 import type { Format, TableFormat } from '../config/schema.ts';
-import { codebookMarkdown } from '../load/codebook.ts';
 import {
   dataPackage,
   type PackageFile,
   type PackageResourceFile,
   type PackageSheet,
-} from '../load/datapackage.ts';
-import { reportHtml } from '../load/report-html.ts';
-import { RunStats } from '../load/run-stats.ts';
-import { createTableWriters } from '../load/table-writers.ts';
+} from '../output/datapackage.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import {
   tableFormats as registeredTableFormats,
@@ -25,12 +21,16 @@ import {
   tableFormatOfFile,
 } from '../output/formats/index.ts';
 import { wideFormat } from '../output/formats/wide.ts';
+import { codebookMarkdown } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
+import { RunStats } from '../output/guide/run-stats.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
-import type { HandoffPrivacy } from '../privacy/index.ts';
+import { createTableWriters } from '../output/table-writers.ts';
+import { AttributeKeys, WideRowBuilder, wideColumns } from '../output/wide-rows.ts';
+import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
 import { byResponse } from '../reader/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
-import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
 import { hashFile } from '../util/fs.ts';
 
 /** What a package says of where its rows came from. */
@@ -190,7 +190,7 @@ function guideFiles(input: StudyPackageInput, written: readonly WrittenFile[]): 
     runId: source.runId,
     startedAt: at,
     finishedAt: at,
-    privacy: input.privacy,
+    privacy: { identified: input.privacy.identified, paragraphs: privacyParagraphs(input.privacy) },
   };
   const studies = study ? [{ study_id: study.study_id, link_id: study.link_id, title: study.title }] : [];
   const stats = new RunStats();
