@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Papa from 'papaparse';
+import { formulaPattern } from '../../src/output/formats/csv.ts';
 
 const run = promisify(execFile);
 const big = { maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' as const };
@@ -184,6 +185,9 @@ export type DeclaredVariable =
   | { kind: 'text' | 'integer' | 'time'; name: string }
   | { kind: 'coded'; name: string; labels: readonly { code: number; label: string }[] };
 
+/** The readers this project did not write. */
+export type StatisticsReader = 'readstat' | 'haven' | 'pspp';
+
 /** Each reader's values, variable by variable, as the wide sheet's CSV writes them. */
 export type AsSheet = Record<string, Map<string, string[]>>;
 
@@ -228,6 +232,7 @@ function partsOf(name: string, header: readonly string[], names: ReadonlySet<str
 export async function statisticsAsSheet(
   path: string,
   variables: readonly DeclaredVariable[],
+  readers: readonly StatisticsReader[] = ['readstat', 'haven', 'pspp'],
 ): Promise<AsSheet> {
   const names = new Set(variables.map((v) => v.name));
   const sav = path.endsWith('.sav');
@@ -244,27 +249,89 @@ export async function statisticsAsSheet(
         ];
       }),
     );
-  const readstat = await readstatRows(path);
-  const haven = await havenRead(path);
-  const havenHeader = Object.keys(haven.columns);
-  const result: AsSheet = {
-    readstat: fromCsv(readstat, (v) =>
+  const result: AsSheet = {};
+  if (readers.includes('readstat'))
+    result['readstat'] = fromCsv(await readstatRows(path), (v) =>
       sav ? isoFromSpssSeconds(v) : (isoFromUsTime(v) ?? isoFromStataMs(v)),
-    ),
-    haven: new Map(
-      variables.map((v) => {
-        const parts = partsOf(v.name, havenHeader, names).map((p) => haven.columns[p]!.values);
-        return [
-          v.name,
-          parts[0]!.map((_, r) =>
-            v.kind === 'text'
-              ? parts.map((p) => p[r] ?? '').join('')
-              : sheetValue(v, parts[0]![r] ?? null, (text) => text),
-          ),
-        ];
-      }),
-    ),
-  };
-  if (sav) result['pspp'] = fromCsv(await psppRows(path), isoFromUsTime);
+    );
+  if (readers.includes('haven')) result['haven'] = havenAsSheet(await havenRead(path), variables);
+  if (sav && readers.includes('pspp')) result['pspp'] = fromCsv(await psppRows(path), isoFromUsTime);
   return result;
+}
+
+function havenAsSheet(haven: HavenRead, variables: readonly DeclaredVariable[]): Map<string, string[]> {
+  const names = new Set(variables.map((v) => v.name));
+  const havenHeader = Object.keys(haven.columns);
+  return new Map(
+    variables.map((v) => {
+      const parts = partsOf(v.name, havenHeader, names).map((p) => haven.columns[p]!.values);
+      return [
+        v.name,
+        parts[0]!.map((_, r) =>
+          v.kind === 'text'
+            ? parts.map((p) => p[r] ?? '').join('')
+            : sheetValue(v, parts[0]![r] ?? null, (text) => text),
+        ),
+      ];
+    }),
+  );
+}
+
+/** The variables of a study's files, as haven reads its .dta (one variable per column, no parts). */
+export async function declaredVariables(
+  dta: string,
+): Promise<{ variables: DeclaredVariable[]; labels: Record<string, string | null> }> {
+  const read = await havenRead(dta);
+  const variables = Object.entries(read.columns).map(([name, column]): DeclaredVariable => {
+    if (column.labels)
+      return {
+        kind: 'coded',
+        name,
+        labels: Object.entries(column.labels).map(([label, code]) => ({ code, label })),
+      };
+    if (column.class.includes('POSIXct')) return { kind: 'time', name };
+    return { kind: name === 'response_number' ? 'integer' : 'text', name };
+  });
+  return {
+    variables,
+    labels: Object.fromEntries(Object.entries(read.columns).map(([n, c]) => [n, c.label])),
+  };
+}
+
+/**
+ * Where the readers' values of a .sav or .dta differ from its wide sheet's CSV (`sheet`: header,
+ * then rows), variable by variable: "<reader> <variable> row <n>: …". None: every value agrees.
+ */
+export async function sheetDisagreements(
+  file: string,
+  sheet: readonly string[][],
+  variables: readonly DeclaredVariable[],
+  options: { readers?: readonly StatisticsReader[]; escapeFormulae?: boolean } = {},
+): Promise<string[]> {
+  const [header = [], ...rows] = sheet;
+  if (header.length !== variables.length)
+    return [`${file}: ${variables.length} variables for the sheet's ${header.length} columns`];
+  const problems: string[] = [];
+  const short = (text: string | undefined) =>
+    text === undefined ? 'nothing' : JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+  // The sheet's cells as its CSV writer wrote them: formula-like text escaped, when it was.
+  const asWritten = (value: string | undefined) =>
+    value !== undefined && options.escapeFormulae && formulaPattern.test(value) ? `'${value}` : value;
+  const read = await statisticsAsSheet(file, variables, options.readers);
+  for (const [reader, columns] of Object.entries(read)) {
+    variables.forEach((variable, c) => {
+      const values = (columns.get(variable.name) ?? []).map(asWritten);
+      if (values.length !== rows.length)
+        problems.push(`${reader} ${variable.name}: ${values.length} values for ${rows.length} rows`);
+      rows.forEach((row, r) => {
+        // PSPP's CSV writer ends every line in a value with \n.
+        const expected = reader === 'pspp' ? (row[c] ?? '').replaceAll('\r\n', '\n') : (row[c] ?? '');
+        if (values[r] !== expected)
+          problems.push(
+            `${reader} ${variable.name} row ${r + 1}: read ${short(values[r])}, sheet ${short(expected)}`,
+          );
+      });
+    });
+  }
+  return problems;
 }
