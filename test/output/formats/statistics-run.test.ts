@@ -126,14 +126,19 @@ describe('sav and dta in a run', () => {
       expect(after['q_dg_2']).toBe('How do you do it now?');
       expect(before.get(study.link_id)!['q_dg_2']).not.toBe('How do you do it now?');
 
-      // `describe` writes current/'s codebook again, with the reworded question as its label.
-      const reworded = '| `q_dg_2` | `dg-2` | How do you do it now? |';
-      expect(await readFile(join(currentDir, 'README.md'), 'utf8')).toContain(reworded);
+      // current/'s codebook says what current/'s files hold (an incremental run keeps the question
+      // text current/ had), and `describe` writes it again the same.
+      const currentLabels = (
+        await declared(join(currentDir, 'dta', `study_id=${id}`, `${study.link_id}.dta`))
+      ).labels;
+      const currentRow = `| \`q_dg_2\` | \`dg-2\` | ${currentLabels['q_dg_2']} |`;
+      expect(await readFile(join(currentDir, 'README.md'), 'utf8')).toContain(currentRow);
       await rm(join(currentDir, 'README.md'));
       await describeCurrent(new LocalStorage(join(out, 'test')));
       const describedCodebook = await readFile(join(currentDir, 'README.md'), 'utf8');
-      expect(describedCodebook).toContain(reworded);
+      expect(describedCodebook).toContain(currentRow);
       expect(describedCodebook).toContain(slotRow);
+      for (const other of studies) expect(describedCodebook).toContain(`### ${other.link_id}`);
 
       // verify reads the files' structure: a .sav cut short is named.
       const sav = join(second.runDir!, 'sav', `${study.link_id}.sav`);
