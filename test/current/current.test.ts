@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { resourceName } from '../../src/output/datapackage.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { columnNames, tableNames, tables } from '../../src/tables/index.ts';

@@ -354,7 +354,7 @@ export const parquetFormat = {
       : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
   async open(storage, table) {
     const path = tableFileOf(table);
-    // Blocks are cut by the caller (load/table-writers.ts); the writer only encodes them.
+    // Blocks are cut by the caller (output/table-writers.ts); the writer only encodes them.
     const writer = await createParquetWriter(storage, path, table);
     return {
       path,
