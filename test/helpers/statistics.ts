@@ -1,7 +1,7 @@
 /**
  * Readers of SPSS and Stata files this project did not write: ReadStat's command line
- * (`readstat`), PSPP (`pspp-convert` for the cases, `pspp` for the dictionary) and R's haven
- * (read_sav, read_dta). Each returns what it read in one shape, so tests compare value by value.
+ * (`readstat`), PSPP (`pspp-convert` for the cases, `pspp` for the dictionary), R's haven
+ * (read_sav, read_dta) and, for a .dta's variable notes, R's readstata13. Each returns what it read in one shape, so tests compare value by value.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -144,6 +144,30 @@ export async function havenRead(path: string): Promise<HavenRead> {
     const out = join(dir, 'out.json');
     await run('Rscript', ['-e', havenScript, path, out], big);
     return JSON.parse(await readFile(out, 'utf8')) as HavenRead;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const characteristicsScript = `
+library(readstata13); library(jsonlite)
+args <- commandArgs(trailingOnly = TRUE)
+d <- read.dta13(args[1], convert.factors = FALSE, generate.factors = FALSE)
+fields <- attr(d, "expansion.fields")
+writeLines(toJSON(if (is.null(fields)) list() else fields), args[2], useBytes = TRUE)
+`;
+
+/**
+ * R's readstata13 (read.dta13): a .dta's characteristics as [owner, name, text], Stata's notes
+ * among them (`<variable>` or `_dta`, `note0` their number, `note1`… each note). ReadStat and
+ * haven read only the dataset's notes, PSPP no Stata file.
+ */
+export async function readstata13Characteristics(path: string): Promise<[string, string, string][]> {
+  const dir = await mkdtemp(join(tmpdir(), 'readstata13-'));
+  try {
+    const out = join(dir, 'out.json');
+    await run('Rscript', ['-e', characteristicsScript, path, out], big);
+    return JSON.parse(await readFile(out, 'utf8')) as [string, string, string][];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
