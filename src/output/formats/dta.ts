@@ -7,7 +7,7 @@ export const dtaFormat = {
   name: 'dta',
   kind: 'study',
   selectable: true,
-  help: 'a Stata file (.dta) per study',
+  help: 'one Stata file (.dta) per study',
   datapackage: { format: 'dta', mediatype: 'application/x-stata-dta' },
   namesVariables: true,
   codebookRank: 6,

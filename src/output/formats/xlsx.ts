@@ -272,7 +272,7 @@ export const xlsxFormat = {
   name: 'xlsx',
   kind: 'study',
   selectable: true,
-  help: 'a workbook per study',
+  help: 'one workbook per study',
   datapackage: {
     format: 'xlsx',
     mediatype: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
