@@ -148,6 +148,8 @@ export interface StudyFormatModule extends FormatBase {
   readonly kind: 'study';
   /** The folder of a run (and of current/) that holds its files. */
   readonly folder: string;
+  /** How its files' names end ('.csv' for the wide sheet). */
+  readonly extension: string;
   /**
    * Whether its files hold the wide sheet as named variables (labelled/names.ts): the codebook
    * then lists each study's variable names with their slots and questions.

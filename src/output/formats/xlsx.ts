@@ -279,6 +279,7 @@ export const xlsxFormat = {
   },
   codebookRank: 2,
   folder: XLSX_DIR,
+  extension: '.xlsx',
   fileNoun: 'workbook',
   description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
   studyFile: studyFileOf,
