@@ -136,30 +136,26 @@ function digestFields(payload: Payload, path: string): { bytes?: number; sha256?
   return digests ? { bytes: digests.bytes, sha256: digests.sha256 } : {};
 }
 
-/** The study's wide sheet and workbook as current/ holds them, byte for byte. */
+/**
+ * The study's files of every study format as current/ holds them, byte for byte, under
+ * data/<folder>/: the wide sheet (every run writes it) described by its header, the others
+ * (a workbook, SPSS and Stata files) as files.
+ */
 async function addSheets(payload: Payload, input: StudyBagInput) {
   const { storage } = input.output;
-  const current = await input.study.currentSheets();
   const wide: { path: string; header: string[]; bom: boolean }[] = [];
-  for (const sheet of current.wide) {
-    const path = `wide/${sheet.path.split('/').at(-1)}`;
-    const { header, bom } = await sheetHeader(storage, sheet.path, sheet.bytes);
-    await payload.add(storedFile(`data/${path}`, storage, sheet.path, sheet.bytes));
-    wide.push({ path, header, bom });
-  }
   const workbooks: string[] = [];
-  for (const book of current.workbooks) {
-    const path = `xlsx/${book.path.split('/').at(-1)}`;
-    await payload.add(storedFile(`data/${path}`, storage, book.path, book.bytes));
-    workbooks.push(path);
-  }
-  // The study's files of the other study formats (sav, dta): current/<folder>/study_id=<id>/<name>.
-  for (const file of current.others ?? []) {
-    const parts = file.path.split('/');
-    const path = `${parts.at(-3)}/${parts.at(-1)}`;
-    await payload.add(storedFile(`data/${path}`, storage, file.path, file.bytes));
-    workbooks.push(path);
-  }
+  // The wide sheet first, then the others in the registry's order.
+  const formats = (await input.study.currentSheets()).sort(
+    (a, b) => Number(a.format.selectable) - Number(b.format.selectable),
+  );
+  for (const { format, files } of formats)
+    for (const file of files) {
+      const path = `${format.folder}/${file.path.split('/').at(-1)}`;
+      await payload.add(storedFile(`data/${path}`, storage, file.path, file.bytes));
+      if (format.selectable) workbooks.push(path);
+      else wide.push({ path, ...(await sheetHeader(storage, file.path, file.bytes)) });
+    }
   return { wide, workbooks };
 }
 

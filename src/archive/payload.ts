@@ -5,15 +5,18 @@
  * folder, and the output's storage.
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Papa from 'papaparse';
-import { createTableCsvWriter } from '../output/formats/csv.ts';
-import { createParquetWriter } from '../output/formats/parquet.ts';
+import { type TableFormat, tableFormatOfFile, tableFormats } from '../output/formats/index.ts';
+import { createTableWriters } from '../output/table-writers.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
 import type { BagFile, BagSink, Digests } from './sink.ts';
+
+/** The folder of data/ that holds the tables. */
+const TABLES_DIR = 'tables';
 
 export interface Written {
   /** Path inside the bag ('data/…'). */
@@ -64,37 +67,35 @@ export function storedFile(path: string, storage: Storage, source: string, size:
 }
 
 /**
- * Every table of the study as CSV (UTF-8, no byte order mark) and Parquet under data/tables/,
- * written to scratch and then added; resolves with their paths under data/.
+ * Every table of the study in every table format of the registry (CSV without a byte order
+ * mark) under data/tables/, written to scratch and then added; resolves with their paths under
+ * data/.
  */
 export async function addTables(
   payload: Payload,
   rows: TableRows,
   scratch: string,
   escapeFormulae: boolean,
-): Promise<{ table: TableName; format: 'csv' | 'parquet'; path: string }[]> {
-  const local = new LocalStorage(scratch);
-  const added: { table: TableName; format: 'csv' | 'parquet'; path: string }[] = [];
-  for (const table of tableNames) {
-    const csvPath = `tables/${table}.csv`;
-    const csv = await createTableCsvWriter(local, csvPath, table, {
-      bom: false,
-      escape_formulae: escapeFormulae,
-    });
-    await csv.write(rows[table] as Row<typeof table>[]);
-    await csv.close();
-    const parquetPath = `tables/${table}.parquet`;
-    const parquet = await createParquetWriter(local, parquetPath, table);
-    await parquet.write(rows[table] as Row<typeof table>[]);
-    await parquet.close();
-    for (const [format, path] of [
-      ['csv', csvPath],
-      ['parquet', parquetPath],
-    ] as const) {
-      await payload.add(await diskFile(`data/${path}`, join(scratch, path)));
-      added.push({ table, format, path });
-    }
+): Promise<{ table: TableName; format: TableFormat; path: string }[]> {
+  await mkdir(join(scratch, TABLES_DIR), { recursive: true });
+  const writers = await createTableWriters(new LocalStorage(join(scratch, TABLES_DIR)), {
+    formats: tableFormats.map((format) => format.name as TableFormat),
+    csv: { bom: false, escape_formulae: escapeFormulae },
+    tables: tableNames,
+  });
+  try {
+    for (const table of tableNames) await writers.write(table, rows[table] as Row<typeof table>[]);
+  } catch (error) {
+    await writers.abort();
+    throw error;
   }
+  const added: { table: TableName; format: TableFormat; path: string }[] = [];
+  for (const { table, files } of await writers.close())
+    for (const file of files) {
+      const path = `${TABLES_DIR}/${file}`;
+      await payload.add(await diskFile(`data/${path}`, join(scratch, path)));
+      added.push({ table, format: tableFormatOfFile(table, file), path });
+    }
   return added;
 }
 

@@ -16,7 +16,7 @@ import {
   StudyDeidentifier,
 } from '../privacy/index.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import type { CurrentFile } from './current.ts';
+import type { StudyFormatFiles } from './current.ts';
 import type { OutputReader, StudyReader } from './output.ts';
 import type { Located, Recording } from './recordings.ts';
 import type { RunReader } from './run.ts';
@@ -30,8 +30,8 @@ export interface HandoffStudy extends StudyReader {
   privacy: HandoffPrivacy;
   /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
   linkage(): LinkageEntry[];
-  /** current/'s wide sheets and workbooks, byte for byte; none de-identified (their text is raw). */
-  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[]; others?: CurrentFile[] }>;
+  /** current/'s files of the study formats, byte for byte; none de-identified (their text is raw). */
+  currentSheets(): Promise<StudyFormatFiles[]>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -56,11 +56,7 @@ export class HandoffReader {
         ...source,
         privacy: { identified: true },
         linkage: () => [],
-        currentSheets: async () => ({
-          wide: await current.wideSheets(id),
-          workbooks: await current.workbooks(id),
-          others: await current.otherStudyFiles(id),
-        }),
+        currentSheets: () => current.studyFiles(id),
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
@@ -79,7 +75,7 @@ export class HandoffReader {
       recordings: () => (excluded ? none() : deidentifiedRecordings(source.recordings(), study)),
       privacy: { identified: false, profile: profileStatement(this.profile), counts: study.counts() },
       linkage: () => study.linkage(),
-      currentSheets: async () => ({ wide: [], workbooks: [] }),
+      currentSheets: async () => [],
       rawFiles: () => [],
     };
   }

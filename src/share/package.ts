@@ -29,6 +29,7 @@ import { createTableWriters } from '../output/table-writers.ts';
 import { AttributeKeys, WideRowBuilder, wideColumns } from '../output/wide-rows.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
 import { byResponse } from '../reader/index.ts';
+import type { WideColumn } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
 import { hashFile } from '../util/fs.ts';
@@ -79,9 +80,9 @@ const tableFormats = registeredTableFormats.map((format) => format.name as Table
 export async function writeStudyPackage(input: StudyPackageInput): Promise<WrittenFile[]> {
   const local = new LocalStorage(input.dir);
   const tables = await writeTables(local, input);
-  const sheets = await writeStudyFiles(local, input);
+  const { files: sheets, columns } = await writeStudyFiles(local, input);
   const written = [...tables, ...sheets.map((sheet) => sheet.file)];
-  const guides = guideFiles(input, written);
+  const guides = guideFiles(input, written, columns);
   for (const [path, text] of guides) await local.put(path, text);
   const guideFacts = await Promise.all(guides.map(([path]) => fileFacts(input.dir, path)));
   const descriptor = packageDescriptor(input, tables, sheets, guideFacts);
@@ -134,7 +135,10 @@ interface StudyFile {
  * time, in response_id order (so a workbook's answers and transcript sheets follow the tables'
  * key order), each file once the columns are known.
  */
-async function writeStudyFiles(local: LocalStorage, input: StudyPackageInput): Promise<StudyFile[]> {
+async function writeStudyFiles(
+  local: LocalStorage,
+  input: StudyPackageInput,
+): Promise<{ files: StudyFile[]; columns: WideColumn[] }> {
   const { rows, name, work } = input;
   const study = rows.studies[0];
   const keys = new AttributeKeys();
@@ -171,15 +175,19 @@ async function writeStudyFiles(local: LocalStorage, input: StudyPackageInput): P
       const sheet = formats[i] === wideFormat && header ? [...header] : null;
       files.push({ file: await fileFacts(input.dir, path), header: sheet });
     }
-    return files;
+    return { files, columns };
   } catch (error) {
     for (const writer of writers) await writer.abort();
     throw error;
   }
 }
 
-/** README.md and report.html, from the same facts. */
-function guideFiles(input: StudyPackageInput, written: readonly WrittenFile[]): [string, string][] {
+/** README.md and report.html, from the same facts; the codebook names the variables made of `columns`. */
+function guideFiles(
+  input: StudyPackageInput,
+  written: readonly WrittenFile[],
+  columns: readonly WideColumn[],
+): [string, string][] {
   const { rows, source } = input;
   const study = rows.studies[0];
   const at = input.madeAt.toISOString();
@@ -200,7 +208,7 @@ function guideFiles(input: StudyPackageInput, written: readonly WrittenFile[]): 
       CODEBOOK_FILE,
       codebookMarkdown({
         ...common,
-        studies: studies.map((s) => ({ ...s, responses: rows.responses.length, since: null })),
+        studies: studies.map((s) => ({ ...s, responses: rows.responses.length, since: null, columns })),
         formats: [...new Set([...tableFormats, ...source.formats])],
         files: written.map((file) => file.path),
         alsoWritten: [REPORT_FILE, DATAPACKAGE_FILE],
