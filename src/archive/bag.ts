@@ -102,7 +102,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
   const descriptor = dataPackage({
     name: `${input.output.name}-${rows.studies[0]?.link_id ?? ''}`,
     title: rows.studies[0]?.title ?? '',
-    description: `One study exported by study-export: ${facts.studyRows.responses.length} responses and their recordings.`,
+    description: `One study exported by study-export: ${facts.studyRows.responses.length} responses. Privacy: ${privacySummary(input.study.privacy, { recordings: true })} (see privacy).`,
     created: facts.baggedAt,
     tables: tableFiles.map((file) => ({ ...file, ...digestFields(payload, file.path) })),
     sheets: sheets.wide.map((sheet) => ({ ...sheet, ...digestFields(payload, sheet.path) })),
@@ -310,7 +310,7 @@ function bagInfo(input: StudyBagInput): [string, string][] {
     ['External-Description', `${study.title} (link_id ${study.link_id})`],
     ['Bagging-Date', input.time.toISOString().slice(0, 10)],
     ['Bag-Software-Agent', `${input.tool.name} ${input.tool.version}`],
-    ['Privacy', privacySummary(input.study.privacy)],
+    ['Privacy', privacySummary(input.study.privacy, { recordings: true })],
   );
   return fields;
 }

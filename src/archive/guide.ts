@@ -45,7 +45,10 @@ export function readme(facts: GuideFacts): string {
     '',
     '## Privacy',
     '',
-    ...privacyParagraphs(facts.privacy).flatMap((paragraph) => [markdownText(paragraph), '']),
+    ...privacyParagraphs(facts.privacy, { recordings: true }).flatMap((paragraph) => [
+      markdownText(paragraph),
+      '',
+    ]),
     `${facts.studyRows.responses.length} responses, ${facts.recordings - facts.missing} recordings in the bag` +
       (facts.missing > 0 ? `, ${facts.missing} missing (listed in recordings.csv with the reason).` : '.'),
     '',
@@ -115,7 +118,7 @@ export function indexStart(facts: GuideFacts, conversations: readonly Conversati
     )
     .join('\n');
   const head = htmlPage(study?.title ?? 'Study', '').replace(/\n<\/body><\/html>\n$/, '');
-  const privacy = privacyParagraphs(facts.privacy)
+  const privacy = privacyParagraphs(facts.privacy, { recordings: true })
     .map((paragraph) => `<p>${e(paragraph)}</p>`)
     .join('\n');
   return `${head}<h1>${e(study?.title ?? '')}</h1>

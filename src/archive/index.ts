@@ -38,7 +38,7 @@ export interface ArchiveOptions {
   to: string;
   form: BagForm;
   info: BagInfoSettings;
-  /** The privacy profile the bags are made with, or 'identified' (the default). */
+  /** The privacy profile the bags are made with, 'identified' (--identified) or 'unprofiled' (the default: no privacy: section). */
   profile?: HandoffProfile;
   /** Where files are written before they are added to a bag (default: the system's). */
   scratchDir?: string;
@@ -61,7 +61,7 @@ export interface ArchiveResult {
 
 export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveResult> {
   const output = await OutputReader.open(options.output, options.s3 ?? {});
-  const handoff = openHandoff(output, options.profile ?? 'identified');
+  const handoff = openHandoff(output, options.profile ?? 'unprofiled');
   const all = await output.studies();
   if (all.length === 0)
     throw new ConfigError(

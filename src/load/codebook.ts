@@ -17,7 +17,7 @@ import {
   REJECTS_FILE,
   REPORT_FILE,
 } from '../output/layout.ts';
-import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
+import { type HandoffPrivacy, privacyParagraphs, UNPROFILED } from '../privacy/index.ts';
 import type { WideColumn } from '../records.ts';
 import { runTableNames, type TableName, tableNames, tables, wideSheet } from '../tables/index.ts';
 import { tableSection, wideSheetSection } from '../tables/markdown.ts';
@@ -157,8 +157,8 @@ function introLines(input: CodebookInput): string[] {
 /** A package's title, how it was made (identified first, in bold), what it is and where it came from. */
 function packageIntro(input: CodebookInput): string[] {
   const study = input.studies[0];
-  const privacy = input.privacy ?? { identified: true };
-  const paragraphs = privacyParagraphs(privacy).map(markdownText);
+  const privacy = input.privacy ?? UNPROFILED;
+  const paragraphs = privacyParagraphs(privacy, { recordings: false }).map(markdownText);
   const lines = [
     `# ${markdownText(study?.title || study?.link_id || input.pipeline)}: a study from ${markdownText(input.pipeline)}`,
     '',

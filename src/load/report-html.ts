@@ -10,7 +10,7 @@
 import { conceptName, questionLabel } from '../concept-name.ts';
 import type { SchemaChange } from '../drift/schema.ts';
 import { escapeHtml as e, shorten } from '../output/codecs/escape.ts';
-import { privacyParagraphs } from '../privacy/index.ts';
+import { privacyParagraphs, UNPROFILED } from '../privacy/index.ts';
 import type { Warning } from '../records.ts';
 import type { GuideSubject } from './codebook.ts';
 import { answersSection, orderedQuestions } from './report-answers.ts';
@@ -117,8 +117,8 @@ export function reportHtml(input: ReportInput): string {
 /** A package's statement on how it was made, before anything else: a warning when it identifies people. */
 function privacyParts(input: ReportInput): string[] {
   if (input.kind !== 'package') return [];
-  const privacy = input.privacy ?? { identified: true };
-  const paragraphs = privacyParagraphs(privacy);
+  const privacy = input.privacy ?? UNPROFILED;
+  const paragraphs = privacyParagraphs(privacy, { recordings: false });
   if (privacy.identified)
     return paragraphs.map(
       (paragraph) => `<p class="identified" role="alert"><strong>${e(paragraph)}</strong></p>`,

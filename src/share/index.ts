@@ -46,7 +46,7 @@ export interface ShareOptions {
   /** Where the packages go: a folder, or s3://bucket/prefix. */
   to: string;
   form: PackageForm;
-  /** The privacy profile the handoff reader applies, or 'identified' (the default). */
+  /** The privacy profile the handoff reader applies, 'identified' (--identified) or 'unprofiled' (the default: no privacy: section). */
   profile?: HandoffProfile;
   /** Where a package for a bucket is built before it is uploaded (default: the system's). */
   scratchDir?: string;
@@ -74,7 +74,7 @@ export interface SharedStudy {
 
 export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]> {
   const output = await OutputReader.open(options.output, options.s3 ?? {});
-  const handoff = openHandoff(output, options.profile ?? 'identified');
+  const handoff = openHandoff(output, options.profile ?? 'unprofiled');
   const chosen = await chooseStudies(output, options.studies);
   const names = studyFileNames(await output.studies());
   const runs = await output.runs();

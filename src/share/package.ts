@@ -26,7 +26,7 @@ import {
 } from '../output/formats/index.ts';
 import { wideFormat } from '../output/formats/wide.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
-import type { HandoffPrivacy } from '../privacy/index.ts';
+import { type HandoffPrivacy, privacySummary } from '../privacy/index.ts';
 import { byResponse } from '../reader/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
@@ -234,7 +234,7 @@ function packageDescriptor(
   return dataPackage({
     name: `${input.source.pipeline}-${study?.link_id ?? input.name}`,
     title: study?.title ?? '',
-    description: `One study exported by study-export: ${input.rows.responses.length} responses, as the output's current dataset held them after run ${input.source.runId}. ${input.privacy.identified ? "IDENTIFIED: it keeps the respondents' identities." : "De-identified by the pipeline's privacy profile (see privacy)."}`,
+    description: `One study exported by study-export: ${input.rows.responses.length} responses, as the output's current dataset held them after run ${input.source.runId}. Privacy: ${privacySummary(input.privacy, { recordings: false })} (see privacy).`,
     created: input.madeAt.toISOString(),
     tables: tableResources,
     sheets: wide,

@@ -153,7 +153,8 @@ describe('packages that keep identities', () => {
         expect(await readFile(join(bag, 'bag-info.txt'), 'utf8')).toMatch(/^Privacy: identified/m);
         expect(await readFile(join(bag, 'data/index.html'), 'utf8')).toContain('IDENTIFIED');
         const descriptor = JSON.parse(await readFile(join(bag, 'data/datapackage.json'), 'utf8'));
-        expect(descriptor.privacy).toEqual({ identified: true });
+        expect(descriptor.privacy).toEqual({ identified: true, because: '--identified' });
+        expect(await readFile(join(bag, 'data/README.md'), 'utf8')).toContain('made with --identified');
         const guide = await readFile(join(bag, 'data/README.md'), 'utf8');
         expect(guide).toContain('**wide/**');
         expect(guide).toContain('raw/<run id>');
