@@ -1,18 +1,10 @@
 /**
  * The payload as it is written: each file added to the sink as soon as it is ready (a
  * recording streamed, a table from the scratch file it was written to, a page from memory),
- * its digests kept for the manifests. Files come from three places: memory, the local scratch
- * folder, and the output's storage.
+ * its digests kept for the manifests. Files come from memory or the local scratch folder.
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import Papa from 'papaparse';
-import { createTableCsvWriter } from '../output/formats/csv.ts';
-import { createParquetWriter } from '../output/formats/parquet.ts';
-import { LocalStorage } from '../storage/local.ts';
-import type { Storage } from '../storage/types.ts';
-import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
 import type { BagFile, BagSink, Digests } from './sink.ts';
 
 export interface Written {
@@ -57,58 +49,4 @@ export function memoryFile(path: string, content: string | Buffer): BagFile {
 export async function diskFile(path: string, local: string): Promise<BagFile> {
   const { size } = await stat(local);
   return { path, size, open: async () => createReadStream(local, { highWaterMark: 1 << 20 }) };
-}
-
-export function storedFile(path: string, storage: Storage, source: string, size: number): BagFile {
-  return { path, size, open: () => storage.readStream(source) };
-}
-
-/**
- * Every table of the study as CSV (UTF-8, no byte order mark) and Parquet under data/tables/,
- * written to scratch and then added; resolves with their paths under data/.
- */
-export async function addTables(
-  payload: Payload,
-  rows: TableRows,
-  scratch: string,
-  escapeFormulae: boolean,
-): Promise<{ table: TableName; format: 'csv' | 'parquet'; path: string }[]> {
-  const local = new LocalStorage(scratch);
-  const added: { table: TableName; format: 'csv' | 'parquet'; path: string }[] = [];
-  for (const table of tableNames) {
-    const csvPath = `tables/${table}.csv`;
-    const csv = await createTableCsvWriter(local, csvPath, table, {
-      bom: false,
-      escape_formulae: escapeFormulae,
-    });
-    await csv.write(rows[table] as Row<typeof table>[]);
-    await csv.close();
-    const parquetPath = `tables/${table}.parquet`;
-    const parquet = await createParquetWriter(local, parquetPath, table);
-    await parquet.write(rows[table] as Row<typeof table>[]);
-    await parquet.close();
-    for (const [format, path] of [
-      ['csv', csvPath],
-      ['parquet', parquetPath],
-    ] as const) {
-      await payload.add(await diskFile(`data/${path}`, join(scratch, path)));
-      added.push({ table, format, path });
-    }
-  }
-  return added;
-}
-
-/** A wide sheet's header row and whether it starts with a byte order mark, from its first bytes. */
-export async function sheetHeader(
-  storage: Storage,
-  path: string,
-  size: number,
-): Promise<{ header: string[]; bom: boolean }> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of await storage.readStream(path, { start: 0, end: Math.min(size, 1 << 20) }))
-    chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  const bom = text.startsWith('\ufeff');
-  const header = Papa.parse<string[]>(bom ? text.slice(1) : text, { preview: 1 }).data[0] ?? [];
-  return { header: header.map(String), bom };
 }

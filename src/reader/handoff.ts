@@ -16,7 +16,6 @@ import {
   StudyDeidentifier,
 } from '../privacy/index.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import type { CurrentFile } from './current.ts';
 import type { OutputReader, StudyReader } from './output.ts';
 import type { Located, Recording } from './recordings.ts';
 import type { RunReader } from './run.ts';
@@ -33,8 +32,6 @@ export interface HandoffStudy extends StudyReader {
   privacy: HandoffPrivacy;
   /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
   linkage(): LinkageEntry[];
-  /** current/'s wide sheets and workbooks, byte for byte; none de-identified (their text is raw). */
-  currentSheets(): Promise<{ wide: CurrentFile[]; workbooks: CurrentFile[]; others?: CurrentFile[] }>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -52,8 +49,6 @@ export class HandoffReader {
   /** A study of current/ by permanent id or link_id, as the package will carry it. */
   async study(idOrLinkId: string): Promise<HandoffStudy> {
     const source = await this.output.study(idOrLinkId);
-    const id = source.study.study_id;
-    const current = this.output.current;
     if (typeof this.profile === 'string')
       return {
         ...source,
@@ -62,11 +57,6 @@ export class HandoffReader {
           because: this.profile === 'identified' ? '--identified' : 'no privacy profile',
         },
         linkage: () => [],
-        currentSheets: async () => ({
-          wide: await current.wideSheets(id),
-          workbooks: await current.workbooks(id),
-          others: await current.otherStudyFiles(id),
-        }),
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
@@ -85,7 +75,6 @@ export class HandoffReader {
       recordings: () => (excluded ? none() : deidentifiedRecordings(source.recordings(), study)),
       privacy: { identified: false, profile: profileStatement(this.profile), counts: study.counts() },
       linkage: () => study.linkage(),
-      currentSheets: async () => ({ wide: [], workbooks: [] }),
       rawFiles: () => [],
     };
   }

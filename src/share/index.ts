@@ -20,7 +20,6 @@ import {
   openHandoff,
   type RunReader,
   studyRuns,
-  studyTables,
 } from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
@@ -56,7 +55,7 @@ export interface ShareOptions {
 
 export type ShareProgress =
   | { step: 'reading'; link_id: string; index: number; of: number }
-  | { step: 'writing'; link_id: string; responses: number }
+  | { step: 'writing'; link_id: string }
   | { step: 'warning'; link_id: string; message: string }
   | ({ step: 'done' } & SharedStudy);
 
@@ -90,15 +89,14 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
     for (const [index, study] of chosen.entries()) {
       options.onProgress?.({ step: 'reading', link_id: study.link_id, index, of: chosen.length });
       const handed = await handoff.study(study.study_id);
-      const rows = await studyTables(handed);
-      options.onProgress?.({ step: 'writing', link_id: study.link_id, responses: rows.responses.length });
+      options.onProgress?.({ step: 'writing', link_id: study.link_id });
       const name = nameOf(study);
       const dir = join(build, `${index}`, name);
       const work = join(build, `${index}-work`);
       await mkdir(dir, { recursive: true });
       await mkdir(work, { recursive: true });
-      const files = await writeStudyPackage({
-        rows,
+      const { files, responseIds } = await writeStudyPackage({
+        study: handed,
         name,
         source: packageSource(output, studyRuns(runs, study.study_id), runs),
         privacy: handed.privacy,
@@ -115,10 +113,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         location,
         studies: [{ study_id: study.study_id, link_id: study.link_id }],
         identified: handed.privacy.identified,
-        responses: heldResponses(
-          rows.responses.map((response) => response.response_id),
-          handed.linkage(),
-        ),
+        responses: heldResponses(responseIds, handed.linkage()),
       });
       const done: SharedStudy = {
         study_id: study.study_id,
@@ -126,7 +121,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         location,
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
-        responses: rows.responses.length,
+        responses: responseIds.length,
         linkage: handed.linkage(),
       };
       shared.push(done);
