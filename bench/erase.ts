@@ -1,7 +1,7 @@
 /**
  * `npm run bench:erase` (node --import tsx bench/erase.ts [--rounds 3] [--runs 6]): erasing one
- * response from an output of many runs (each a full export, so every run holds it, with media,
- * CSV and Parquet), against `cp -r` of those runs' folders, in the same rounds.
+ * response with recordings from an output of many runs (each a full export, so every run holds
+ * it, with media, CSV and Parquet), against `cp -r` of those runs' folders, in the same rounds.
  *
  * Figures: erase_vs_cp = erase's time over cp's for the same runs (the median round; target at
  * most 2), erase_s_per_gb = erase's seconds per GB of the runs it rewrote, cp_s_per_gb beside it.
@@ -64,8 +64,14 @@ async function prepare(dir: string, runs: number, spec: { responses: number; sca
     await sandbox.stop();
   }
   const output = join(dir, 'out', 'bench');
-  const csv = await exec('sh', ['-c', `sed -n 2p "$1"/runs/*/responses.csv | head -1`, 'sh', output]);
-  const response = csv.stdout.split(',')[0]?.replace(/"/g, '') ?? '';
+  // A respondent with recordings, as most are: their entries leave every run's media.zip.
+  const archived = await exec('sh', [
+    '-c',
+    `grep -m1 ',archived,' "$(ls -d "$1"/runs/*/ | head -1)media.csv"`,
+    'sh',
+    output,
+  ]);
+  const response = archived.stdout.split(',')[0]?.replace(/"/g, '') ?? '';
   return { output, response, runsBytes: await bytesUnder(join(output, 'runs')) };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newestPart } from '../src/current/parts.ts';
+import { newestPart } from '../src/current/index.ts';
 import { compareRunIds, runIdAt } from '../src/run-id.ts';
 
 describe('run ids', () => {

@@ -1,18 +1,18 @@
 /**
  * One study's bag: its payload under data/ written file by file into the sink (recordings; the
  * tables and the study's files in every study format the output has, from the rows the handoff
- * reader gives, by load/handoff-files.ts as share's; conversations, index, guide, provenance),
+ * reader gives, by output/handoff-files.ts as share's; conversations, index, guide, provenance),
  * then the tag files. Nothing is fetched from the service: the bag holds what the output holds,
  * and says what it lacks. The study is read response by response, never whole.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Format } from '../config/schema.ts';
-import { dataPackage } from '../load/datapackage.ts';
-import { type HandoffFiles, type ResponseRows, writeHandoffFiles } from '../load/handoff-files.ts';
 import { nameOf } from '../names.ts';
+import { dataPackage } from '../output/datapackage.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import { csvText } from '../output/formats/csv.ts';
+import { type HandoffFiles, type ResponseRows, writeHandoffFiles } from '../output/handoff-files.ts';
 import { createSortedSpill } from '../output/sorted-spill.ts';
 import { privacySummary } from '../privacy/index.ts';
 import { byResponse, type HandoffStudy, type OutputReader, type RunReader } from '../reader/index.ts';

@@ -5,11 +5,12 @@
  * study's facts, the list of conversations and each conversation with its recordings
  * playing next to its turns, from the folder, with no server and no network.
  */
-import { markdownText } from '../load/codebook.ts';
-import type { HandoffStudyFile } from '../load/handoff-files.ts';
-import { reportHtml } from '../load/report-html.ts';
-import type { RunStats } from '../load/run-stats.ts';
+
 import { escapeHtml as e } from '../output/codecs/escape.ts';
+import { markdownText } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
+import type { RunStats } from '../output/guide/run-stats.ts';
+import type { HandoffStudyFile } from '../output/handoff-files.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
 import { type Row, tableNames } from '../tables/index.ts';
 import { tableSection } from '../tables/markdown.ts';

@@ -7,8 +7,9 @@
  * turn has no MP4 recording in the bag gets, beside it, a copy they play (browser-copy.ts), made
  * as its bytes pass.
  */
-import { parsePlaylist } from '../media/hls.ts';
+
 import { nameOf } from '../names.ts';
+import { parsePlaylist } from '../output/codecs/hls-playlist.ts';
 import type { Found, Recording, ZipEntry } from '../reader/index.ts';
 import { BrowserCopy } from './browser-copy.ts';
 import type { Payload } from './payload.ts';

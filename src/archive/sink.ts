@@ -3,7 +3,7 @@
  * tar-sink.ts), in the storage the user chose. Every file's size is known before its bytes
  * (a recording's from its zip entry, a generated file's once it is written to scratch), so a
  * zip or tar header precedes the bytes and nothing is held whole. Each byte is read once:
- * as it passes it is counted and hashed with SHA-256 and SHA-512 (and CRC-32 for a zip).
+ * as it passes it is counted and hashed with SHA-256 and SHA-512 (and CRC-32 by the zip writer).
  */
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -35,32 +35,57 @@ export interface BagSink {
 }
 
 /**
- * Copies `file`'s bytes to `write`, hashing each chunk once per algorithm on the way; `also`
- * sees each chunk too (a zip's CRC-32). A source that ends short of or beyond its stated size
- * is an error naming the file: a header already promised that size.
+ * `file`'s bytes as they pass, each chunk hashed once per algorithm; the digests once they
+ * have all passed. A source that ends short of or beyond its stated size is an error naming
+ * the file (`failure`): a header already promised that size.
  */
-export async function copyHashed(
-  file: BagFile,
-  write: (chunk: Uint8Array) => Promise<void>,
-  also?: (chunk: Uint8Array) => void,
-): Promise<Digests> {
+export function hashedSource(file: BagFile): {
+  chunks(): AsyncGenerator<Uint8Array>;
+  digests(): Digests;
+  failure(): RunError | null;
+} {
   const sha256 = createHash('sha256');
   const sha512 = createHash('sha512');
   let bytes = 0;
-  for await (const chunk of await file.open()) {
-    const data = chunk as Uint8Array;
-    bytes += data.length;
-    if (bytes > file.size) break;
-    sha256.update(data);
-    sha512.update(data);
-    also?.(data);
-    await write(data);
-  }
-  if (bytes !== file.size)
-    throw new RunError(
+  let failure: RunError | null = null;
+  let digests: Digests | null = null;
+  const wrongSize = () =>
+    new RunError(
       `${file.path}: its source gave ${bytes > file.size ? 'more than' : bytes} of the ${file.size} bytes expected; the output changed while it was archived?`,
     );
-  return { bytes, sha256: sha256.digest('hex'), sha512: sha512.digest('hex') };
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of await file.open()) {
+      const data = chunk as Uint8Array;
+      bytes += data.length;
+      if (bytes > file.size) break;
+      sha256.update(data);
+      sha512.update(data);
+      yield data;
+    }
+    if (bytes !== file.size) {
+      failure = wrongSize();
+      throw failure;
+    }
+    digests = { bytes, sha256: sha256.digest('hex'), sha512: sha512.digest('hex') };
+  }
+  return {
+    chunks,
+    digests: () => {
+      if (!digests) throw failure ?? wrongSize();
+      return digests;
+    },
+    failure: () => failure,
+  };
+}
+
+/** Copies `file`'s bytes to `write`, hashing each chunk once on the way (hashedSource). */
+export async function copyHashed(
+  file: BagFile,
+  write: (chunk: Uint8Array) => Promise<void>,
+): Promise<Digests> {
+  const source = hashedSource(file);
+  for await (const chunk of source.chunks()) await write(chunk);
+  return source.digests();
 }
 
 /** The storage's own SHA-256 of a written file is not needed: the sink hashes every byte once. */

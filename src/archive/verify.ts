@@ -7,8 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import Papa from 'papaparse';
-import type yauzl from 'yauzl';
-import { openStoredZip } from '../output/codecs/zip-reader.ts';
+import { walkStoredZip } from '../output/codecs/zip-reader.ts';
 import { PackageScan } from '../privacy/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
@@ -125,20 +124,7 @@ async function readEntries(location: string, s3: S3Settings, take: Take): Promis
     return;
   }
   const size = await sizeOf(storage, name);
-  const file = await openStoredZip(storage, name, size);
-  await new Promise<void>((resolve, reject) => {
-    file.on('error', reject);
-    file.on('end', () => resolve());
-    file.on('entry', (entry: yauzl.Entry) => {
-      if (entry.fileName.endsWith('/')) return file.readEntry();
-      file.openReadStream(entry, (error, stream) => {
-        if (error) return reject(error);
-        take(inner(entry.fileName), stream).then(() => file.readEntry(), reject);
-      });
-    });
-    file.readEntry();
-  });
-  file.close();
+  await walkStoredZip(storage, name, size, (path, stream) => take(inner(path), stream));
 }
 
 async function sizeOf(storage: Storage, name: string): Promise<number> {

@@ -1,7 +1,7 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
 
 import type { FormatsFilled } from '../current/index.ts';
-import { sampleNote } from '../load/sample.ts';
+import { sampleNote } from '../output/guide/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { schemaChangeLines } from '../pipeline/schema-drift.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';

@@ -7,10 +7,10 @@
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import pLimit from 'p-limit';
 import type { PipelineConfig } from '../config/schema.ts';
-import { codebookMarkdown } from '../load/codebook.ts';
-import { reportHtml } from '../load/report-html.ts';
-import { RunStats, type StudyStats } from '../load/run-stats.ts';
 import { STUDY_COLUMN, storeBuffer, studyIdIn } from '../output/formats/parquet-read.ts';
+import { codebookMarkdown } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
+import { RunStats, type StudyStats } from '../output/guide/run-stats.ts';
 import { CODEBOOK_FILE, CURRENT_DIR, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
 import { publicConfig } from '../output/manifest.ts';
 import type { Storage } from '../storage/types.ts';

@@ -20,11 +20,11 @@ export {
   undoCurrent,
 } from './lifecycle.ts';
 export { responseTables } from './merge.ts';
-export { migrateToBuckets } from './migrate.ts';
+export { legacyName, migrateToBuckets } from './migrate.ts';
 export { currentOwners, sharedWarning } from './owners.ts';
 export { currentFormats } from './package.ts';
 export { CurrentListing } from './partitions.ts';
-export { newestPart, parsePartName, partitionName } from './parts.ts';
+export { newestPart, parsePartName, partitionName, partitionPath } from './parts.ts';
 export { CurrentPreparation } from './schedule.ts';
 export { CurrentStaging, stagingWriters } from './staging.ts';
-export { studyFolderName } from './wide.ts';
+export { studyFolderName, wideFolder, workbookFolder } from './wide.ts';

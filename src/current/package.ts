@@ -13,7 +13,7 @@
 import { parquetMetadataAsync } from 'hyparquet';
 import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
-import { dataPackage, type PackageSource, packageNotes } from '../load/datapackage.ts';
+import { dataPackage, type PackageSource, packageNotes } from '../output/datapackage.ts';
 import { storeBuffer } from '../output/formats/parquet-read.ts';
 import {
   CODEBOOK_FILE,

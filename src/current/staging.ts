@@ -11,7 +11,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { TableWriters } from '../load/table-writers.ts';
+import type { TableWriters } from '../output/table-writers.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';

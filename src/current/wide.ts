@@ -27,12 +27,12 @@ import {
 import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
 import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
+import { AttributeKeys, WideRowBuilder, wideColumns } from '../output/wide-rows.ts';
 import type { WideRow } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { OutputFile } from '../storage/types.ts';
 import type { Row } from '../tables/index.ts';
-import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
 import type { PartSource, PreparedPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 

@@ -6,18 +6,20 @@
  * from the rows kept), datapackage.json (each file's bytes and sha256) and manifest.json (files,
  * row counts, each study's responses, rejects, warnings, media, and the erasure, no ids).
  *
- * Files that hold no response (studies, questions, list_surveys) are copied when `copyUnchanged`
- * (a run staged whole on a file system) and left out otherwise (object storage, where only the
- * changed objects are uploaded). A file of a kind erase cannot read back is never copied blind:
+ * Files that hold no response (studies, questions, list_surveys, a media.zip without the
+ * erased recordings) reach the new run through `keepUnchanged` (a run staged whole on a file
+ * system links them) and are left out without it (object storage, where only the changed
+ * objects are uploaded). A file of a kind erase cannot read back is never copied blind:
  * the run is refused before anything changes (`unreadableFiles`).
  */
 import { createHash } from 'node:crypto';
 import { recordedPipeline } from '../config/recorded.ts';
-import { codebookMarkdown } from '../load/codebook.ts';
-import { reportHtml } from '../load/report-html.ts';
-import { RunStats } from '../load/run-stats.ts';
+import { RunError } from '../errors.ts';
 import { studyFileNames } from '../names.ts';
 import { XLSX_DIR } from '../output/formats/xlsx.ts';
+import { codebookMarkdown } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
+import { RunStats } from '../output/guide/run-stats.ts';
 import {
   CODEBOOK_FILE,
   DATAPACKAGE_FILE,
@@ -28,10 +30,10 @@ import {
   REPORT_FILE,
 } from '../output/layout.ts';
 import type { Manifest } from '../output/manifest.ts';
-import { copyInto } from '../storage/copy.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
+import { filterCsvRecords } from './csv-records.ts';
 import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
 import { type TableFileWriter, type TableFormat, tableFormatOf } from './table-formats.ts';
@@ -87,7 +89,8 @@ export interface RunRewriteInput {
   erasure: { id: string; at: string };
   /** What the plan found in the run before anything changed: erased responses by study. */
   planned: Readonly<Record<string, number>>;
-  copyUnchanged: boolean;
+  /** How a file the erasure leaves as it is reaches the new run; none: it is left out. */
+  keepUnchanged?: (path: string) => Promise<void>;
 }
 
 /** What one rewrite of a run gathers as it goes, for the files that describe the run. */
@@ -119,7 +122,7 @@ export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
     recordings: 0,
     archived: { files: 0, bytes: 0 },
     copy: async (path) => {
-      if (input.copyUnchanged) await copyInto(await from.readStream(path), to, path);
+      await input.keepUnchanged?.(path);
     },
   };
   const listed = manifest.files.map((file) => file.path);
@@ -143,7 +146,13 @@ export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
   };
   await writeGuides(to, next, rewrite.stats, listed);
   await writeDataPackage(from, to, listed, to.written());
-  const files = await mergeFiles(from, manifest.files, to.written(), bytesOf, input.copyUnchanged);
+  const files = await mergeFiles(
+    from,
+    manifest.files,
+    to.written(),
+    bytesOf,
+    input.keepUnchanged !== undefined,
+  );
   await to.put(MANIFEST_FILE, `${JSON.stringify({ ...next, files }, null, 2)}\n`);
   return { responses, rows, recordings, written: to.written().map((file) => file.path) };
 }
@@ -175,15 +184,20 @@ async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promi
       continue;
     }
     const csv = recordedPipeline(manifest).output.csv;
+    // CSV files are filtered as bytes (csv-records.ts); the other formats written again.
+    const filtered = files.filter((file) => file.format.name === 'csv');
     const writers: TableFileWriter[] = [];
+    let erased = 0;
     try {
-      for (const file of files) writers.push(await file.format.create(rewrite.to, table, csv));
+      for (const file of files)
+        if (!filtered.includes(file)) writers.push(await file.format.create(rewrite.to, table, csv));
       for await (const batch of rows) {
         const left: Row<TableName>[] = [];
         for (const row of batch) {
-          if (ids.has(String((row as { response_id?: unknown }).response_id)))
+          if (ids.has(String((row as { response_id?: unknown }).response_id))) {
             countErased(rewrite, table, row);
-          else left.push(row);
+            erased += 1;
+          } else left.push(row);
         }
         rewrite.stats.add(table, left);
         kept += left.length;
@@ -193,6 +207,13 @@ async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promi
     } catch (error) {
       for (const writer of writers) await writer.abort();
       throw error;
+    }
+    for (const file of filtered) {
+      const removed = await filterCsvRecords(from, rewrite.to, file.path, 'response_id', ids);
+      if (removed !== erased)
+        throw new RunError(
+          `${from.describe(file.path)} holds ${removed} rows of the erased responses where ${source.path} holds ${erased}; nothing of this run was changed`,
+        );
     }
     rewrite.rowsKept[table] = kept;
   }
@@ -246,9 +267,10 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
 }
 
 /**
- * The manifest's list: each file as written now, or where it was left alone as it is stored
- * (hashed again where its size is not the manifest's: a file an earlier, stopped attempt of
- * the erasure had already replaced on object storage).
+ * The manifest's list: each file as written now, or where it was left alone its entry as it
+ * was (`whole`: the new run holds it unchanged) or as it is stored (hashed again where its size
+ * is not the manifest's: a file an earlier, stopped attempt of the erasure had already replaced
+ * on object storage).
  */
 async function mergeFiles(
   from: Storage,
@@ -263,7 +285,8 @@ async function mergeFiles(
     if (file.path === MANIFEST_FILE) continue;
     const rewritten = now.get(file.path);
     if (rewritten) files.push(rewritten);
-    else if (!whole) files.push(sizes.get(file.path) === file.bytes ? file : await hashed(from, file.path));
+    else if (whole) files.push(file);
+    else files.push(sizes.get(file.path) === file.bytes ? file : await hashed(from, file.path));
   }
   return files;
 }

@@ -5,64 +5,22 @@
  * About sheet; the workbook through the run's own writer, load/xlsx-workbook.ts).
  */
 import { PassThrough } from 'node:stream';
-import { csvText } from '../output/formats/csv.ts';
 import { sheetsOf } from '../output/formats/xlsx.ts';
 import type { SheetSource, SheetValue, WorkbookProperties } from '../output/formats/xlsx-workbook.ts';
 import type { WideColumn } from '../records.ts';
 import { copyInto } from '../storage/copy.ts';
 import type { Storage } from '../storage/types.ts';
 import { wideAttributeKey, wideSheet } from '../tables/index.ts';
-import { csvRecords, startsWithByteOrderMark } from './table-formats.ts';
+import { filterCsvRecords } from './csv-records.ts';
 
-const integerHeaders = new Set<string>(
-  wideSheet.fixed.filter((c) => c.type === 'integer').map((c) => c.header),
-);
-
-/** A wide sheet without the rows of `ids`; returns how many rows it removed. */
-export async function rewriteWideSheet(
+/** A wide sheet without the rows of `ids`, filtered as bytes; returns how many rows it removed. */
+export function rewriteWideSheet(
   from: Storage,
   to: Storage,
   path: string,
   ids: ReadonlySet<string>,
 ): Promise<number> {
-  const bom = await startsWithByteOrderMark(from, path);
-  const output = new PassThrough();
-  const copied = copyInto(output, to, path);
-  let removed = 0;
-  try {
-    let header: string[] | null = null;
-    let idColumn = 0;
-    for await (const record of csvRecords(await from.readStream(path), { header: false })) {
-      const cells = record as string[];
-      if (header === null) {
-        header = cells;
-        idColumn = Math.max(0, header.indexOf(wideSheet.fixed[0].header));
-        output.write(
-          (bom ? '\ufeff' : '') + csvText([header], { bom: false, escape_formulae: false, quoteText: true }),
-        );
-        continue;
-      }
-      if (ids.has(cells[idColumn] ?? '')) {
-        removed += 1;
-        continue;
-      }
-      const values = cells.map((cell, index) =>
-        cell === ''
-          ? null
-          : integerHeaders.has(header?.[index] ?? '') && /^-?\d+$/.test(cell)
-            ? Number(cell)
-            : cell,
-      );
-      // The cells as the file holds them: a formula's escape is already there.
-      const text = csvText([values], { bom: false, escape_formulae: false, quoteText: true });
-      if (!output.write(text)) await new Promise((resolve) => output.once('drain', resolve));
-    }
-    output.end();
-  } catch (error) {
-    output.destroy(error as Error);
-  }
-  await copied;
-  return removed;
+  return filterCsvRecords(from, to, path, wideSheet.fixed[0].header, ids);
 }
 
 /** A cell as exceljs reads it, as the sheet's writer takes it. */

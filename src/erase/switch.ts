@@ -2,37 +2,31 @@
  * How one run changes from before to after, like a run's commit (docs/erasure.md):
  *
  * - In a folder: the whole new run is written beside it as runs/.erase-<erasure>-<run>/
- *   (files that hold no response copied), manifest.json last; then two renames switch it:
+ *   (files that hold no response hard-linked), manifest.json last; then two renames switch it:
  *   the run aside (runs/.erased-<erasure>-<run>), the new one in its place; then the old one
  *   goes. A kill before the switch leaves the run as it was and a staged folder that the
  *   next `erase` removes and writes again; a kill between the two renames leaves the new run
- *   complete under its staged name, which the next `erase` renames into place (no reader
- *   finds the run in that instant); a kill after them leaves the old run aside, removed next.
+ *   complete under its staged name, where readers find it (output/manifest.ts `runFolder`)
+ *   until the next `erase` renames it into place; a kill after them leaves the old run aside,
+ *   removed next.
  * - On object storage, which has no rename: the changed files are written in local scratch,
  *   then uploaded over the run's objects one by one (each object appears whole), manifest.json
  *   last. A kill during the uploads leaves a run whose files are partly new and whose manifest
  *   is the old one, which `verify` reports, until the next `erase` reads that run again (each
  *   file's filter is the same on a file already filtered) and finishes it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
+import { copyFile, link, mkdtemp, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { erasedRunName, erasingRunName, MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { isObjectStorage } from '../storage/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
+import { makeDirectory } from '../util/fs.ts';
 import { killPoint } from '../util/kill-point.ts';
 import { type ErasedManifest, type RunErased, rewriteRun } from './run-files.ts';
 
 const STAGED_MARK = '.staged';
-
-export function stagedName(erasureId: string, runId: string): string {
-  return `.erase-${erasureId}-${runId}`;
-}
-
-export function asideName(erasureId: string, runId: string): string {
-  return `.erased-${erasureId}-${runId}`;
-}
 
 /** Whether the erasure `erasureId` is already in this manifest (the run is after). */
 export function erasedBy(manifest: Manifest, erasureId: string): boolean {
@@ -58,8 +52,8 @@ export async function eraseRun(input: RunSwitchInput): Promise<RunErased | null>
 async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> {
   const { storage, runId, erasure } = input;
   const run = runPath(runId);
-  const staged = `${RUNS_DIR}/${stagedName(erasure.id, runId)}`;
-  const aside = `${RUNS_DIR}/${asideName(erasure.id, runId)}`;
+  const staged = `${RUNS_DIR}/${erasingRunName(erasure.id, runId)}`;
+  const aside = `${RUNS_DIR}/${erasedRunName(erasure.id, runId)}`;
   const stagedManifest = await readManifest(storage.at(staged));
   const current = await readManifest(storage.at(run));
   if (current === null && stagedManifest !== null && erasedBy(stagedManifest, erasure.id)) {
@@ -85,7 +79,8 @@ async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> 
     ids: input.ids,
     erasure,
     planned: input.planned,
-    copyUnchanged: true,
+    keepUnchanged: (path) =>
+      linkOrCopy(storage.describe(`${run}/${path}`), storage.describe(`${staged}/${path}`)),
   });
   killPoint('erase-run-staged');
   await moveFolder(storage, run, aside);
@@ -94,6 +89,25 @@ async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> 
   killPoint('erase-run-switched');
   await storage.deleteAll(aside);
   return erased;
+}
+
+/**
+ * A file the erasure leaves unchanged, in the staged run: a hard link (no byte copied; a run's
+ * files are never written in place, so the two names never differ), a copy where the file
+ * system has no links.
+ */
+async function linkOrCopy(from: string, to: string): Promise<void> {
+  try {
+    await link(from, to);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      await makeDirectory(dirname(to));
+      return linkOrCopy(from, to);
+    }
+    if (code !== 'EPERM' && code !== 'EXDEV' && code !== 'ENOTSUP' && code !== 'EMLINK') throw error;
+    await copyFile(from, to);
+  }
 }
 
 /** A folder of the output renamed within it (the storage's move of a folder in). */
@@ -117,7 +131,6 @@ async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> 
       ids: input.ids,
       erasure,
       planned: input.planned,
-      copyUnchanged: false,
     });
     killPoint('erase-run-staged');
     for (const path of erased.written) {

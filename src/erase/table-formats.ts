@@ -6,10 +6,8 @@
  * run's file is in; a file no format claims is one erase will not touch blind (run-files.ts
  * refuses the run).
  */
-import type { Readable } from 'node:stream';
-import Papa from 'papaparse';
 import { ColumnBuffers } from '../output/formats/column-buffers.ts';
-import { byteOrderMark, type CsvOptions } from '../output/formats/csv.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
 import { type TableFormatModule, tableFormats } from '../output/formats/index.ts';
 import type { Storage } from '../storage/types.ts';
 import { type Row, runTableNames, type TableName } from '../tables/index.ts';
@@ -74,38 +72,4 @@ export function tableFormatOf(path: string): { table: TableName; format: TableFo
     if (table !== undefined) return { table, format: formats[index] as TableFormat };
   }
   return null;
-}
-
-export async function startsWithByteOrderMark(storage: Storage, path: string): Promise<boolean> {
-  const stream = await storage.readStream(path, { start: 0, end: 3 });
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8') === byteOrderMark;
-}
-
-/**
- * The records of a CSV stream, one at a time (papaparse), with a byte order mark dropped:
- * objects by header with `header`, else arrays of cells, the header first.
- */
-export async function* csvRecords(
-  input: Readable,
-  options: { header: boolean },
-): AsyncIterable<Record<string, string> | string[]> {
-  const parser = Papa.parse(Papa.NODE_STREAM_INPUT, {
-    header: options.header,
-    skipEmptyLines: true,
-    transformHeader: (name: string) => name.replace(/^\ufeff/, ''),
-  });
-  // Decoded before papaparse sees it: it decodes each chunk alone, which breaks a character
-  // that straddles two chunks.
-  input.setEncoding('utf8');
-  input.on('error', (error) => parser.destroy(error));
-  input.pipe(parser);
-  let first = true;
-  for await (const record of parser as AsyncIterable<Record<string, string> | string[]>) {
-    if (first && Array.isArray(record) && typeof record[0] === 'string')
-      record[0] = record[0].replace(/^\ufeff/, '');
-    first = false;
-    yield record;
-  }
 }

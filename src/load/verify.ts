@@ -14,10 +14,9 @@
  *   an entry with its bytes and sha256.
  */
 import { createHash } from 'node:crypto';
-import type yauzl from 'yauzl';
 import { ConfigError } from '../errors.ts';
 import { studyFileNames } from '../names.ts';
-import { openStoredZip } from '../output/codecs/zip-reader.ts';
+import { walkStoredZip } from '../output/codecs/zip-reader.ts';
 import { studyFormats, type TableFormatModule, tableFormats } from '../output/formats/index.ts';
 import { MANIFEST_FILE, MEDIA_ZIP } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
@@ -239,37 +238,19 @@ async function checkZip(
   for (const row of mediaRows) if (row.status === 'archived' && row.file) expected.set(row.file, row);
   let entries = 0;
   try {
-    const zip = await openStoredZip(run, MEDIA_ZIP, zipBytes);
-    await new Promise<void>((resolve, reject) => {
-      zip.on('error', reject);
-      zip.on('end', () => resolve());
-      zip.on('entry', (entry: yauzl.Entry) => {
-        entries += 1;
-        if (entry.fileName.endsWith('/')) return zip.readEntry();
-        zip.openReadStream(entry, (error, stream) => {
-          if (error) return reject(error);
-          const hash = createHash('sha256');
-          let bytes = 0;
-          stream.on('data', (chunk: Buffer) => {
-            hash.update(chunk);
-            bytes += chunk.length;
-          });
-          stream.on('error', reject);
-          stream.on('end', () => {
-            const row = expected.get(entry.fileName);
-            if (row) {
-              if (row.sha256 !== hash.digest('hex') || Number(row.bytes) !== bytes) {
-                problems.push(`media.zip: ${entry.fileName} does not match its media row (bytes or sha256)`);
-              }
-              expected.delete(entry.fileName);
-            }
-            zip.readEntry();
-          });
-        });
-      });
-      zip.readEntry();
+    entries = await walkStoredZip(run, MEDIA_ZIP, zipBytes, async (name, stream) => {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      for await (const chunk of stream) {
+        hash.update(chunk as Buffer);
+        bytes += (chunk as Buffer).length;
+      }
+      const row = expected.get(name);
+      if (!row) return;
+      if (row.sha256 !== hash.digest('hex') || Number(row.bytes) !== bytes)
+        problems.push(`media.zip: ${name} does not match its media row (bytes or sha256)`);
+      expected.delete(name);
     });
-    zip.close();
   } catch (error) {
     problems.push(`media.zip: cannot be read (${(error as Error).message})`);
   }

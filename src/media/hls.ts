@@ -6,79 +6,17 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { MediaError } from '../errors.ts';
+import {
+  bestVariant,
+  type ParsedPlaylist,
+  parsePlaylist,
+  rewritePlaylist,
+} from '../output/codecs/hls-playlist.ts';
 import type { DownloadedFile, DownloadOptions, SignedLink } from './download.ts';
 import type { FetchLink } from './fetch.ts';
 import type { ResponseLinks } from './links.ts';
 import { extensionFor, hlsFolder, hlsPlaylistFile, hlsSegmentFile } from './names.ts';
 import type { ArchiveEntry, FetchedJob, MediaBody, MediaJob } from './types.ts';
-
-export interface PlaylistReference {
-  /** Index of the line holding the URI. */
-  line: number;
-  uri: string;
-  /** True when the URI sits in a tag's URI="..." attribute (EXT-X-MAP, EXT-X-KEY). */
-  attribute: boolean;
-}
-
-export interface ParsedPlaylist {
-  lines: string[];
-  /** Media playlist: segments (and init/key files), in order. */
-  references: PlaylistReference[];
-  /** Master playlist: the variant stream URIs with their bandwidth. */
-  variants: { uri: string; bandwidth: number }[];
-}
-
-const uriAttribute = /URI="([^"]*)"/;
-
-function bandwidthOf(tag: string): number {
-  const match = /[:,]BANDWIDTH=(\d+)/.exec(tag);
-  return match?.[1] ? Number(match[1]) : 0;
-}
-
-export function parsePlaylist(text: string): ParsedPlaylist {
-  const lines = text.split(/\r?\n/);
-  const references: PlaylistReference[] = [];
-  const variants: ParsedPlaylist['variants'] = [];
-  let variantTag: string | null = null;
-  lines.forEach((raw, index) => {
-    const line = raw.trim();
-    if (line === '') return;
-    if (line.startsWith('#')) {
-      if (line.startsWith('#EXT-X-STREAM-INF')) variantTag = line;
-      else if (/^#EXT-X-(MAP|KEY)[:]/.test(line)) {
-        const uri = uriAttribute.exec(line)?.[1];
-        if (uri && !/METHOD=NONE/.test(line)) references.push({ line: index, uri, attribute: true });
-      }
-      return;
-    }
-    if (variantTag !== null) {
-      variants.push({ uri: line, bandwidth: bandwidthOf(variantTag) });
-      variantTag = null;
-    } else {
-      references.push({ line: index, uri: line, attribute: false });
-    }
-  });
-  return { lines, references, variants };
-}
-
-/** The variant a master playlist offers at the highest bandwidth. */
-export function bestVariant(playlist: ParsedPlaylist): string | null {
-  let best: ParsedPlaylist['variants'][number] | null = null;
-  for (const variant of playlist.variants) if (!best || variant.bandwidth > best.bandwidth) best = variant;
-  return best?.uri ?? null;
-}
-
-/** The playlist text with reference i replaced by localNames[i]. */
-export function rewritePlaylist(playlist: ParsedPlaylist, localNames: string[]): string {
-  const lines = [...playlist.lines];
-  playlist.references.forEach((reference, i) => {
-    const local = localNames[i];
-    if (local === undefined) throw new RangeError(`no local name for playlist reference ${i}`);
-    const line = lines[reference.line] ?? '';
-    lines[reference.line] = reference.attribute ? line.replace(uriAttribute, `URI="${local}"`) : local;
-  });
-  return lines.join('\n');
-}
 
 /** Largest playlist read into memory (playlists are text, a few KiB). */
 const maxPlaylistBytes = 4 * 1024 * 1024;

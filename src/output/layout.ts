@@ -10,6 +10,9 @@
  *     state/<permanent study id>.json  the watermarks
  *     current/                         the current dataset (src/current/)
  *     runs/<run id>/                   a run: manifest.json, datapackage.json, the tables, …
+ *     runs/.erase-<erasure>-<run id>/  the run's new files while an erasure stages them
+ *     runs/.erased-<erasure>-<run id>/ the run as it was, set aside until the switch is done
+ *     erasures/                        what each erasure did (src/erase/record.ts)
  *
  * A run id is `<UTC time>[-n][-sample][-shard-K-of-N]` (src/run-id.ts orders them). How a file
  * is written whole (a folder's hidden `.writing` names and runs/.tmp-<id>, a bucket's .staged/
@@ -43,6 +46,27 @@ export const SAMPLE_RUN_SUFFIX = '-sample';
 /** runs/<id>, or a file in it. */
 export function runPath(runId: string, file?: string): string {
   return file === undefined ? `${RUNS_DIR}/${runId}` : `${RUNS_DIR}/${runId}/${file}`;
+}
+
+/**
+ * The folder an erasure writes a run's new files into (src/erase/switch.ts), renamed into
+ * place once complete; the erasure id is a run id of the erasure's time.
+ */
+export function erasingRunName(erasureId: string, runId: string): string {
+  return `.erase-${erasureId}-${runId}`;
+}
+
+/** The folder a run is set aside as while an erasure switches it. */
+export function erasedRunName(erasureId: string, runId: string): string {
+  return `.erased-${erasureId}-${runId}`;
+}
+
+const ERASING = /^\.erase-(\d{8}T\d{6}Z(?:-\d+)?)-(.+)$/;
+
+/** The erasure and the run of a folder named by `erasingRunName`; null for any other name. */
+export function parseErasingRunName(name: string): { erasureId: string; runId: string } | null {
+  const match = ERASING.exec(name);
+  return match ? { erasureId: match[1] as string, runId: match[2] as string } : null;
 }
 
 /** A payload file of raw/: raw/<name>.jsonl.gz. */

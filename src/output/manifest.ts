@@ -2,10 +2,11 @@ import type { SchemaChange } from '../drift/schema.ts';
 import { RunError } from '../errors.ts';
 import type { Warning } from '../records.ts';
 import { redact } from '../redact.ts';
+import { LocalStorage } from '../storage/local.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 import type { CsvOptions } from './formats/csv.ts';
 import type { Format } from './formats/index.ts';
-import { MANIFEST_FILE, runPath } from './layout.ts';
+import { MANIFEST_FILE, parseErasingRunName, RUNS_DIR, runPath } from './layout.ts';
 
 /** A file of the run with its size and sha256, as counted while it was written. */
 export type ManifestFile = StoredFile;
@@ -121,6 +122,55 @@ export async function readManifest(run: Storage): Promise<Manifest | null> {
 }
 
 /** The manifest of the run `runId` of a pipeline's output (rooted at the output). */
-export function readRunManifest(output: Storage, runId: string): Promise<Manifest | null> {
-  return readManifest(output.at(runPath(runId)));
+export async function readRunManifest(output: Storage, runId: string): Promise<Manifest | null> {
+  return readManifest(output.at((await runFolder(output, runId)) ?? runPath(runId)));
+}
+
+/**
+ * Where the run `runId` is: runs/<id>, or, in the instant an erasure switches it (two renames:
+ * the run aside, the new one in) or after a kill there, its new files, complete, under the
+ * staged name the next `erase` renames into place. Looked at again when both are missing (the
+ * second rename fell between the two looks). Null when neither holds a manifest.
+ */
+export async function runFolder(output: Storage, runId: string): Promise<string | null> {
+  for (let look = 0; look < 2; look++) {
+    if ((await output.size(runPath(runId, MANIFEST_FILE))) !== null) return runPath(runId);
+    for (const name of await output.listFolders(RUNS_DIR)) {
+      if (parseErasingRunName(name)?.runId !== runId) continue;
+      if ((await output.size(`${RUNS_DIR}/${name}/${MANIFEST_FILE}`)) !== null) {
+        // The staged folder is complete; the run itself may have come back since.
+        if ((await output.size(runPath(runId, MANIFEST_FILE))) !== null) return runPath(runId);
+        return `${RUNS_DIR}/${name}`;
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * A run folder named by its path (out/demo/runs/<id>) where it is now: under its staged name in
+ * the instant an erasure switches it (`runFolder`; only a folder has that instant); else as given.
+ */
+export async function locateRunDir(location: string): Promise<string> {
+  const match = /^(.*)[/\\]runs[/\\]([^/\\]+)[/\\]?$/.exec(location);
+  if (!match || /^s3:\/\//i.test(location)) return location;
+  const output = new LocalStorage(match[1] as string);
+  const folder = await runFolder(output, match[2] as string).catch(() => null);
+  return folder === null ? location : output.describe(folder);
+}
+
+/**
+ * The ids of the runs under runs/ (committed or not), with those only an erasure's staged
+ * folder holds in the instant of its switch (`runFolder`).
+ */
+export async function runIdsListed(output: Storage): Promise<string[]> {
+  const ids = new Set<string>();
+  for (const name of await output.listFolders(RUNS_DIR)) {
+    if (!name.startsWith('.')) ids.add(name);
+    else {
+      const erasing = parseErasingRunName(name);
+      if (erasing) ids.add(erasing.runId);
+    }
+  }
+  return [...ids];
 }

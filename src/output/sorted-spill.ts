@@ -9,7 +9,6 @@
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { openLocalFile } from '../storage/local-file.ts';
 
 export interface SortedSpillOptions<T, K> {
@@ -33,11 +32,15 @@ export interface SortedSpill<T> {
 }
 
 export const DEFAULT_RUN_BYTES = 2 ** 20;
-const DEFAULT_FAN_IN = 32;
+const DEFAULT_FAN_IN = 16;
+/** What a run's reader holds at a time beside its current line. */
+const READ_CHUNK_BYTES = 16 * 1024;
 
 interface Entry<K> {
   key: K;
   line: string;
+  /** The value parsed from a run's line (for its key), handed on rather than parsed again. */
+  value?: unknown;
 }
 
 export function createSortedSpill<T, K>(options: SortedSpillOptions<T, K>): SortedSpill<T> {
@@ -115,7 +118,7 @@ export function createSortedSpill<T, K>(options: SortedSpillOptions<T, K>): Sort
         runs = [...runs.slice(fanIn), combined];
       }
       try {
-        for await (const entry of merged(runs)) yield JSON.parse(entry.line) as T;
+        for await (const entry of merged(runs)) yield (entry.value ?? JSON.parse(entry.line)) as T;
       } finally {
         await removeRuns(runs);
         runs = [];
@@ -135,14 +138,35 @@ async function* linesOf<K>(entries: AsyncGenerator<Entry<K>>): AsyncGenerator<st
 }
 
 async function* readRun<T, K>(path: string, options: SortedSpillOptions<T, K>): AsyncGenerator<Entry<K>> {
-  const input = createReadStream(path, 'utf8');
-  const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  for await (const line of fileLines(path)) {
+    const value = JSON.parse(line) as T;
+    yield { key: options.keyOf(value), line, value };
+  }
+}
+
+/**
+ * A run's lines, read a small chunk at a time, each line a string of its own. The merge holds
+ * one line per run: readline would queue up to 1,024 lines a run, each a slice that keeps its
+ * 64 KiB chunk alive, so memory grew with the number of runs (with the responses).
+ */
+async function* fileLines(path: string): AsyncGenerator<string> {
+  const input = createReadStream(path, { highWaterMark: READ_CHUNK_BYTES });
+  let partial: Buffer[] = [];
   try {
-    for await (const line of lines) {
-      if (line !== '') yield { key: options.keyOf(JSON.parse(line) as T), line };
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let end = chunk.indexOf(0x0a); end >= 0; end = chunk.indexOf(0x0a, start)) {
+        const piece = chunk.subarray(start, end);
+        const line = (partial.length === 0 ? piece : Buffer.concat([...partial, piece])).toString('utf8');
+        partial = [];
+        start = end + 1;
+        if (line !== '') yield line;
+      }
+      if (start < chunk.length) partial.push(chunk.subarray(start));
     }
+    const last = Buffer.concat(partial).toString('utf8');
+    if (last !== '') yield last;
   } finally {
-    lines.close();
     input.destroy();
   }
 }

@@ -20,14 +20,14 @@ import {
 import type { ResponseClaims } from '../extract/index.ts';
 import { createRawArchive } from '../load/raw.ts';
 import { createRejectsFile } from '../load/rejects.ts';
-import { RunStats } from '../load/run-stats.ts';
-import { createTableWriters, type TableWriters } from '../load/table-writers.ts';
 import { HashingThread } from '../media/hashing-thread.ts';
 import { createMediaStage, type MediaStage } from '../media/stage.ts';
 import { studyFileNames } from '../names.ts';
 import { openMediaArchive } from '../output/codecs/zip-writer.ts';
+import { RunStats } from '../output/guide/run-stats.ts';
 import { MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
 import { type Manifest, publicConfig, type StudyOutcome, writeManifest } from '../output/manifest.ts';
+import { createTableWriters, type TableWriters } from '../output/table-writers.ts';
 import type { PreviousRun, RunDirectory } from '../publish/run-dir.ts';
 import { emptyState, type State } from '../publish/state.ts';
 import type { ExtractSinks } from '../records.ts';

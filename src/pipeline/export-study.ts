@@ -17,14 +17,15 @@ import {
   type ResponseClaims,
 } from '../extract/index.ts';
 import { storable, tooDeepReason } from '../extract/nesting.ts';
-import type { TableWriters } from '../load/table-writers.ts';
 import type { MediaStage } from '../media/stage.ts';
 import { type StudyFileWriter, studyFormatsOf } from '../output/formats/index.ts';
 import { createWideWriter, type WideWriter, wideFormat } from '../output/formats/wide.ts';
 import type { StudyOutcome } from '../output/manifest.ts';
+import type { TableWriters } from '../output/table-writers.ts';
+import { AttributeKeys, wideColumns } from '../output/wide-rows.ts';
 import { archiveRaw, type ExtractSinks, type Reject } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
-import { AttributeKeys, QuestionRegistry, responseRows, wideColumns } from '../transform/index.ts';
+import { QuestionRegistry, responseRows } from '../transform/index.ts';
 import { forEachBounded } from '../util/concurrency.ts';
 import { diskFullError } from '../util/system-errors.ts';
 import type { WrittenSheet } from './finish.ts';

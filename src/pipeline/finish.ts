@@ -6,11 +6,11 @@
  * files were written; nothing is read back.
  */
 import type { PipelineConfig } from '../config/schema.ts';
-import { dataPackage, type PackageFile, packageNotes } from '../load/datapackage.ts';
-import type { TableFiles } from '../load/table-writers.ts';
+import { dataPackage, type PackageFile, packageNotes } from '../output/datapackage.ts';
 import { studyFormats, tableFormatOfFile } from '../output/formats/index.ts';
 import { DATAPACKAGE_FILE, MANIFEST_FILE, MEDIA_ZIP, RAW_DIR, REJECTS_FILE } from '../output/layout.ts';
 import type { ManifestFile } from '../output/manifest.ts';
+import type { TableFiles } from '../output/table-writers.ts';
 import type { WideColumn } from '../records.ts';
 import { redact } from '../redact.ts';
 import type { RecordedStorage } from '../storage/recorded.ts';

@@ -5,10 +5,10 @@
  */
 import type { PipelineConfig } from '../config/schema.ts';
 import type { SchemaChange } from '../drift/schema.ts';
-import { codebookMarkdown } from '../load/codebook.ts';
-import { reportHtml } from '../load/report-html.ts';
-import type { RunStats } from '../load/run-stats.ts';
-import type { Sample } from '../load/sample.ts';
+import { codebookMarkdown } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
+import type { RunStats } from '../output/guide/run-stats.ts';
+import type { Sample } from '../output/guide/sample.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, MANIFEST_FILE, REPORT_FILE } from '../output/layout.ts';
 import { publicConfig, type StudyOutcome } from '../output/manifest.ts';
 import type { Warning } from '../records.ts';

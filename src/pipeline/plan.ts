@@ -12,7 +12,7 @@ import { listResponses, listStudies, selectStudies } from '../extract/index.ts';
 import { fillAddedFormatsAlone } from '../publish/added-formats.ts';
 import { pendingRuns } from '../publish/record.ts';
 import type { PreviousRun } from '../publish/run-dir.ts';
-import type { State } from '../publish/state.ts';
+import type { State, StateStore } from '../publish/state.ts';
 import type { ExtractSinks, RawRecord, Reject, Warning } from '../records.ts';
 import { inShard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';
@@ -20,7 +20,7 @@ import { openScratch } from '../util/scratch.ts';
 import { describeSystemError } from '../util/system-errors.ts';
 import { clearKilledRuns, leftoversWarning } from './leftovers.ts';
 import { lookAhead, requestCount } from './nothing-new.ts';
-import { mustCommit, type Reconciliation, reconcile } from './reconcile.ts';
+import { mustCommit, type Reconciliation, reconcile, recordReconciled } from './reconcile.ts';
 import type { DryRunPlan, NothingNew, RunOptions, RunResult, WarningLog } from './types.ts';
 import { clockSkewWarning, effectiveSince } from './watermark.ts';
 
@@ -176,6 +176,8 @@ export interface PlanInput {
   config: PipelineConfig;
   options: RunOptions;
   state: State;
+  /** Where the state is kept: a reconcile that finds nothing still records its time. */
+  stateStore: StateStore;
   /** What `latest` names as the run starts. */
   latest: PreviousRun;
   storage: Storage;
@@ -223,6 +225,15 @@ export async function planRun(
     concurrency: config.source.concurrency,
   });
   if (ahead.sinceRun === null) return { listing, client: ahead.client, reconciliation };
+  // A reconcile that found nothing, in a run that writes nothing: its time is kept all the same.
+  if (reconciliation)
+    await recordReconciled({
+      storage: input.storage,
+      stateStore: input.stateStore,
+      shard: options.shard,
+      found: reconciliation,
+      startedAt,
+    });
   const skew = clockSkewWarning(client.serviceClock?.skewMs ?? null);
   if (skew) log.warn(skew);
   // Nothing to write, but what killed runs left is cleared all the same.

@@ -25,13 +25,14 @@ import type { Study } from '../api/resources.ts';
 import { durationMs } from '../config/duration.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { heldResponses } from '../current/index.ts';
-import { AuthError, StudyExportError } from '../errors.ts';
+import { AuthError, BusyError, StudyExportError } from '../errors.ts';
 import { listResponses } from '../extract/index.ts';
+import { shardNames } from '../output/layout.ts';
 import type { ReconcileRecord } from '../output/manifest.ts';
-import type { State } from '../publish/state.ts';
+import type { State, StateStore } from '../publish/state.ts';
 import type { ExtractSinks, Warning } from '../records.ts';
-import { inShard } from '../shard.ts';
-import type { Storage } from '../storage/types.ts';
+import { inShard, type Shard } from '../shard.ts';
+import type { Lease, Storage } from '../storage/types.ts';
 import type { Row } from '../tables/index.ts';
 import { openScratch } from '../util/scratch.ts';
 import type { RunOptions } from './types.ts';
@@ -271,4 +272,44 @@ export function reconciledCounts(found: Reconciliation): {
     removed: removedCount(found),
     heldBack: studies.filter((study) => study.outcome === 'held_back').length,
   };
+}
+
+/**
+ * A due reconcile that found nothing to remove, in a run that then writes nothing: the
+ * studies' reconciled_at moves all the same (to the run's start, before the listings), or
+ * every scheduled run would list them whole again until one commits. Only studies whose
+ * listing was whole and held nothing back (`reconciled`); nothing else of their state moves,
+ * so no watermark passes unwritten data. Under the pipeline's lease, from the state as it is
+ * then: a run holding the lease is left to record its own.
+ */
+export async function recordReconciled(input: {
+  storage: Storage;
+  stateStore: StateStore;
+  shard: Shard | undefined;
+  found: Reconciliation;
+  startedAt: number;
+}): Promise<void> {
+  const { found, startedAt } = input;
+  if (found.reconciled.size === 0 || mustCommit(found)) return;
+  let lease: Lease;
+  try {
+    lease = await input.storage.lease(shardNames(input.shard).lock);
+  } catch (error) {
+    if (error instanceof BusyError) return;
+    throw error;
+  }
+  try {
+    const before = await input.stateStore.read();
+    const next: State = { ...before, studies: { ...before.studies } };
+    const at = new Date(startedAt).toISOString();
+    for (const id of found.reconciled) {
+      const entry = before.studies[id];
+      if (!entry || (entry.reconciled_at !== undefined && Date.parse(entry.reconciled_at) >= startedAt))
+        continue;
+      next.studies[id] = { ...entry, reconciled_at: at };
+    }
+    await input.stateStore.write(before, next);
+  } finally {
+    await lease.release();
+  }
 }

@@ -7,7 +7,7 @@
  * were, and what a killed run left is left for the next full run to finish. So the next run
  * without --limit starts exactly where it would have.
  */
-import type { Sample } from '../load/sample.ts';
+import type { Sample } from '../output/guide/sample.ts';
 import type { RunOptions } from './types.ts';
 
 /** The sample a run takes, or null for a run that exports everything it lists. */

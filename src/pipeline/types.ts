@@ -3,7 +3,7 @@ import type { ApiClient } from '../api/client.ts';
 import type { Format, PipelineConfig } from '../config/schema.ts';
 import type { FormatsFilled } from '../current/index.ts';
 import type { SchemaChange } from '../drift/schema.ts';
-import type { Sample } from '../load/sample.ts';
+import type { Sample } from '../output/guide/sample.ts';
 import type { PreviousRun } from '../publish/run-dir.ts';
 import type { Warning } from '../records.ts';
 import type { ProgressReporter } from './progress.ts';

@@ -23,7 +23,7 @@ import {
   undoCurrent,
   writeCurrentGuide,
 } from '../current/index.ts';
-import type { RunStats, StudyStats } from '../load/run-stats.ts';
+import type { RunStats, StudyStats } from '../output/guide/run-stats.ts';
 import type { Warning } from '../records.ts';
 import type { Shard } from '../shard.ts';
 import type { Storage } from '../storage/types.ts';

@@ -11,8 +11,8 @@
  */
 
 import { conceptName } from '../concept-name.ts';
+import { questionKey } from '../output/wide-rows.ts';
 import type { Row } from '../tables/index.ts';
-import { questionKey } from '../transform/questions.ts';
 import { guidOf } from './guids.ts';
 import { displayName, element, tag } from './xml.ts';
 

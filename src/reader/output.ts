@@ -14,6 +14,7 @@ import {
   shardLabelOfRun,
   shardNames,
 } from '../output/layout.ts';
+import { runFolder, runIdsListed } from '../output/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
@@ -67,9 +68,7 @@ export class OutputReader {
   /** Run folders whose manifest is written, newest first (read once). */
   runs(): Promise<RunReader[]> {
     this.#runs ??= (async () => {
-      const ids = (await this.storage.listFolders(RUNS_DIR))
-        .filter((id) => !id.startsWith('.'))
-        .sort((a, b) => compareRunIds(b, a));
+      const ids = (await runIdsListed(this.storage)).sort((a, b) => compareRunIds(b, a));
       const runs = await Promise.all(ids.map((id) => this.run(id)));
       return runs.filter((run): run is RunReader => run !== null);
     })();
@@ -79,9 +78,9 @@ export class OutputReader {
     return this.#runs;
   }
 
-  /** The run `id`, or null when runs/<id> holds no manifest. */
-  run(id: string): Promise<RunReader | null> {
-    return openRun(this.storage.at(runPath(id)), id);
+  /** The run `id`, or null when runs/<id> holds no manifest (`runFolder`: an erasure's switch). */
+  async run(id: string): Promise<RunReader | null> {
+    return openRun(this.storage.at((await runFolder(this.storage, id)) ?? runPath(id)), id);
   }
 
   /** The runs `latest` (and each shard's latest-shard-K-of-N) name. */

@@ -1,32 +1,32 @@
 /**
  * One study's analyst package, written into a local folder laid out as a run's files: the tidy
  * tables (CSV and Parquet), the wide sheet and the file of every other study format the output
- * writes (the workbook, …), all by load/handoff-files.ts (as a bag's), then README.md,
+ * writes (the workbook, …), all by output/handoff-files.ts (as a bag's), then README.md,
  * report.html and datapackage.json by the run's guides. Every file is written from the rows the
  * reader gave, never copied from current/, so whatever the reader did to the rows (a handoff's
  * de-identification) holds in every file alike.
  */
 import { join } from 'node:path';
 import type { Format, TableFormat } from '../config/schema.ts';
-import { codebookMarkdown } from '../load/codebook.ts';
 import {
   dataPackage,
   type PackageFile,
   type PackageResourceFile,
   type PackageSheet,
-} from '../load/datapackage.ts';
+} from '../output/datapackage.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import { tableFormats } from '../output/formats/index.ts';
+import { codebookMarkdown } from '../output/guide/codebook.ts';
+import { reportHtml } from '../output/guide/report-html.ts';
 import {
   type HandoffFiles,
   type HandoffSource,
   type HandoffStudyFile,
   type HandoffTableFile,
   writeHandoffFiles,
-} from '../load/handoff-files.ts';
-import { reportHtml } from '../load/report-html.ts';
-import type { CsvOptions } from '../output/formats/csv.ts';
-import { tableFormats } from '../output/formats/index.ts';
+} from '../output/handoff-files.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
-import { type HandoffPrivacy, privacySummary } from '../privacy/index.ts';
+import { type HandoffPrivacy, privacyParagraphs, privacySummary } from '../privacy/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { hashFile } from '../util/fs.ts';
 
@@ -125,7 +125,10 @@ function guideFiles(
     runId: source.runId,
     startedAt: at,
     finishedAt: at,
-    privacy: input.privacy,
+    privacy: {
+      identified: input.privacy.identified,
+      paragraphs: privacyParagraphs(input.privacy, { recordings: false }),
+    },
   };
   const studies = [{ study_id: study.study_id, link_id: study.link_id, title: study.title }];
   const tableFormatNames = tableFormats.map((format) => format.name as TableFormat);

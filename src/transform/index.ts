@@ -1,5 +1,4 @@
 /** The transform stage: pure functions from validated payloads to table rows. */
-export { type QuestionCandidate, QuestionRegistry, questionKey } from './questions.ts';
+export { type QuestionCandidate, QuestionRegistry } from './questions.ts';
 export { type ResponseInput, type ResponseRows, responseRows } from './response.ts';
 export { studyRow } from './study.ts';
-export { AttributeKeys, wideColumns } from './wide.ts';

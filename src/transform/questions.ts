@@ -12,11 +12,6 @@ export interface QuestionCandidate {
   question: string;
 }
 
-/** The identity of a question slot within a study; also the key of its wide column. */
-export function questionKey(discussionGuideQuestionId: string, conceptId: string | null): string {
-  return JSON.stringify([discussionGuideQuestionId, conceptId]);
-}
-
 export class QuestionRegistry {
   readonly #slots = new Map<string, Row<'questions'>>();
 

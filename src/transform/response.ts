@@ -11,10 +11,11 @@ import {
   type Study,
   type TranscriptRow,
 } from '../api/resources.ts';
+import { questionKey } from '../output/wide-rows.ts';
 import type { MediaOutcome, WideRow } from '../records.ts';
 import { redact } from '../redact.ts';
 import { type Row, responseStatus } from '../tables/index.ts';
-import { type QuestionCandidate, questionKey } from './questions.ts';
+import type { QuestionCandidate } from './questions.ts';
 import { extraJson, toIsoUtc } from './values.ts';
 
 /** The answers key that holds the summary of the whole conversation, not an answer. */

@@ -7,14 +7,13 @@
  * tampered and a missing file; a recording that failed is listed and the command exits 3.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archiveOutput, verifyBag } from '../../src/archive/index.ts';
 import { OutputReader } from '../../src/reader/index.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
 import {
   checksumTools,
   duckdbCounts,
@@ -29,8 +28,8 @@ import {
   ffprobeDuration as ffprobeEntryDuration,
   ffprobeFileDuration,
   ffprobeHlsDuration,
-  launchBrowser,
 } from '../helpers/browser.ts';
+import { startBrowserRun } from '../helpers/browser-run.ts';
 import { runCli } from '../helpers/cli.ts';
 import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 
@@ -39,22 +38,22 @@ const run = promisify(execFile);
 let sandbox: Sandbox;
 let browser: Browser;
 let out: string;
-let cleanup: () => Promise<void>;
+let stop: () => Promise<void>;
 const studies: Record<'audio' | 'video', { id: string; link_id: string; responses: number }> = {} as never;
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ seed: 11, studies: 4, responses: 3 });
-  browser = await launchBrowser();
-  out = await mkdtemp(join(tmpdir(), 'archive-'));
-  cleanup = () => rm(out, { recursive: true, force: true });
-  await runAgainst(
+  ({
     sandbox,
-    sandboxConfig(sandbox, join(out, 'exports'), { media: { enabled: true, video: 'both' } }),
-  );
-  await runAgainst(
-    sandbox,
-    sandboxConfig(sandbox, join(out, 'exports-hls'), { media: { enabled: true, video: 'hls' } }),
-  );
+    browser,
+    dir: out,
+    stop,
+  } = await startBrowserRun({
+    sandbox: { seed: 11, studies: 4, responses: 3 },
+    runs: {
+      exports: { media: { enabled: true, video: 'both' } },
+      'exports-hls': { media: { enabled: true, video: 'hls' } },
+    },
+  }));
   const output = await OutputReader.open(join(out, 'exports', 'test'));
   for (const study of await output.studies()) {
     const responses = await (await output.study(study.study_id)).all('responses');
@@ -63,11 +62,7 @@ beforeAll(async () => {
       studies[modality] = { id: study.study_id, link_id: study.link_id, responses: responses.length };
   }
 }, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await sandbox?.close();
-  await cleanup?.();
-});
+afterAll(() => stop?.());
 
 const outputDir = () => join(out, 'exports', 'test');
 const hlsOutputDir = () => join(out, 'exports-hls', 'test');

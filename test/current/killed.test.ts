@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
 import { currentTables, partitions } from '../helpers/current.ts';

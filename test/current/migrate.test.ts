@@ -7,7 +7,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { partitionValueOf } from '../../src/names.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';

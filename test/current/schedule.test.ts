@@ -7,10 +7,12 @@ import { join } from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import type { CurrentContext } from '../../src/current/context.ts';
-import { partitionName } from '../../src/current/parts.ts';
-import { CurrentPreparation } from '../../src/current/schedule.ts';
-import { CurrentStaging } from '../../src/current/staging.ts';
+import {
+  type CurrentContext,
+  CurrentPreparation,
+  CurrentStaging,
+  partitionName,
+} from '../../src/current/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { studyRow } from '../../src/transform/index.ts';
 import { withTempDir } from '../helpers/environment.ts';

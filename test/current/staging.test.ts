@@ -6,7 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CurrentStaging } from '../../src/current/staging.ts';
+import { CurrentStaging } from '../../src/current/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { awkwardAnswers, responseRow } from '../helpers/samples.ts';
 

@@ -1,14 +1,16 @@
 /**
  * `erase` killed (SIGKILL) at each of its steps, then run again with the same arguments: it
  * finishes what the kill stopped, every run verifies and the response is in no byte of the
- * output. Before the second erase, every run present is whole (before or after), and a run is
- * missing only when the kill fell between the two renames of its switch.
+ * output. Before the second erase, every run is whole (before or after) and found by the readers
+ * and `verify`, even when the kill fell between the two renames of its switch (its folder is
+ * then under its staged name).
  */
 import { spawn } from 'node:child_process';
 import { cp, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyRun } from '../../src/load/verify.ts';
+import { OutputReader } from '../../src/reader/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { repoRoot, runCli } from '../helpers/cli.ts';
 import { withTempDir } from '../helpers/environment.ts';
@@ -63,10 +65,18 @@ it.each(points)('killed at %s, erase again finishes it', async (point) => {
     const { id, texts, checksums } = template.traces;
     expect(await eraseKilledAt(output, id, point)).toBe('SIGKILL');
 
+    // Between the two renames of a switch the run's folder is away; readers find it staged.
     const present = (await readdir(join(output, 'runs'))).filter((name) => !name.startsWith('.'));
     const missing = template.runs.filter((run) => !present.includes(run));
     expect(missing.length).toBe(point === 'erase-run-aside' ? 1 : 0);
-    for (const run of present) expect((await verifyRun(join(output, 'runs', run))).problems).toEqual([]);
+    const reader = await OutputReader.open(output);
+    expect((await reader.runs()).map((run) => run.id).sort()).toEqual([...template.runs].sort());
+    for (const { runId } of await reader.latest()) expect(await reader.run(runId)).not.toBeNull();
+    for (const run of template.runs) {
+      const verified = await runCli(['verify', join(output, 'runs', run)]);
+      expect(verified.stdout).toMatch(/: ok \(checked/);
+      expect(verified.code).toBe(0);
+    }
 
     const again = await runCli(['erase', output, '--response', id]);
     expect(again.stderr).toBe('');

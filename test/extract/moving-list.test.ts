@@ -10,8 +10,8 @@ import type { Study } from '../../src/api/resources.ts';
 import { listResponses } from '../../src/extract/index.ts';
 import { MAX_PASSES } from '../../src/extract/listing-passes.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { type EditingProxy, type PageRequest, startEditingProxy } from '../helpers/editing-proxy.ts';
 import { collect, memorySinks, sandboxClient } from '../helpers/extract.ts';
-import { type EditingProxy, type PageRequest, startEditingProxy } from '../reliability/editing-proxy.ts';
 
 const opened: { sandbox: Sandbox; proxy: EditingProxy; client: ApiClient }[] = [];
 afterEach(async () => {

@@ -28,3 +28,10 @@ export function githubExpand(text: string, values: Record<string, string>): stri
     return value;
   });
 }
+
+/** The one line of a step's script that runs `study-export <command>`, without `|| code=$?`. */
+export function commandLine(run: string, command: string): string {
+  const line = run.split('\n').find((text) => text.includes(`study-export ${command}`));
+  if (line === undefined) throw new Error(`no "study-export ${command}" line in the step`);
+  return line.replace(/\s*\|\|.*$/, '').trim();
+}

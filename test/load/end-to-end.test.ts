@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createTableWriters } from '../../src/load/table-writers.ts';
+import { createTableWriters } from '../../src/output/table-writers.ts';
 import { columnNames, type Row, type TableName } from '../../src/tables/index.ts';
 import { QuestionRegistry, responseRows, studyRow } from '../../src/transform/index.ts';
 import { withTempDir } from '../helpers/environment.ts';

@@ -76,6 +76,19 @@ describe('createSortedSpill', () => {
     });
   });
 
+  it('reads back values longer than its read chunk whole, a character split across chunks intact', async () => {
+    await withTempDir(async (dir) => {
+      // 40,000 characters of four-byte emoji, CJK and Arabic: lines cross many 16 KiB chunks.
+      const long = (i: number) => `${'😀日本عربي'.repeat(5000)}${i}`.slice(i % 3);
+      const all = items(60).map((item, i) => (i % 4 === 1 ? { ...item, text: long(i) } : item));
+      const { out, runFiles, left } = await sortThrough(shuffled(all, 3), dir, 64 * 1024, 4);
+      expect(runFiles).toBeGreaterThan(4);
+      expect(out).toEqual([...all].sort(byN));
+      expect(out.filter((item) => item.text.length > 30_000).length).toBe(15);
+      expect(left).toEqual([]);
+    });
+  });
+
   it('removes its runs when abandoned', async () => {
     await withTempDir(async (dir) => {
       const spill = createSortedSpill<Item, Item>({

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listStudies } from '../../src/extract/index.ts';
-import { createTableWriters } from '../../src/load/table-writers.ts';
+import { createTableWriters } from '../../src/output/table-writers.ts';
 import { exportStudy } from '../../src/pipeline/export-study.ts';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';

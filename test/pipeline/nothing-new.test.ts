@@ -10,7 +10,7 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';

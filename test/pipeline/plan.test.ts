@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planRun } from '../../src/pipeline/plan.ts';
 import { silentReporter } from '../../src/pipeline/progress.ts';
 import type { RunOptions } from '../../src/pipeline/types.ts';
-import { emptyState, type State } from '../../src/publish/state.ts';
+import { emptyState, type State, studyStateStore } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { inShard } from '../../src/shard.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
@@ -40,6 +40,7 @@ async function plan(
       state,
       latest: { pointer: 'latest', runId: latest },
       storage: new LocalStorage(dir),
+      stateStore: studyStateStore(new LocalStorage(dir)),
       root: dir,
       log,
       startedAt: Date.now(),

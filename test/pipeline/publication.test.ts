@@ -9,7 +9,7 @@ import { copyFile, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { readPipelineState } from '../../src/publish/state.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';

@@ -142,10 +142,29 @@ describe('run --reconcile', () => {
         );
       expect(wholeListings.some((r) => r.path.includes(encodeURIComponent(other!.link_id)))).toBe(false);
 
-      // Reconciled and nothing else new: a reconcile that finds nothing writes no run.
-      const again = await runAgainst(sandbox, config, { reconcile: true });
+      // Reconciled and nothing else new: a reconcile that finds nothing writes no run, and
+      // records its time all the same (only reconciled_at moves), so the next is due later.
+      const stateBefore = JSON.parse(await readFile(join(out, 'test', 'state', `${other!.id}.json`), 'utf8'));
+      await setReconciledAt(out, other!.id, new Date(Date.now() - 2 * 3_600_000));
+      const listedAt = Date.now();
+      const again = await runAgainst(sandbox, config);
       expect(again.status).toBe('unchanged');
       expect(await readdir(join(out, 'test', 'runs'))).toHaveLength(2);
+      const stateAfter = JSON.parse(await readFile(join(out, 'test', 'state', `${other!.id}.json`), 'utf8'));
+      expect(Date.parse(stateAfter.reconciled_at)).toBeGreaterThanOrEqual(listedAt - 1000);
+      expect(Date.parse(stateAfter.reconciled_at)).toBeLessThanOrEqual(Date.now());
+      const { reconciled_at: _after, ...restAfter } = stateAfter;
+      const { reconciled_at: _before, ...restBefore } = stateBefore;
+      expect(restAfter).toEqual(restBefore);
+      // Not due any more: the next scheduled run lists no study whole.
+      const quiet = sandbox.requests.length;
+      expect((await runAgainst(sandbox, config)).status).toBe('unchanged');
+      const listedWhole = sandbox.requests
+        .slice(quiet)
+        .filter(
+          (r) => r.listener === 'api' && r.path.includes('/responses/') && !r.path.includes('updated_since'),
+        );
+      expect(listedWhole).toEqual([]);
     });
   });
 

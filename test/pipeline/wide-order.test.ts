@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
-import { wideFolder } from '../../src/current/wide.ts';
+import { wideFolder } from '../../src/current/index.ts';
 import { nameOf } from '../../src/names.ts';
 import { compareWideOrder } from '../../src/output/formats/wide.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';

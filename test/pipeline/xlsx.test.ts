@@ -8,7 +8,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import XLSX from 'xlsx';
-import { workbookFolder } from '../../src/current/wide.ts';
+import { workbookFolder } from '../../src/current/index.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { hashFile } from '../../src/util/fs.ts';

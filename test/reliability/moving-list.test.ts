@@ -12,10 +12,10 @@ import { readPipelineState } from '../../src/publish/state.ts';
 import { replayRun } from '../../src/replay/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { currentKeys } from '../helpers/current.ts';
+import { type EditingProxy, type PageRequest, startEditingProxy } from '../helpers/editing-proxy.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { expectEveryResponseOnce, sandboxResponseIds } from '../helpers/run-files.ts';
-import { type EditingProxy, type PageRequest, startEditingProxy } from './editing-proxy.ts';
 
 const perPage = 10;
 

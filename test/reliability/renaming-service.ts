@@ -8,14 +8,10 @@
  * page asked for under it is the first study's, the next one the second's (a run lists each
  * study from its first page once); details are served by whichever of the two has the response.
  */
-import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { bodyOf, type LoopbackProxy, startProxy } from '../helpers/proxy.ts';
 
-export interface RenamingService {
-  url: string;
-  close(): Promise<void>;
-}
+export type RenamingService = LoopbackProxy;
 
 export interface Renames {
   /** Sandbox study id -> the permanent id served instead. */
@@ -27,7 +23,7 @@ export interface Renames {
 export async function startRenamingService(sandbox: Sandbox, renames: Renames): Promise<RenamingService> {
   const shared = renames.shared;
   let firstPages = 0;
-  const server = createServer((incoming, outgoing) => {
+  return startProxy(sandbox.base_url, ({ incoming, outgoing, forward, pass }) => {
     const url = new URL(incoming.url ?? '/', 'http://x');
     const segments = (incoming.url ?? '/').split('?')[0]!.split('/').map(decodeURIComponent);
     let target = incoming.url ?? '/';
@@ -50,43 +46,23 @@ export async function startRenamingService(sandbox: Sandbox, renames: Renames): 
       }
       target = target.replace(`/${encodeURIComponent(shared.linkId)}`, `/${encodeURIComponent(from)}`);
     }
-    const base = new URL(sandbox.base_url);
     // Uncompressed, to rewrite; the path as received (a URL would drop a "%2E" segment).
     const { 'accept-encoding': _encoding, ...headers } = incoming.headers;
-    const upstream = request(
-      {
-        hostname: base.hostname,
-        port: base.port,
-        path: target,
-        method: incoming.method,
-        headers: { ...headers, host: base.host },
+    forward({
+      path: target,
+      headers,
+      onAnswer: (answer) => {
+        const change = rewrite;
+        if (!change || answer.statusCode !== 200) return pass(answer);
+        bodyOf(answer).then(
+          (body) => {
+            const text = JSON.stringify(change(JSON.parse(body.toString('utf8'))));
+            outgoing.writeHead(200, { 'content-type': 'application/json' });
+            outgoing.end(text);
+          },
+          () => outgoing.destroy(),
+        );
       },
-      (answer) => {
-        if (!rewrite || answer.statusCode !== 200) {
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
-          return;
-        }
-        const chunks: Buffer[] = [];
-        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.on('end', () => {
-          const text = JSON.stringify(rewrite(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
-          outgoing.writeHead(200, { 'content-type': 'application/json' });
-          outgoing.end(text);
-        });
-      },
-    );
-    upstream.on('error', () => outgoing.destroy());
-    incoming.pipe(upstream);
+    });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

@@ -15,7 +15,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { repoRoot, runCli } from '../helpers/cli.ts';
 import { withTempDir } from '../helpers/environment.ts';
-import { githubExpand, shellWords, type WorkflowStep } from '../helpers/examples.ts';
+import { commandLine, githubExpand, shellWords, type WorkflowStep } from '../helpers/examples.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
@@ -142,7 +142,7 @@ describe('examples/github-actions-sharded.yml', () => {
         env[name] = githubExpand(String(value), expressions);
       }
       expect(env.STUDY_EXPORT_SHARD).toBe(`${shard}/${shards.length}`);
-      const words = shellWords(step.run?.trim() ?? '', env);
+      const words = shellWords(commandLine(step.run ?? '', 'run'), env);
       expect(words[0]).toBe('study-export');
       const planned = await runCli([...words.slice(1), '--dry-run'], { env: { ...env, ...sandboxEnv() } });
       // Nothing but the line saying what starts.

@@ -4,7 +4,6 @@
  * partitions, equals one unsharded local run's, row for row; each rerun with no changes makes
  * 1 + its studies requests.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -15,6 +14,7 @@ import { currentTables } from '../helpers/current.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { KEY_ENV, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
+import { writeShardedPipeline } from '../helpers/shard.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
@@ -38,16 +38,11 @@ describe('three shards at once into one bucket', () => {
   it('together hold every row once, exactly as one unsharded run; each rerun makes 1 + its studies requests', async () => {
     expect(sandbox.studies().length).toBeGreaterThanOrEqual(9);
     await withTempDir(async (dir) => {
-      const config = join(dir, 'sharded.yaml');
-      await writeFile(
-        config,
-        [
-          'name: sharded',
-          `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 4 }`,
-          `output: { dir: "s3://exports/team", formats: [parquet], s3: { endpoint: "${s3.endpoint}" } }`,
-          'media: { enabled: false }',
-        ].join('\n'),
-      );
+      const config = await writeShardedPipeline(sandbox, dir, {
+        dir: 's3://exports/team',
+        formats: ['parquet'],
+        endpoint: s3.endpoint,
+      });
       const results = await Promise.all(['1/3', '2/3', '3/3'].map((shard) => runShard(config, shard)));
       for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
 

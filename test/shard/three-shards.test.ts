@@ -6,11 +6,11 @@
  * with no changes makes one list call plus one page call per study of its own.
  */
 
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
-import { partitionName } from '../../src/current/parts.ts';
+import { partitionName } from '../../src/current/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { inShard } from '../../src/shard.ts';
 import { tableNames } from '../../src/tables/index.ts';
@@ -18,6 +18,7 @@ import { runCli } from '../helpers/cli.ts';
 import { currentTables } from '../helpers/current.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { KEY_ENV } from '../helpers/run.ts';
+import { writeShardedPipeline } from '../helpers/shard.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -27,18 +28,8 @@ afterAll(async () => {
   await sandbox.close();
 });
 
-async function pipelineFile(dir: string, out: string): Promise<string> {
-  const file = join(dir, 'sharded.yaml');
-  await writeFile(
-    file,
-    [
-      'name: sharded',
-      `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 4 }`,
-      `output: { dir: "${out}", formats: [csv, parquet] }`,
-      'media: { enabled: true }',
-    ].join('\n'),
-  );
-  return file;
+function pipelineFile(dir: string, out: string): Promise<string> {
+  return writeShardedPipeline(sandbox, dir, { dir: out, formats: ['csv', 'parquet'], media: true });
 }
 
 /** `study-export run` with `args`, as a scheduler starts it. */

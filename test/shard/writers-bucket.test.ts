@@ -1,12 +1,3 @@
-/**
- * Two shards at the same time into one bucket (s3rver on loopback), two nights running, each
- * `study-export run` process talking to s3rver through a proxy of its own that notes every
- * object it writes or deletes: no key is written by both. Each shard's descriptor of current/,
- * and after `study-export describe` current/datapackage.json, downloaded with the plain SDK,
- * are read by the Frictionless reference library: every file they name is in the bucket.
- */
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { inShard } from '../../src/shard.ts';
@@ -15,7 +6,8 @@ import { withTempDir } from '../helpers/environment.ts';
 import { validateDataPackage } from '../helpers/frictionless.ts';
 import { KEY_ENV } from '../helpers/run.ts';
 import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
-import { startWriteLog, type WriteLog } from '../storage/write-log.ts';
+import { writeShardedPipeline } from '../helpers/shard.ts';
+import { startWriteLog, type WriteLog } from '../helpers/write-log.ts';
 
 let sandbox: Sandbox;
 let s3: S3Server;
@@ -45,16 +37,10 @@ function downloadCurrent(dir: string): Promise<void> {
 describe('two shards at once into one bucket', () => {
   it('never write the same object, and every descriptor names only objects that are there', async () => {
     await withTempDir(async (dir) => {
-      const config = join(dir, 'sharded.yaml');
-      await writeFile(
-        config,
-        [
-          'name: sharded',
-          `source: { base_url: "${sandbox.base_url}", api_key_env: ${KEY_ENV}, concurrency: 4 }`,
-          'output: { dir: "s3://exports/team", formats: [csv, parquet] }',
-          'media: { enabled: false }',
-        ].join('\n'),
-      );
+      const config = await writeShardedPipeline(sandbox, dir, {
+        dir: 's3://exports/team',
+        formats: ['csv', 'parquet'],
+      });
       for (const index of [1, 2]) {
         expect(sandbox.studies().filter((s) => inShard(s.id, { index, count: 2 })).length).toBeGreaterThan(0);
       }

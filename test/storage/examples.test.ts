@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runTableNames } from '../../src/tables/index.ts';
 import { repoRoot, runCli } from '../helpers/cli.ts';
-import { githubExpand, shellWords, type WorkflowStep } from '../helpers/examples.ts';
+import { commandLine, githubExpand, shellWords, type WorkflowStep } from '../helpers/examples.ts';
 import { S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 
 let sandbox: Sandbox;
@@ -54,7 +54,7 @@ it('exports to the bucket and verifies the run there, with no cache step', async
   });
   const exportStep = steps.find((step) => /study-export run/.test(step.run ?? ''))!;
   const env = envOf(exportStep);
-  const words = shellWords(exportStep.run!.trim(), env);
+  const words = shellWords(commandLine(exportStep.run!, 'run'), env);
   expect(words[0]).toBe('study-export');
   const exported = await runCli(words.slice(1), { env: { ...env, STUDY_API_BASE_URL: sandbox.base_url } });
   expect(exported.stderr).not.toMatch(/warning/i);

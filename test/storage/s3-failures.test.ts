@@ -5,7 +5,7 @@
  * Each gives a clear error with its exit code and leaves nothing that looks like a run.
  */
 import { readdir, writeFile } from 'node:fs/promises';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { startSandbox } from '../../src/sandbox/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { currentKeys } from '../helpers/current.ts';
 import { EnvironmentPatch, withTempDir } from '../helpers/environment.ts';
+import { type Exchange, startProxy } from '../helpers/proxy.ts';
 import { readHyparquet } from '../helpers/readers.ts';
 import { KEY_ENV, runAgainst, sandboxConfig, spawnRun } from '../helpers/run.ts';
 import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
@@ -39,6 +40,13 @@ afterAll(async () => {
 
 const configFor = (dir: string, endpoint: string, media = false) =>
   sandboxConfig(sandbox, dir, { output: { s3: { endpoint } }, media: { enabled: media } });
+
+/** What S3 answers when it is busy. */
+function busy(answer: Exchange['answer']): void {
+  answer(503, '<Error><Code>ServiceUnavailable</Code><Message>busy</Message></Error>', {
+    'content-type': 'application/xml',
+  });
+}
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -107,26 +115,11 @@ describe('storage that cannot be used', () => {
 
 /** Passes every request to s3rver but answers 503 to writes of `failing` keys. */
 async function failingProxy(failing: RegExp): Promise<{ endpoint: string; close(): Promise<void> }> {
-  const target = new URL(s3.endpoint);
-  const proxy = createServer((req, res) => {
-    if (req.method === 'PUT' && failing.test(req.url ?? '')) {
-      req.resume();
-      res.writeHead(503, { 'content-type': 'application/xml' });
-      res.end('<Error><Code>ServiceUnavailable</Code><Message>busy</Message></Error>');
-      return;
-    }
-    const upstream = request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+  const proxy = await startProxy(s3.endpoint, ({ incoming, forward, answer }) => {
+    if (incoming.method === 'PUT' && failing.test(incoming.url ?? '')) return busy(answer);
+    forward({ keepHost: true });
   });
-  const endpoint = await listen(proxy);
-  return { endpoint, close: () => new Promise((resolve) => proxy.close(() => resolve())) };
+  return { endpoint: proxy.url, close: proxy.close };
 }
 
 describe('a run that fails or is killed on object storage', () => {
@@ -226,35 +219,24 @@ describe('a run that fails or is killed on object storage', () => {
 async function failingAfterCommit(
   failing: RegExp,
 ): Promise<{ endpoint: string; failed: () => number; close(): Promise<void> }> {
-  const target = new URL(s3.endpoint);
   let committed = false;
   let failed = 0;
-  const proxy = createServer((req, res) => {
-    const url = req.url ?? '';
-    if (committed && req.method !== 'GET' && req.method !== 'HEAD' && failing.test(url)) {
+  const proxy = await startProxy(s3.endpoint, ({ incoming, forward, answer, pass }) => {
+    const url = incoming.url ?? '';
+    if (committed && incoming.method !== 'GET' && incoming.method !== 'HEAD' && failing.test(url)) {
       failed++;
-      req.resume();
-      res.writeHead(503, { 'content-type': 'application/xml' });
-      res.end('<Error><Code>ServiceUnavailable</Code><Message>busy</Message></Error>');
-      return;
+      return busy(answer);
     }
-    const upstream = request(
-      { host: target.hostname, port: target.port, method: req.method, path: url, headers: req.headers },
-      (answer) => {
-        if (req.method === 'PUT' && /\/latest(\?|$)/.test(url) && answer.statusCode === 200) committed = true;
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+    forward({
+      keepHost: true,
+      onAnswer: (reply) => {
+        if (incoming.method === 'PUT' && /\/latest(\?|$)/.test(url) && reply.statusCode === 200)
+          committed = true;
+        pass(reply);
       },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
+    });
   });
-  const endpoint = await listen(proxy);
-  return {
-    endpoint,
-    failed: () => failed,
-    close: () => new Promise((resolve) => proxy.close(() => resolve())),
-  };
+  return { endpoint: proxy.url, failed: () => failed, close: proxy.close };
 }
 
 /** current/ of a bucket copied into `dir`, for DuckDB. */

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  QuestionRegistry,
-  questionKey,
-  responseRows,
-  studyRow,
-  wideColumns,
-} from '../../src/transform/index.ts';
+import { questionKey, wideColumns } from '../../src/output/wide-rows.ts';
+import { QuestionRegistry, responseRows, studyRow } from '../../src/transform/index.ts';
 import { detail, listed, outcome, signed, study, turn } from '../helpers/fixtures.ts';
 
 describe('studyRow', () => {

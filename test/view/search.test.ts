@@ -6,29 +6,20 @@
  * hit to hit keeping the query; a selection downloads as a CSV that papaparse reads back row
  * for row; and every page fits a 375px-wide phone, its video player included.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formulaPattern } from '../../src/output/formats/csv.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { openViewData } from '../../src/view/dataset.ts';
-import { startViewServer, type ViewServer } from '../../src/view/server.ts';
-import { type Browser, launchBrowser, openPage, screenshotPath } from '../helpers/browser.ts';
-import { readCsv, readHyparquet } from '../helpers/readers.ts';
-import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { screenshotPath } from '../helpers/browser.ts';
+import { startViewedRun, type ViewedRun } from '../helpers/browser-run.ts';
+import { readCsv } from '../helpers/readers.ts';
 
 interface Anchor {
   pathname: string;
 }
 type Rows = Record<string, unknown>[];
 
-let sandbox: Sandbox;
-let browser: Browser;
-let out = '';
-let runDir = '';
-let server: ViewServer;
+let viewed: ViewedRun;
 let tables: { responses: Rows; answers: Rows; transcript: Rows; attributes: Rows; studies: Rows };
 
 const QUERY = 'PRICE  confused';
@@ -67,34 +58,23 @@ const linkedIds = (as: unknown[]) =>
   (as as Anchor[]).map((a) => decodeURIComponent(a.pathname.split('/').at(-1) ?? ''));
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ seed: 7, studies: 6, responses: 8 });
-  out = await mkdtemp(join(tmpdir(), 'study-export-search-'));
-  const result = await runAgainst(
-    sandbox,
-    sandboxConfig(sandbox, out, { media: { enabled: true, video: 'mp4' } }),
-  );
-  runDir = result.runDir!;
-  const read = (name: string) => readHyparquet(join(runDir, `${name}.parquet`));
+  viewed = await startViewedRun({
+    sandbox: { seed: 7, studies: 6, responses: 8 },
+    pipeline: { media: { enabled: true, video: 'mp4' } },
+  });
   tables = {
-    responses: await read('responses'),
-    answers: await read('answers'),
-    transcript: await read('transcript'),
-    attributes: await read('attributes'),
-    studies: await read('studies'),
+    responses: await viewed.table('responses'),
+    answers: await viewed.table('answers'),
+    transcript: await viewed.table('transcript'),
+    attributes: await viewed.table('attributes'),
+    studies: await viewed.table('studies'),
   };
-  server = await startViewServer(await openViewData(runDir));
-  browser = await launchBrowser();
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await sandbox?.close();
-  if (out) await rm(out, { recursive: true, force: true });
-});
+afterAll(() => viewed?.stop());
 
 function open(path: string): Promise<Page> {
-  return openPage(browser, server.url, path);
+  return viewed.open(path);
 }
 
 async function search(page: Page): Promise<string[]> {
@@ -198,7 +178,7 @@ describe('the viewer for reading', () => {
       page.waitForEvent('download'),
       page.getByRole('link', { name: /as CSV/ }).click(),
     ]);
-    const file = join(out, 'selection.csv');
+    const file = join(viewed.dir, 'selection.csv');
     await download.saveAs(file);
     const { text, records } = await readCsv(file);
     expect(text.startsWith('\ufeff')).toBe(true);
@@ -246,10 +226,10 @@ describe('the viewer for reading', () => {
       [375, 740],
       [1100, 900],
     ] as const) {
-      const page = await browser.context.newPage();
+      const page = await viewed.browser.context.newPage();
       await page.setViewportSize({ width, height });
       for (const path of pages) {
-        await page.goto(new URL(path, server.url).href);
+        await page.goto(new URL(path, viewed.server.url).href);
         const scroll = (await page.evaluate(
           '[document.documentElement.scrollWidth, document.documentElement.clientWidth]',
         )) as [number, number];

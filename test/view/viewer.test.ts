@@ -6,26 +6,20 @@
  * seeking asks for a byte range, a hostile answer is only text, and no URL reaches outside
  * the run. A screenshot of each page is kept under test-output/view/.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { openViewData } from '../../src/view/dataset.ts';
-import { startViewServer, type ViewRequest, type ViewServer } from '../../src/view/server.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
+import type { ViewRequest, ViewServer } from '../../src/view/server.ts';
 import {
   type Browser,
   extractEntry,
   ffprobeDuration,
   ffprobeHlsDuration,
-  launchBrowser,
-  openPage,
   screenshotPath,
 } from '../helpers/browser.ts';
-import { readHyparquet } from '../helpers/readers.ts';
-import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { startViewedRun, type ViewedRun } from '../helpers/browser-run.ts';
 
 /** What the page's elements offer here (the project's types have no DOM). */
 interface Anchor {
@@ -53,7 +47,7 @@ const HOSTILE = '<img src=x onerror="window.__pwned=1"> javascript:window.__pwne
 
 let sandbox: Sandbox;
 let browser: Browser;
-let out = '';
+let viewed: ViewedRun;
 let runDir: string;
 let server: ViewServer;
 const requests: ViewRequest[] = [];
@@ -66,13 +60,8 @@ let tables: {
   media: Record<string, unknown>[];
 };
 
-async function readTable(name: string): Promise<Record<string, unknown>[]> {
-  return readHyparquet(join(runDir, `${name}.parquet`));
-}
-
-beforeAll(async () => {
-  // Recordings a few hundred kB long, so that a browser reads them in parts.
-  sandbox = await startSandbox({ seed: 32, studies: 6, responses: 1, mediaScale: 300 });
+/** An answer and a turn of the first study's first response say HOSTILE. */
+function plantHostile(sandbox: Sandbox): void {
   const study = sandbox.studies()[0]!;
   const listed = sandbox.responses(study.link_id)[0]!;
   hostileResponse = listed.id;
@@ -87,32 +76,30 @@ beforeAll(async () => {
     transcript[turn] = { ...transcript[turn], user: HOSTILE };
     return detail;
   });
-  out = await mkdtemp(join(tmpdir(), 'study-export-view-'));
-  const result = await runAgainst(
-    sandbox,
-    sandboxConfig(sandbox, out, { media: { enabled: true, video: 'both' } }),
-  );
-  runDir = result.runDir!;
+}
+
+beforeAll(async () => {
+  viewed = await startViewedRun({
+    // Recordings a few hundred kB long, so that a browser reads them in parts.
+    sandbox: { seed: 32, studies: 6, responses: 1, mediaScale: 300 },
+    prepare: plantHostile,
+    pipeline: { media: { enabled: true, video: 'both' } },
+    onRequest: (r) => requests.push(r),
+  });
+  ({ sandbox, browser, runDir, server } = viewed);
   tables = {
-    attributes: await readTable('attributes'),
-    responses: await readTable('responses'),
-    answers: await readTable('answers'),
-    transcript: await readTable('transcript'),
-    media: await readTable('media'),
+    attributes: await viewed.table('attributes'),
+    responses: await viewed.table('responses'),
+    answers: await viewed.table('answers'),
+    transcript: await viewed.table('transcript'),
+    media: await viewed.table('media'),
   };
-  server = await startViewServer(await openViewData(runDir), { onRequest: (r) => requests.push(r) });
-  browser = await launchBrowser();
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await sandbox?.close();
-  if (out) await rm(out, { recursive: true, force: true });
-});
+afterAll(() => viewed?.stop());
 
 function open(path: string): Promise<Page> {
-  return openPage(browser, server.url, path);
+  return viewed.open(path);
 }
 
 describe('report.html opened from disk', () => {

@@ -44,7 +44,9 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
         return;
       }
       const { verifyRun } = await import('../../load/verify.ts');
-      const result = await verifyRun(args.run_dir, args.endpoint ? { endpoint: args.endpoint } : {});
+      const { locateRunDir } = await import('../../output/manifest.ts');
+      const runDir = await locateRunDir(args.run_dir);
+      const result = await verifyRun(runDir, args.endpoint ? { endpoint: args.endpoint } : {});
       const { files, tables, rows, zipEntries } = result.checked;
       const checked = `${files} files, ${tables} tables, ${rows} rows, ${zipEntries} zip entries`;
       for (const note of result.notes) context.stdout.write(`note: ${note}\n`);

@@ -41,50 +41,9 @@ export class ZipIndex {
 
   /** Reads the central directory of the zip `path` of `bytes` bytes. */
   static async open(storage: Storage, path: string, bytes: number): Promise<ZipIndex> {
-    const tailStart = Math.max(0, bytes - (22 + 0xffff + 20));
-    const tail = await readRange(storage, path, tailStart, bytes);
-    let at = -1;
-    for (let i = tail.length - 22; i >= 0; i--) {
-      if (tail.readUInt32LE(i) === EOCD) {
-        at = i;
-        break;
-      }
-    }
-    if (at < 0) throw new Error(`${path}: not a zip file (no end of central directory record)`);
-    let count = tail.readUInt16LE(at + 10);
-    let size = tail.readUInt32LE(at + 12);
-    let offset = tail.readUInt32LE(at + 16);
-    if (count === 0xffff || size === 0xffffffff || offset === 0xffffffff) {
-      const locator = at - 20;
-      if (locator < 0 || tail.readUInt32LE(locator) !== ZIP64_LOCATOR)
-        throw new Error(`${path}: zip64 end record locator missing`);
-      const recordAt = Number(tail.readBigUInt64LE(locator + 8));
-      const record = await readRange(storage, path, recordAt, recordAt + 56);
-      if (record.readUInt32LE(0) !== ZIP64_EOCD) throw new Error(`${path}: zip64 end record missing`);
-      count = Number(record.readBigUInt64LE(32));
-      size = Number(record.readBigUInt64LE(40));
-      offset = Number(record.readBigUInt64LE(48));
-    }
-    const directory = await readRange(storage, path, offset, offset + size);
     const entries = new Map<string, ZipEntry>();
-    let p = 0;
-    for (let n = 0; n < count; n++) {
-      if (p + 46 > directory.length || directory.readUInt32LE(p) !== CENTRAL)
-        throw new Error(`${path}: central directory entry ${n + 1} is damaged`);
-      const nameLength = directory.readUInt16LE(p + 28);
-      const extraLength = directory.readUInt16LE(p + 30);
-      const commentLength = directory.readUInt16LE(p + 32);
-      const entry: ZipEntry = {
-        name: directory.subarray(p + 46, p + 46 + nameLength).toString('utf8'),
-        method: directory.readUInt16LE(p + 10),
-        compressedSize: directory.readUInt32LE(p + 20),
-        size: directory.readUInt32LE(p + 24),
-        localHeaderOffset: directory.readUInt32LE(p + 42),
-      };
-      readZip64Extra(directory.subarray(p + 46 + nameLength, p + 46 + nameLength + extraLength), entry);
+    for (const { entry } of (await readCentralDirectory(storage, path, bytes)).records)
       entries.set(entry.name, entry);
-      p += 46 + nameLength + extraLength + commentLength;
-    }
     return new ZipIndex(storage, path, entries);
   }
 
@@ -149,6 +108,103 @@ export class ZipIndex {
     const data = await this.dataOffset(entry);
     return readRange(this.storage, this.path, data, data + entry.compressedSize);
   }
+}
+
+/** One central directory record: the entry it describes and where its bytes lie in the directory. */
+export interface CentralRecord {
+  entry: ZipEntry;
+  start: number;
+  end: number;
+}
+
+/** A zip's central directory as stored: its offset in the zip, its bytes and its records. */
+export interface CentralDirectory {
+  offset: number;
+  bytes: Buffer;
+  records: CentralRecord[];
+}
+
+/** The end records and the central directory of the zip `path` of `bytes` bytes, in two or three reads. */
+export async function readCentralDirectory(
+  storage: Storage,
+  path: string,
+  bytes: number,
+): Promise<CentralDirectory> {
+  const tailStart = Math.max(0, bytes - (22 + 0xffff + 20));
+  const tail = await readRange(storage, path, tailStart, bytes);
+  let at = -1;
+  for (let i = tail.length - 22; i >= 0; i--) {
+    if (tail.readUInt32LE(i) === EOCD) {
+      at = i;
+      break;
+    }
+  }
+  if (at < 0) throw new Error(`${path}: not a zip file (no end of central directory record)`);
+  let count = tail.readUInt16LE(at + 10);
+  let size = tail.readUInt32LE(at + 12);
+  let offset = tail.readUInt32LE(at + 16);
+  if (count === 0xffff || size === 0xffffffff || offset === 0xffffffff) {
+    const locator = at - 20;
+    if (locator < 0 || tail.readUInt32LE(locator) !== ZIP64_LOCATOR)
+      throw new Error(`${path}: zip64 end record locator missing`);
+    const recordAt = Number(tail.readBigUInt64LE(locator + 8));
+    const record = await readRange(storage, path, recordAt, recordAt + 56);
+    if (record.readUInt32LE(0) !== ZIP64_EOCD) throw new Error(`${path}: zip64 end record missing`);
+    count = Number(record.readBigUInt64LE(32));
+    size = Number(record.readBigUInt64LE(40));
+    offset = Number(record.readBigUInt64LE(48));
+  }
+  const directory = await readRange(storage, path, offset, offset + size);
+  const records: CentralRecord[] = [];
+  let p = 0;
+  for (let n = 0; n < count; n++) {
+    if (p + 46 > directory.length || directory.readUInt32LE(p) !== CENTRAL)
+      throw new Error(`${path}: central directory entry ${n + 1} is damaged`);
+    const nameLength = directory.readUInt16LE(p + 28);
+    const extraLength = directory.readUInt16LE(p + 30);
+    const commentLength = directory.readUInt16LE(p + 32);
+    const entry: ZipEntry = {
+      name: directory.subarray(p + 46, p + 46 + nameLength).toString('utf8'),
+      method: directory.readUInt16LE(p + 10),
+      compressedSize: directory.readUInt32LE(p + 20),
+      size: directory.readUInt32LE(p + 24),
+      localHeaderOffset: directory.readUInt32LE(p + 42),
+    };
+    readZip64Extra(directory.subarray(p + 46 + nameLength, p + 46 + nameLength + extraLength), entry);
+    const end = p + 46 + nameLength + extraLength + commentLength;
+    records.push({ entry, start: p, end });
+    p = end;
+  }
+  return { offset, bytes: directory, records };
+}
+
+/**
+ * A central record's bytes with its local header at `offset`: written where the record keeps
+ * it (the 32-bit field, or the zip64 extra field when that one says 0xffffffff).
+ */
+export function recordAtOffset(record: Buffer, offset: number): Buffer {
+  const copy = Buffer.from(record);
+  if (copy.readUInt32LE(42) !== 0xffffffff) {
+    if (offset >= 0xffffffff) throw new Error('a zip entry moved past 4 GiB without a zip64 field');
+    copy.writeUInt32LE(offset, 42);
+    return copy;
+  }
+  const nameLength = copy.readUInt16LE(28);
+  const extraEnd = 46 + nameLength + copy.readUInt16LE(30);
+  let p = 46 + nameLength;
+  while (p + 4 <= extraEnd) {
+    const id = copy.readUInt16LE(p);
+    const length = copy.readUInt16LE(p + 2);
+    if (id === 0x0001) {
+      let q = p + 4;
+      if (copy.readUInt32LE(24) === 0xffffffff) q += 8;
+      if (copy.readUInt32LE(20) === 0xffffffff) q += 8;
+      copy.writeBigUInt64LE(BigInt(offset), q);
+      return copy;
+    }
+    p += 4 + length;
+  }
+  throw new Error('a zip central record says its offset is in a zip64 field it lacks');
 }
 
 /** The URIs a playlist lists (its lines that are neither blank nor tags), in order. */

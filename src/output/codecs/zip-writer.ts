@@ -1,5 +1,5 @@
 /**
- * The zip writer: media.zip, a REFI-QDA project, a share package. Finished bodies (in memory or in temporary files)
+ * The zip writer: media.zip, a REFI-QDA project, a share package, a bag. Finished bodies (in memory or in temporary files)
  * are appended one at a time as stored entries (media is already compressed), of any size:
  * an entry of 4 GiB or more gets zip64 sizes, and the archive may outgrow 4 GiB and 65 535
  * entries (zip64 offsets and end records).
@@ -69,6 +69,11 @@ export interface ArchiveOptions {
    * tests check that readers accept them without writing 4 GiB.
    */
   forceZip64?: boolean;
+  /**
+   * The time every entry carries (its UTC fields, as the zip's zone-less ones), so the same
+   * files give the same zip on every machine; without it, each entry's own writing time.
+   */
+  time?: Date;
 }
 
 /** Chunk size of temporary-file reads and of central directory writes. */
@@ -97,13 +102,28 @@ export class ZipWriter implements MediaArchive {
   private state: 'open' | 'finishing' | 'finished' | 'aborted' = 'open';
   private outputEnded = false;
   private readBuffer: Buffer | null = null;
+  private readonly fixedTime: { dosTime: number; dosDate: number } | null;
 
   constructor(
     /** The zip as errors name it (a path or URL). */
     private readonly where: string,
     private readonly output: ZipOutput,
     private readonly options: ArchiveOptions = {},
-  ) {}
+  ) {
+    const time = options.time;
+    this.fixedTime = time
+      ? dosDateTime(
+          new Date(
+            time.getUTCFullYear(),
+            time.getUTCMonth(),
+            time.getUTCDate(),
+            time.getUTCHours(),
+            time.getUTCMinutes(),
+            time.getUTCSeconds(),
+          ),
+        )
+      : null;
+  }
 
   add(entryName: string, body: ZipBody): Promise<void> {
     return this.run(() => this.addNow(entryName, body));
@@ -242,7 +262,7 @@ export class ZipWriter implements MediaArchive {
       crc32: crc,
       size,
       offset: this.offset,
-      ...dosDateTime(new Date()),
+      ...(this.fixedTime ?? dosDateTime(new Date())),
       dataDescriptor: descriptor,
       zip64: this.options.forceZip64 === true || needsZip64(size),
     };

@@ -243,7 +243,24 @@ function footer(table: TableName, groups: RowGroup[]): Uint8Array {
   void parquet.finish();
   const bytes = new Uint8Array(writer.buffer, magic.length, writer.index - magic.length);
   footerVersion1(bytes);
+  if (groups.length === 0) emptyRowGroupsOfStructs(bytes);
   return bytes;
+}
+
+/**
+ * hyparquet-writer gives an empty Thrift list the element type 0, which Rust's parquet crate
+ * (parquet-wasm, arrow-rs, Polars) refuses for FileMetaData's row_groups: a table without rows
+ * would be unreadable there. Its bytes are num_rows 0 (0x16 0x00) then the list's header
+ * (0x19 0x00); the header becomes "0 elements of struct" (0x0c).
+ */
+function emptyRowGroupsOfStructs(tail: Uint8Array): void {
+  for (let at = tail.length - 4; at >= 0; at--) {
+    if (tail[at] === 0x16 && tail[at + 1] === 0x00 && tail[at + 2] === 0x19 && tail[at + 3] === 0x00) {
+      tail[at + 3] = 0x0c;
+      return;
+    }
+  }
+  throw new Error('unexpected Parquet footer: cannot find its empty list of row groups');
 }
 
 /**
@@ -337,7 +354,7 @@ export const parquetFormat = {
       : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
   async open(storage, table) {
     const path = tableFileOf(table);
-    // Blocks are cut by the caller (load/table-writers.ts); the writer only encodes them.
+    // Blocks are cut by the caller (output/table-writers.ts); the writer only encodes them.
     const writer = await createParquetWriter(storage, path, table);
     return {
       path,

@@ -260,6 +260,34 @@ describe('openMediaArchive', () => {
     expect(existsSync(zipPath)).toBe(false);
   });
 
+  it('gives every entry the time it is given, so the same files make the same zip', async () => {
+    const time = new Date('2031-07-04T23:59:58Z');
+    const write = async (name: string) => {
+      const zipPath = join(dir, name);
+      const archive = await openMediaArchive(...localFile(zipPath), { time });
+      await archive.add('bag/data/é.txt', { kind: 'memory', data: Buffer.from('one') });
+      await archive.add('bag/data/two', { kind: 'stream', size: 3, open: async () => [Buffer.from('two')] });
+      await archive.finish();
+      return zipPath;
+    };
+    const first = await write('first.zip');
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const second = await write('second.zip');
+    expect(sha256(await readFile(second))).toBe(sha256(await readFile(first)));
+    // Python's zipfile reads the zone-less DOS fields: the UTC time written.
+    const stamps = execFileSync(
+      'python3',
+      [
+        '-c',
+        'import sys,zipfile;[print(i.date_time) for i in zipfile.ZipFile(sys.argv[1]).infolist()]',
+        first,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(stamps.trim().split('\n')).toEqual(['(2031, 7, 4, 23, 59, 58)', '(2031, 7, 4, 23, 59, 58)']);
+    unzipTest(first);
+  });
+
   it('fails to open where the zip cannot be written', async () => {
     await expect(openMediaArchive(...localFile(join(dir, 'no', 'such', 'media.zip')))).rejects.toThrow();
   });

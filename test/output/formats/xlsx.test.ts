@@ -16,8 +16,8 @@ import {
   lineFeeds,
   writeWorkbook,
 } from '../../../src/output/formats/xlsx-workbook.ts';
+import { questionKey, wideColumns } from '../../../src/output/wide-rows.ts';
 import { columnNames } from '../../../src/tables/index.ts';
-import { questionKey, wideColumns } from '../../../src/transform/index.ts';
 import { localFolder } from '../../helpers/storage.ts';
 import { workbookXmlProblems } from '../../helpers/workbook.ts';
 

@@ -10,19 +10,20 @@
  * The studies given one copy (a group: the studies of one bucket of current/) share a block
  * of their own, written when the group's last study ends; all other rows share one block.
  */
-import type { Format } from '../config/schema.ts';
-import { ColumnBuffers } from '../output/formats/column-buffers.ts';
-import type { CsvOptions } from '../output/formats/csv.ts';
+
+import type { Storage } from '../storage/types.ts';
+import { type Row, runTableNames, type TableName } from '../tables/index.ts';
+import { allSettled, nextTurn } from '../util/concurrency.ts';
+import { ColumnBuffers } from './formats/column-buffers.ts';
+import type { CsvOptions } from './formats/csv.ts';
 import {
+  type Format,
   type StudyCopy,
   type TableFileWriter,
   type TableFormatModule,
   tableFormatsOf,
-} from '../output/formats/index.ts';
-import { defaultRowGroupBytes, defaultRowGroupSize } from '../output/formats/parquet.ts';
-import type { Storage } from '../storage/types.ts';
-import { type Row, runTableNames, type TableName } from '../tables/index.ts';
-import { allSettled, nextTurn } from '../util/concurrency.ts';
+} from './formats/index.ts';
+import { defaultRowGroupBytes, defaultRowGroupSize } from './formats/parquet.ts';
 
 export interface TableWritersOptions {
   formats: readonly Format[];

@@ -22,10 +22,6 @@
  * terms it may be used under.
  */
 import { createHash } from 'node:crypto';
-import { csvDialect } from '../output/formats/csv.ts';
-import { outputFormats, type TableFormat, tableFormatNamed } from '../output/formats/index.ts';
-import { wideFormat } from '../output/formats/wide.ts';
-import type { HandoffPrivacy } from '../privacy/index.ts';
 import {
   type Column,
   type TableDeclaration,
@@ -34,6 +30,9 @@ import {
   wideColumnDescription,
   wideSheet,
 } from '../tables/index.ts';
+import { csvDialect } from './formats/csv.ts';
+import { outputFormats, type TableFormat, tableFormatNamed } from './formats/index.ts';
+import { wideFormat } from './formats/wide.ts';
 
 export interface PackageResourceFile {
   table: TableName;
@@ -81,9 +80,10 @@ export interface DataPackageOptions {
   files?: readonly PackageFile[];
   /**
    * A package handed to someone else: how it was made (identified, or the profile and the
-   * study's replacement counts), as `privacy`, a property of the package's own.
+   * study's replacement counts, as src/privacy states it), as `privacy`, a property of the
+   * package's own.
    */
-  privacy?: HandoffPrivacy;
+  privacy?: object;
 }
 
 const fieldTypes = {

@@ -7,12 +7,11 @@
  * (inline CSS and SVG, no script), every chart has a title, a description and a table of its
  * numbers, and the page prints. All text from the service or respondents is escaped.
  */
-import { conceptName, questionLabel } from '../concept-name.ts';
-import type { SchemaChange } from '../drift/schema.ts';
-import { escapeHtml as e, shorten } from '../output/codecs/escape.ts';
-import { privacyParagraphs, UNPROFILED } from '../privacy/index.ts';
-import type { Warning } from '../records.ts';
-import type { GuideSubject } from './codebook.ts';
+import { conceptName, questionLabel } from '../../concept-name.ts';
+import type { SchemaChange } from '../../drift/schema.ts';
+import type { Warning } from '../../records.ts';
+import { escapeHtml as e, shorten } from '../codecs/escape.ts';
+import { type GuideSubject, packageStatement } from './codebook.ts';
 import { answersSection, orderedQuestions } from './report-answers.ts';
 import { schemaChangesHtml } from './report-schema-changes.ts';
 import { segmentsSection } from './report-segments.ts';
@@ -117,8 +116,8 @@ export function reportHtml(input: ReportInput): string {
 /** A package's statement on how it was made, before anything else: a warning when it identifies people. */
 function privacyParts(input: ReportInput): string[] {
   if (input.kind !== 'package') return [];
-  const privacy = input.privacy ?? UNPROFILED;
-  const paragraphs = privacyParagraphs(privacy, { recordings: false });
+  const privacy = packageStatement(input);
+  const paragraphs = privacy.paragraphs;
   if (privacy.identified)
     return paragraphs.map(
       (paragraph) => `<p class="identified" role="alert"><strong>${e(paragraph)}</strong></p>`,

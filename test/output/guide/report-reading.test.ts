@@ -9,12 +9,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from '../../src/load/answer-sample.ts';
-import { formulaPattern } from '../../src/output/formats/csv.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { withTempDir } from '../helpers/environment.ts';
-import { readCsv } from '../helpers/readers.ts';
-import { runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { formulaPattern } from '../../../src/output/formats/csv.ts';
+import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from '../../../src/output/guide/answer-sample.ts';
+import { type Sandbox, startSandbox } from '../../../src/sandbox/index.ts';
+import { withTempDir } from '../../helpers/environment.ts';
+import { readCsv } from '../../helpers/readers.ts';
+import { runAgainst, sandboxConfig } from '../../helpers/run.ts';
 
 const run = promisify(execFile);
 

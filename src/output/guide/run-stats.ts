@@ -5,11 +5,11 @@
  * per modality, recordings archived and failed. Small and of bounded size per study and
  * question, so a run of any size keeps it in memory.
  */
-import type { Reject, RejectSink } from '../records.ts';
-import { type Row, responseStatus, type TableName } from '../tables/index.ts';
+import type { Reject, RejectSink } from '../../records.ts';
+import { type Row, responseStatus, type TableName } from '../../tables/index.ts';
+import type { TableWriters } from '../table-writers.ts';
 import { codePoints, offerAnswer, type SampledAnswer } from './answer-sample.ts';
 import { countAttribute, countModality, emptySegments, type SegmentCounts } from './segment-counts.ts';
-import type { TableWriters } from './table-writers.ts';
 
 /** Upper bounds (inclusive, in characters) of the answer length buckets; the last is open. */
 export const lengthBuckets = [10, 50, 100, 250, 500, 1000] as const;

@@ -5,7 +5,7 @@
  * is different (a participant id) is named, not split.
  */
 
-import { escapeHtml as e } from '../output/codecs/escape.ts';
+import { escapeHtml as e } from '../codecs/escape.ts';
 import { numberTable } from './report-table.ts';
 import type { StudyStats } from './run-stats.ts';
 import { type AttributeCounts, MAX_VALUES } from './segment-counts.ts';

@@ -5,14 +5,14 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codebookMarkdown, markdownText } from '../../src/load/codebook.ts';
-import { reportHtml } from '../../src/load/report-html.ts';
-import { RunStats } from '../../src/load/run-stats.ts';
-import { verifyRun } from '../../src/load/verify.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { tableNames, tables, wideSheet } from '../../src/tables/index.ts';
-import { withTempDir } from '../helpers/environment.ts';
-import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { verifyRun } from '../../../src/load/verify.ts';
+import { codebookMarkdown, markdownText } from '../../../src/output/guide/codebook.ts';
+import { reportHtml } from '../../../src/output/guide/report-html.ts';
+import { RunStats } from '../../../src/output/guide/run-stats.ts';
+import { type Sandbox, startSandbox } from '../../../src/sandbox/index.ts';
+import { tableNames, tables, wideSheet } from '../../../src/tables/index.ts';
+import { withTempDir } from '../../helpers/environment.ts';
+import { readManifest, runAgainst, sandboxConfig } from '../../helpers/run.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {

@@ -3,8 +3,8 @@
  * of its answers as they were written (the sample of answer-sample.ts) and where all the
  * others are. Respondents' text is escaped and shown as written, line breaks kept.
  */
-import { conceptName, questionLabel } from '../concept-name.ts';
-import { escapeHtml as e } from '../output/codecs/escape.ts';
+import { conceptName, questionLabel } from '../../concept-name.ts';
+import { escapeHtml as e } from '../codecs/escape.ts';
 import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from './answer-sample.ts';
 import type { GuideSubject } from './codebook.ts';
 import type { QuestionStats, StudyStats } from './run-stats.ts';

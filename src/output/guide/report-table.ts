@@ -1,4 +1,4 @@
-import { escapeHtml as e } from '../output/codecs/escape.ts';
+import { escapeHtml as e } from '../codecs/escape.ts';
 /** A table of numbers for report.html: a label per row, then right-aligned figures. */
 
 export function numberTable(

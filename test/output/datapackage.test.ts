@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dataPackage } from '../../src/load/datapackage.ts';
+import { dataPackage } from '../../src/output/datapackage.ts';
 import { columnNames, type TableName, tableNames, wideHeader } from '../../src/tables/index.ts';
 
 const files = (format: 'csv' | 'parquet') =>

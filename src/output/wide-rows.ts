@@ -8,7 +8,11 @@
 
 import type { WideColumn, WideRow } from '../records.ts';
 import { type Row, responseStatus, wideSheet } from '../tables/index.ts';
-import { questionKey } from './questions.ts';
+
+/** The identity of a question slot within a study; also the key of its wide column. */
+export function questionKey(discussionGuideQuestionId: string, conceptId: string | null): string {
+  return JSON.stringify([discussionGuideQuestionId, conceptId]);
+}
 
 /** One column per question slot, by position, then one per attribute key, all headers distinct. */
 export function wideColumns(

@@ -5,8 +5,7 @@
  * unchanged, Host header included, so their signatures still hold. One proxy per client tells
  * the writers apart.
  */
-import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { bodyOf, startProxy } from './proxy.ts';
 
 export interface WriteLog {
   endpoint: string;
@@ -16,42 +15,17 @@ export interface WriteLog {
 }
 
 export async function startWriteLog(target: string): Promise<WriteLog> {
-  const upstream = new URL(target);
   const writes: string[] = [];
-  const server = createServer((incoming, outgoing) => {
-    const chunks: Buffer[] = [];
-    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-    incoming.on('end', () => {
-      const body = Buffer.concat(chunks);
-      writes.push(...writtenKeys(incoming.method ?? 'GET', incoming.url ?? '/', body));
-      const forwarded = request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: incoming.method,
-          path: incoming.url,
-          headers: incoming.headers,
-        },
-        (answer) => {
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
-        },
-      );
-      forwarded.on('error', () => outgoing.destroy());
-      forwarded.end(body);
-    });
+  const proxy = await startProxy(target, ({ incoming, outgoing, forward }) => {
+    bodyOf(incoming).then(
+      (body) => {
+        writes.push(...writtenKeys(incoming.method ?? 'GET', incoming.url ?? '/', body));
+        forward({ body, keepHost: true });
+      },
+      () => outgoing.destroy(),
+    );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    writes,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { endpoint: proxy.url, writes, close: proxy.close };
 }
 
 /** The keys a path-style request writes (none for a read). */

@@ -13,16 +13,6 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Format, TableFormat } from '../config/schema.ts';
-import type { CsvOptions } from '../output/formats/csv.ts';
-import type { StudyFileWriter, StudyFormatModule } from '../output/formats/format.ts';
-import {
-  tableFormats as registeredTableFormats,
-  studyFormatsOf,
-  tableFormatOfFile,
-} from '../output/formats/index.ts';
-import { wideFormat } from '../output/formats/wide.ts';
-import { createSortedSpill, type SortedSpill } from '../output/sorted-spill.ts';
 import { LocalStorage } from '../storage/local.ts';
 import {
   compareByKey,
@@ -32,9 +22,20 @@ import {
   type TableName,
   tableNames,
 } from '../tables/index.ts';
-import { AttributeKeys, WideRowBuilder, wideColumns } from '../transform/wide.ts';
-import { RunStats } from './run-stats.ts';
+import type { CsvOptions } from './formats/csv.ts';
+import type { StudyFileWriter, StudyFormatModule } from './formats/format.ts';
+import {
+  type Format,
+  tableFormats as registeredTableFormats,
+  studyFormatsOf,
+  type TableFormat,
+  tableFormatOfFile,
+} from './formats/index.ts';
+import { wideFormat } from './formats/wide.ts';
+import { RunStats } from './guide/run-stats.ts';
+import { createSortedSpill, type SortedSpill } from './sorted-spill.ts';
 import { createTableWriters, type TableWriters } from './table-writers.ts';
+import { AttributeKeys, WideRowBuilder, wideColumns } from './wide-rows.ts';
 
 /** A study as a handoff reader gives it: its row and its rows of every table, a group at a time. */
 export interface HandoffSource {

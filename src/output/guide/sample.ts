@@ -3,7 +3,7 @@
  * service before exporting all of it. Its manifest, README.md and report.html say so in these
  * words, declared once.
  */
-import type { Sample } from '../output/manifest.ts';
+import type { Sample } from '../manifest.ts';
 
 export type { Sample };
 

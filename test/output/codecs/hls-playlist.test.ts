@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bestVariant, parsePlaylist, rewritePlaylist } from '../../src/media/hls.ts';
+import { bestVariant, parsePlaylist, rewritePlaylist } from '../../../src/output/codecs/hls-playlist.ts';
 
 describe('HLS playlists', () => {
   const media = [

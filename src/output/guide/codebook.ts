@@ -5,22 +5,13 @@
  * tables.ts through the same renderer as docs/tables.md, so the codebook cannot drift from
  * what was written.
  */
-import type { Format } from '../config/schema.ts';
-import type { SchemaChange } from '../drift/schema.ts';
-import { outputFormats, studyFormats } from '../output/formats/index.ts';
-import { wideVariables } from '../output/labelled/wide.ts';
-import {
-  DATAPACKAGE_FILE,
-  MANIFEST_FILE,
-  MEDIA_ZIP,
-  RAW_DIR,
-  REJECTS_FILE,
-  REPORT_FILE,
-} from '../output/layout.ts';
-import { type HandoffPrivacy, privacyParagraphs, UNPROFILED } from '../privacy/index.ts';
-import type { WideColumn } from '../records.ts';
-import { runTableNames, type TableName, tableNames, tables, wideSheet } from '../tables/index.ts';
-import { tableSection, wideSheetSection } from '../tables/markdown.ts';
+import type { SchemaChange } from '../../drift/schema.ts';
+import type { WideColumn } from '../../records.ts';
+import { runTableNames, type TableName, tableNames, tables, wideSheet } from '../../tables/index.ts';
+import { tableSection, wideSheetSection } from '../../tables/markdown.ts';
+import { type Format, outputFormats, studyFormats } from '../formats/index.ts';
+import { wideVariables } from '../labelled/wide.ts';
+import { DATAPACKAGE_FILE, MANIFEST_FILE, MEDIA_ZIP, RAW_DIR, REJECTS_FILE, REPORT_FILE } from '../layout.ts';
 import { changesByStudy, schemaChangesIntro } from './report-schema-changes.ts';
 import { type Sample, sampleNote } from './sample.ts';
 
@@ -54,7 +45,22 @@ export interface GuideSubject {
   /** A sample run (run --limit). */
   sample?: Sample;
   /** A package: what it says of the respondents' identities, first. */
-  privacy?: HandoffPrivacy;
+  privacy?: PackageStatement;
+}
+
+/**
+ * What a package says of how it was made, in src/privacy's words: whether it keeps the
+ * respondents' identities, and the paragraphs its first page shows.
+ */
+export interface PackageStatement {
+  identified: boolean;
+  paragraphs: readonly string[];
+}
+
+/** A package's statement, which it must have: a package never goes without one. */
+export function packageStatement(subject: GuideSubject): PackageStatement {
+  if (!subject.privacy) throw new TypeError('a package states how it was made');
+  return subject.privacy;
 }
 
 export interface CodebookInput extends GuideSubject {
@@ -157,8 +163,8 @@ function introLines(input: CodebookInput): string[] {
 /** A package's title, how it was made (identified first, in bold), what it is and where it came from. */
 function packageIntro(input: CodebookInput): string[] {
   const study = input.studies[0];
-  const privacy = input.privacy ?? UNPROFILED;
-  const paragraphs = privacyParagraphs(privacy, { recordings: false }).map(markdownText);
+  const privacy = packageStatement(input);
+  const paragraphs = privacy.paragraphs.map(markdownText);
   const lines = [
     `# ${markdownText(study?.title || study?.link_id || input.pipeline)}: a study from ${markdownText(input.pipeline)}`,
     '',

@@ -3,8 +3,8 @@
  * it (and, in the same words, the codebook): per study, each change in one line. The messages
  * quote the service's names as JSON strings; here they are escaped once more for HTML.
  */
-import type { SchemaChange } from '../drift/schema.ts';
-import { escapeHtml as e } from '../output/codecs/escape.ts';
+import type { SchemaChange } from '../../drift/schema.ts';
+import { escapeHtml as e } from '../codecs/escape.ts';
 
 export const schemaChangesIntro =
   "Compared with the last committed run of each study: question slots added or gone, questions reworded, concepts added, URL parameters new or gone, fields the service's specification does not name appearing or disappearing, and JSON types changed. A study's first run records its schema and reports nothing; manifest.json lists each change in schema_changes.";

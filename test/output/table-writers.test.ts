@@ -2,9 +2,9 @@ import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
-import { createTableWriters } from '../../src/load/table-writers.ts';
 import { formulaPattern } from '../../src/output/formats/csv.ts';
 import { ParquetFile } from '../../src/output/formats/parquet.ts';
+import { createTableWriters } from '../../src/output/table-writers.ts';
 import { columnNames, type Row, runTableNames } from '../../src/tables/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import {

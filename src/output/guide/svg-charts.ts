@@ -5,7 +5,7 @@
  * apart by pattern and label as well as colour, so the page reads in greyscale and in print.
  * Every text passes through escapeHtml: labels are often the service's (or respondents') text.
  */
-import { escapeHtml, shorten } from '../output/codecs/escape.ts';
+import { escapeHtml, shorten } from '../codecs/escape.ts';
 
 export type SegmentStyle = 'solid' | 'hatched' | 'dotted';
 
