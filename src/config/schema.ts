@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { type VideoMode, videoModes } from '../media/types.ts';
 import {
+  defaultFormats,
   type Format,
   formatNames,
   isTableFormat,
@@ -159,9 +160,9 @@ export const OutputConfig = z.strictObject({
     .array(z.enum(formats))
     .min(1)
     .refine((list) => list.some(isTableFormat), tableFormatMissing)
-    .default(['csv', 'parquet'])
+    .default(() => [...defaultFormats])
     .describe(
-      `${tableNames.join(' and/or ')}; add ${perStudy.map((f) => `${f.name} for ${f.help.replace(/^a /, 'one ')}`).join(', ')} beside them`,
+      `${tableNames.join(' and/or ')}; add ${perStudy.map((f) => `${f.name} for ${f.help}`).join(', ')} beside them`,
     ),
   csv: CsvConfig.default({ bom: false, escape_formulae: true }).describe('how CSV files are written'),
   s3: S3Config.optional().describe(

@@ -16,6 +16,7 @@
 import { BUCKETS, bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import { idOf } from '../names.ts';
+import { studyFormats } from '../output/formats/index.ts';
 import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR, currentDescriptorPath, shardOfCurrentDescriptor } from '../output/layout.ts';
 import { type Shard, shardLabel, shardOfBucket } from '../shard.ts';
@@ -110,7 +111,7 @@ async function shardScope(
       if (top === undefined || folder === undefined) return false;
       if (input.uncommitted && ofUncommittedRun(path, input.uncommitted)) return false;
       if ((tableNames as string[]).includes(top)) return ownedPartition(folder);
-      return (top === 'wide' || top === 'xlsx') && folders.has(folder);
+      return studyFormats.some((format) => format.folder === top) && folders.has(folder);
     },
     note: `This descriptor covers only the buckets of ${shard.label.replaceAll('-', ' ')}; each shard describes its own in datapackage-shard-K-of-N.json, and datapackage.json, written by \`study-export describe\` once every shard has run, describes all of them.`,
     covers: { buckets: [...owned].sort(), runs: input.runs },

@@ -7,12 +7,15 @@
 import { parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import pLimit from 'p-limit';
 import type { PipelineConfig } from '../config/schema.ts';
-import { STUDY_COLUMN, storeBuffer, studyIdIn } from '../output/formats/parquet-read.ts';
+import { studyFormats } from '../output/formats/index.ts';
+import { readPart, STUDY_COLUMN, storeBuffer, studyIdIn } from '../output/formats/parquet-read.ts';
 import { codebookMarkdown } from '../output/guide/codebook.ts';
 import { reportHtml } from '../output/guide/report-html.ts';
 import { RunStats, type StudyStats } from '../output/guide/run-stats.ts';
 import { CODEBOOK_FILE, CURRENT_DIR, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
 import { publicConfig } from '../output/manifest.ts';
+import { AttributeKeys, wideColumns } from '../output/wide-rows.ts';
+import type { WideColumn } from '../records.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 import { currentFormats } from './package.ts';
@@ -70,17 +73,22 @@ export async function countCurrent(
 /**
  * Writes README.md and report.html into current/ from `counted` (countCurrent's; counted here
  * when not given). Called once current/ is settled: the codebook lists current/'s folders as
- * they are then, the wide sheets' among them.
+ * they are then, the wide sheets' among them, and, where they hold SPSS or Stata files, each
+ * study's variables. `uncommitted`: runs whose parts are left out (countCurrent's).
  */
 export async function writeCurrentGuide(
   storage: Storage,
   config: PipelineConfig,
   runId: string,
   counted?: RunStats,
+  uncommitted?: UncommittedRuns,
 ): Promise<void> {
   const store = storage.at(CURRENT_DIR);
-  const stats = counted ?? (await countCurrent(storage));
+  const stats = counted ?? (await countCurrent(storage, undefined, uncommitted));
   const folders = await store.listFolders('');
+  const columns = studyFormats.some((format) => format.namesVariables && folders.includes(format.folder))
+    ? await currentColumns(store, uncommitted)
+    : new Map<string, WideColumn[]>();
   const studies = [...stats.studies.values()]
     .sort((a, b) => a.link_id.localeCompare(b.link_id))
     .map((study) => ({
@@ -89,6 +97,7 @@ export async function writeCurrentGuide(
       title: study.title,
       responses: study.responses,
       since: null,
+      columns: columns.get(study.study_id),
     }));
   const finishedAt = new Date().toISOString();
   const common = {
@@ -111,6 +120,41 @@ export async function writeCurrentGuide(
       formats: currentFormats(config.output.formats),
       files: [...folders.map((folder) => `${folder}/`), DATAPACKAGE_FILE, REPORT_FILE],
     }),
+  );
+}
+
+/**
+ * Each study's question and attribute columns as its current sheet and SPSS and Stata files
+ * have them (prepareCurrentStatistics: wideColumns of the study's questions and of its
+ * responses' attribute keys), from the newest questions and attributes parts.
+ */
+async function currentColumns(
+  store: Storage,
+  uncommitted?: UncommittedRuns,
+): Promise<Map<string, WideColumn[]>> {
+  const questions = new Map<string, Row<'questions'>[]>();
+  for (const part of await newestParts(store, 'questions', uncommitted)) {
+    for await (const rows of readPart(store, part.path, part.bytes, 'questions')) {
+      for (const row of rows) {
+        const study = questions.get(row.study_id);
+        if (study) study.push(row);
+        else questions.set(row.study_id, [row]);
+      }
+    }
+  }
+  const keys = new Map<string, AttributeKeys>();
+  for (const part of await newestParts(store, 'attributes', uncommitted)) {
+    for await (const rows of readPart(store, part.path, part.bytes, 'attributes')) {
+      for (const row of rows) {
+        const study = keys.get(row.study_id) ?? new AttributeKeys();
+        if (!keys.has(row.study_id)) keys.set(row.study_id, study);
+        study.add([row.key]);
+      }
+    }
+  }
+  const studies = new Set([...questions.keys(), ...keys.keys()]);
+  return new Map(
+    [...studies].map((id) => [id, wideColumns(questions.get(id) ?? [], keys.get(id)?.chosen().keys ?? [])]),
   );
 }
 

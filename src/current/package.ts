@@ -14,6 +14,7 @@ import { parquetMetadataAsync } from 'hyparquet';
 import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../output/datapackage.ts';
+import { studyFormats } from '../output/formats/index.ts';
 import { storeBuffer } from '../output/formats/parquet-read.ts';
 import {
   CODEBOOK_FILE,
@@ -85,12 +86,7 @@ export async function currentPackage(
       path: file.path,
       // The guide (README.md, report.html) is written again after this descriptor: no size.
       ...(rewrittenAfter.has(file.path) ? {} : { bytes: file.bytes }),
-      ...(file.path.startsWith('xlsx/')
-        ? {
-            description:
-              'The workbook of one study, from its current rows: sheets About, wide, answers and transcript (times UTC).',
-          }
-        : {}),
+      ...describedFile(file.path),
     }));
   const source: PackageSource | undefined =
     options.baseUrl === undefined
@@ -108,6 +104,19 @@ export async function currentPackage(
     files: others,
   });
   return options.scope ? { ...described, covers: options.scope.covers } : described;
+}
+
+/** What a study's file that is not its wide sheet holds (the workbook, the SPSS and Stata files). */
+function describedFile(path: string): { description?: string } {
+  if (path.startsWith('xlsx/'))
+    return {
+      description:
+        'The workbook of one study, from its current rows: sheets About, wide, answers and transcript (times UTC).',
+    };
+  const format = studyFormats.find(
+    (candidate) => candidate.selectable && path.startsWith(`${candidate.folder}/`),
+  );
+  return format ? { description: format.description } : {};
 }
 
 /** A partition's newest part in `format` (by run id, as the merge reads them), for every partition. */

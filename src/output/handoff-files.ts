@@ -13,6 +13,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { WideColumn } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import {
   compareByKey,
@@ -90,6 +91,8 @@ export interface HandoffStudyFile {
 export interface HandoffFiles {
   tables: HandoffTableFile[];
   studyFiles: HandoffStudyFile[];
+  /** The wide sheet's columns (its questions and attribute keys), the codebook's variables. */
+  columns: WideColumn[];
   /** What report.html draws, counted as the rows passed. */
   stats: RunStats;
   /** The responses the files hold, as they name them. */
@@ -143,7 +146,7 @@ export async function writeHandoffFiles(input: HandoffFilesInput): Promise<Hando
           format: tableFormatOfFile(table, path),
           path: input.tablesFolder === '' ? path : `${input.tablesFolder}/${path}`,
         });
-    return { tables: written, studyFiles: await studyFiles.finish(questions), stats, responseIds };
+    return { tables: written, ...(await studyFiles.finish(questions)), stats, responseIds };
   } catch (error) {
     await tables.abort();
     await studyFiles.abort();
@@ -219,7 +222,9 @@ class StudyFiles {
     for (const writer of this.#writers) await writer.add(own);
   }
 
-  async finish(questions: readonly Row<'questions'>[]): Promise<HandoffStudyFile[]> {
+  async finish(
+    questions: readonly Row<'questions'>[],
+  ): Promise<{ studyFiles: HandoffStudyFile[]; columns: WideColumn[] }> {
     const columns = wideColumns(questions, this.#keys.chosen().keys);
     const files: HandoffStudyFile[] = [];
     for (const [i, writer] of this.#writers.entries()) {
@@ -227,7 +232,7 @@ class StudyFiles {
       const { path, header } = await writer.finish(columns);
       files.push({ format, path, header: format === wideFormat && header ? [...header] : null });
     }
-    return files;
+    return { studyFiles: files, columns };
   }
 
   async abort(): Promise<void> {

@@ -68,7 +68,8 @@ export async function describeCurrent(storage: Storage): Promise<Described> {
     if (!(await isCommitted(storage, shardOfRun(runId), runId))) uncommitted.add(runId);
   }
   // The guide first, so that the descriptor lists it.
-  await writeCurrentGuide(storage, config, newest, await countCurrent(storage, undefined, uncommitted));
+  const counted = await countCurrent(storage, undefined, uncommitted);
+  await writeCurrentGuide(storage, config, newest, counted, uncommitted);
   await writeCurrentDescriptor({
     store: storage,
     name: config.name,

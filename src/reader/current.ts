@@ -5,7 +5,7 @@
  */
 import { bucketOf } from '../buckets.ts';
 import { newestPart, parsePartName, partitionName, studyFolderName } from '../current/index.ts';
-import { studyFormats } from '../output/formats/index.ts';
+import { type StudyFormatModule, studyFormats } from '../output/formats/index.ts';
 import { readPart } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -13,6 +13,12 @@ import type { ListedFile, Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 
 /** A file of current/: its path in the output (current/...) and size. */
+/** A study's files in current/ of one study format. */
+export interface StudyFormatFiles {
+  format: StudyFormatModule;
+  files: CurrentFile[];
+}
+
 export interface CurrentFile {
   path: string;
   bytes: number;
@@ -73,32 +79,21 @@ export class CurrentReader {
     return this.storage.readStream(path);
   }
 
-  /** The study's wide sheet(s) (current/wide/study_id=<id>/<link_id>.csv). */
-  wideSheets(studyId: string): Promise<CurrentFile[]> {
-    return this.studyFiles('wide', studyId, '.csv');
-  }
-
-  /** The study's workbook(s) (current/xlsx/study_id=<id>/<link_id>.xlsx), with xlsx among the formats. */
-  workbooks(studyId: string): Promise<CurrentFile[]> {
-    return this.studyFiles('xlsx', studyId, '.xlsx');
-  }
-
-  /** The study's files of a study format other than the sheet and the workbook (sav, dta, …). */
-  async otherStudyFiles(studyId: string): Promise<CurrentFile[]> {
-    const files: CurrentFile[] = [];
+  /**
+   * The study's files of every study format current/ holds
+   * (current/<folder>/study_id=<id>/<link_id><extension>), in the registry's order.
+   */
+  async studyFiles(studyId: string): Promise<StudyFormatFiles[]> {
+    const found: StudyFormatFiles[] = [];
     for (const format of studyFormats) {
-      if (!format.selectable || format.folder === 'xlsx') continue;
-      files.push(...(await this.studyFiles(format.folder, studyId, `.${format.name}`)));
+      const folder = `${CURRENT_DIR}/${format.folder}/${studyFolderName(studyId)}`;
+      const files = (await listAll(this.storage, folder))
+        .filter((file) => !file.path.includes('/') && file.path.endsWith(format.extension))
+        .map((file) => ({ path: `${folder}/${file.path}`, bytes: file.bytes }))
+        .sort((a, b) => a.path.localeCompare(b.path));
+      if (files.length > 0) found.push({ format, files });
     }
-    return files;
-  }
-
-  private async studyFiles(kind: string, studyId: string, extension: string): Promise<CurrentFile[]> {
-    const folder = `${CURRENT_DIR}/${kind}/${studyFolderName(studyId)}`;
-    return (await listAll(this.storage, folder))
-      .filter((file) => !file.path.includes('/') && file.path.endsWith(extension))
-      .map((file) => ({ path: `${folder}/${file.path}`, bytes: file.bytes }))
-      .sort((a, b) => a.path.localeCompare(b.path));
+    return found;
   }
 }
 

@@ -17,6 +17,7 @@ export {
   CURRENT_REPORT,
   type CurrentFile,
   CurrentReader,
+  type StudyFormatFiles,
 } from './current.ts';
 export {
   type HandoffPrivacy,

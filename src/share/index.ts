@@ -12,6 +12,7 @@ import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
+import { defaultFormats } from '../output/formats/index.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import {
@@ -159,7 +160,7 @@ function packageSource(
 ): PackageSource {
   const newest = ofStudy.at(-1) ?? all[0];
   const config = (all[0] ?? newest)?.manifest.config;
-  const formats: readonly Format[] = config?.output?.formats ?? ['csv', 'parquet'];
+  const formats: readonly Format[] = config?.output?.formats ?? defaultFormats;
   return {
     pipeline: output.name,
     service: redact(newest?.manifest.config?.source?.base_url ?? ''),

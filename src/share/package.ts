@@ -137,7 +137,12 @@ function guideFiles(
       CODEBOOK_FILE,
       codebookMarkdown({
         ...common,
-        studies: studies.map((s) => ({ ...s, responses: handed.responseIds.length, since: null })),
+        studies: studies.map((s) => ({
+          ...s,
+          responses: handed.responseIds.length,
+          since: null,
+          columns: handed.columns,
+        })),
         formats: [...new Set([...tableFormatNames, ...source.formats])],
         files: written.map((file) => file.path),
         alsoWritten: [REPORT_FILE, DATAPACKAGE_FILE],

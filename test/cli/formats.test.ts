@@ -12,11 +12,11 @@ describe('--formats', () => {
       '--formats: xlsx needs csv or parquet beside it, e.g. --formats csv,xlsx (',
     );
     expect(() => parseFormats('csv,ods')).toThrow(
-      /^--formats: expected csv and\/or parquet, plus xlsx for a workbook per study, .*beside them; comma-separated, e.g. csv,xlsx; found "ods"$/,
+      /^--formats: expected csv and\/or parquet, plus xlsx for one workbook per study, .*beside them; comma-separated, e.g. csv,xlsx; found "ods"$/,
     );
     // Every format of the registry is named, the ones added per study among them.
     expect(() => parseFormats('ods')).toThrow(
-      /sav for an SPSS file \(\.sav\) per study, dta for a Stata file/,
+      /sav for an SPSS file \(\.sav\) per study, dta for one Stata file/,
     );
   });
 });

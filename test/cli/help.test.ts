@@ -88,7 +88,7 @@ describe('--help of each command', () => {
     for (const help of [run.stdout, replay.stdout]) {
       // What the help says is what parseFormats takes: each format, and xlsx only beside a table format.
       const text = describedAs(help, 'formats');
-      expect(text).toContain('csv and/or parquet, plus xlsx for a workbook per study');
+      expect(text).toContain('csv and/or parquet, plus xlsx for one workbook per study');
       expect(text).toContain('per study beside them');
       for (const format of formats) expect(text).toContain(format);
       const example = /e\.g\. ([\w,]+)/.exec(text)?.[1] ?? '';

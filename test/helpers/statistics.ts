@@ -1,7 +1,7 @@
 /**
  * Readers of SPSS and Stata files this project did not write: ReadStat's command line
- * (`readstat`), PSPP (`pspp-convert` for the cases, `pspp` for the dictionary) and R's haven
- * (read_sav, read_dta). Each returns what it read in one shape, so tests compare value by value.
+ * (`readstat`), PSPP (`pspp-convert` for the cases, `pspp` for the dictionary), R's haven
+ * (read_sav, read_dta) and, for a .dta's variable notes, R's readstata13. Each returns what it read in one shape, so tests compare value by value.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Papa from 'papaparse';
+import { formulaPattern } from '../../src/output/formats/csv.ts';
 
 const run = promisify(execFile);
 const big = { maxBuffer: 1024 * 1024 * 1024, encoding: 'utf8' as const };
@@ -148,6 +149,30 @@ export async function havenRead(path: string): Promise<HavenRead> {
   }
 }
 
+const characteristicsScript = `
+library(readstata13); library(jsonlite)
+args <- commandArgs(trailingOnly = TRUE)
+d <- read.dta13(args[1], convert.factors = FALSE, generate.factors = FALSE)
+fields <- attr(d, "expansion.fields")
+writeLines(toJSON(if (is.null(fields)) list() else fields), args[2], useBytes = TRUE)
+`;
+
+/**
+ * R's readstata13 (read.dta13): a .dta's characteristics as [owner, name, text], Stata's notes
+ * among them (`<variable>` or `_dta`, `note0` their number, `note1`… each note). ReadStat and
+ * haven read only the dataset's notes, PSPP no Stata file.
+ */
+export async function readstata13Characteristics(path: string): Promise<[string, string, string][]> {
+  const dir = await mkdtemp(join(tmpdir(), 'readstata13-'));
+  try {
+    const out = join(dir, 'out.json');
+    await run('Rscript', ['-e', characteristicsScript, path, out], big);
+    return JSON.parse(await readFile(out, 'utf8')) as [string, string, string][];
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Seconds from 1582-10-14 (SPSS's epoch) to 1970-01-01. */
 const SPSS_EPOCH_SECONDS = 12_219_379_200;
 
@@ -183,6 +208,9 @@ export function isoFromStataMs(text: string): string | null {
 export type DeclaredVariable =
   | { kind: 'text' | 'integer' | 'time'; name: string }
   | { kind: 'coded'; name: string; labels: readonly { code: number; label: string }[] };
+
+/** The readers this project did not write. */
+export type StatisticsReader = 'readstat' | 'haven' | 'pspp';
 
 /** Each reader's values, variable by variable, as the wide sheet's CSV writes them. */
 export type AsSheet = Record<string, Map<string, string[]>>;
@@ -228,6 +256,7 @@ function partsOf(name: string, header: readonly string[], names: ReadonlySet<str
 export async function statisticsAsSheet(
   path: string,
   variables: readonly DeclaredVariable[],
+  readers: readonly StatisticsReader[] = ['readstat', 'haven', 'pspp'],
 ): Promise<AsSheet> {
   const names = new Set(variables.map((v) => v.name));
   const sav = path.endsWith('.sav');
@@ -244,27 +273,89 @@ export async function statisticsAsSheet(
         ];
       }),
     );
-  const readstat = await readstatRows(path);
-  const haven = await havenRead(path);
-  const havenHeader = Object.keys(haven.columns);
-  const result: AsSheet = {
-    readstat: fromCsv(readstat, (v) =>
+  const result: AsSheet = {};
+  if (readers.includes('readstat'))
+    result['readstat'] = fromCsv(await readstatRows(path), (v) =>
       sav ? isoFromSpssSeconds(v) : (isoFromUsTime(v) ?? isoFromStataMs(v)),
-    ),
-    haven: new Map(
-      variables.map((v) => {
-        const parts = partsOf(v.name, havenHeader, names).map((p) => haven.columns[p]!.values);
-        return [
-          v.name,
-          parts[0]!.map((_, r) =>
-            v.kind === 'text'
-              ? parts.map((p) => p[r] ?? '').join('')
-              : sheetValue(v, parts[0]![r] ?? null, (text) => text),
-          ),
-        ];
-      }),
-    ),
-  };
-  if (sav) result['pspp'] = fromCsv(await psppRows(path), isoFromUsTime);
+    );
+  if (readers.includes('haven')) result['haven'] = havenAsSheet(await havenRead(path), variables);
+  if (sav && readers.includes('pspp')) result['pspp'] = fromCsv(await psppRows(path), isoFromUsTime);
   return result;
+}
+
+function havenAsSheet(haven: HavenRead, variables: readonly DeclaredVariable[]): Map<string, string[]> {
+  const names = new Set(variables.map((v) => v.name));
+  const havenHeader = Object.keys(haven.columns);
+  return new Map(
+    variables.map((v) => {
+      const parts = partsOf(v.name, havenHeader, names).map((p) => haven.columns[p]!.values);
+      return [
+        v.name,
+        parts[0]!.map((_, r) =>
+          v.kind === 'text'
+            ? parts.map((p) => p[r] ?? '').join('')
+            : sheetValue(v, parts[0]![r] ?? null, (text) => text),
+        ),
+      ];
+    }),
+  );
+}
+
+/** The variables of a study's files, as haven reads its .dta (one variable per column, no parts). */
+export async function declaredVariables(
+  dta: string,
+): Promise<{ variables: DeclaredVariable[]; labels: Record<string, string | null> }> {
+  const read = await havenRead(dta);
+  const variables = Object.entries(read.columns).map(([name, column]): DeclaredVariable => {
+    if (column.labels)
+      return {
+        kind: 'coded',
+        name,
+        labels: Object.entries(column.labels).map(([label, code]) => ({ code, label })),
+      };
+    if (column.class.includes('POSIXct')) return { kind: 'time', name };
+    return { kind: name === 'response_number' ? 'integer' : 'text', name };
+  });
+  return {
+    variables,
+    labels: Object.fromEntries(Object.entries(read.columns).map(([n, c]) => [n, c.label])),
+  };
+}
+
+/**
+ * Where the readers' values of a .sav or .dta differ from its wide sheet's CSV (`sheet`: header,
+ * then rows), variable by variable: "<reader> <variable> row <n>: …". None: every value agrees.
+ */
+export async function sheetDisagreements(
+  file: string,
+  sheet: readonly string[][],
+  variables: readonly DeclaredVariable[],
+  options: { readers?: readonly StatisticsReader[]; escapeFormulae?: boolean } = {},
+): Promise<string[]> {
+  const [header = [], ...rows] = sheet;
+  if (header.length !== variables.length)
+    return [`${file}: ${variables.length} variables for the sheet's ${header.length} columns`];
+  const problems: string[] = [];
+  const short = (text: string | undefined) =>
+    text === undefined ? 'nothing' : JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+  // The sheet's cells as its CSV writer wrote them: formula-like text escaped, when it was.
+  const asWritten = (value: string | undefined) =>
+    value !== undefined && options.escapeFormulae && formulaPattern.test(value) ? `'${value}` : value;
+  const read = await statisticsAsSheet(file, variables, options.readers);
+  for (const [reader, columns] of Object.entries(read)) {
+    variables.forEach((variable, c) => {
+      const values = (columns.get(variable.name) ?? []).map(asWritten);
+      if (values.length !== rows.length)
+        problems.push(`${reader} ${variable.name}: ${values.length} values for ${rows.length} rows`);
+      rows.forEach((row, r) => {
+        // PSPP's CSV writer ends every line in a value with \n.
+        const expected = reader === 'pspp' ? (row[c] ?? '').replaceAll('\r\n', '\n') : (row[c] ?? '');
+        if (values[r] !== expected)
+          problems.push(
+            `${reader} ${variable.name} row ${r + 1}: read ${short(values[r])}, sheet ${short(expected)}`,
+          );
+      });
+    });
+  }
+  return problems;
 }

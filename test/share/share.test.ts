@@ -2,9 +2,10 @@
  * `study-export share` on an output of the sandbox (over HTTP), run as users run it: every file
  * of a package read back by readers this project did not write (DuckDB, hyparquet,
  * parquetjs-lite and parquet-wasm for Parquet, papaparse for CSV, SheetJS for the workbook,
- * the Frictionless `datapackage` library for the descriptor, unzip -t for --zip) and compared
- * value by value with current/ as DuckDB reads it; --study chooses; refusals write nothing;
- * runs/, current/ and state/ are byte-identical afterwards.
+ * the Frictionless `datapackage` library for the descriptor, unzip -t for --zip, ReadStat and
+ * haven for the SPSS and Stata files) and compared value by value with current/ as DuckDB reads
+ * it; --study chooses; refusals write nothing; runs/, current/ and state/ are byte-identical
+ * afterwards.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -21,6 +22,7 @@ import { currentTables } from '../helpers/current.ts';
 import { validateDataPackage } from '../helpers/frictionless.ts';
 import { parquetDisagreements, readCsv } from '../helpers/readers.ts';
 import { runAgainst, sandboxConfig, snapshot } from '../helpers/run.ts';
+import { declaredVariables, sheetDisagreements } from '../helpers/statistics.ts';
 import { workbookProblems } from '../helpers/workbook.ts';
 import { unzipTest } from '../helpers/zip.ts';
 
@@ -110,8 +112,21 @@ async function checkPackage(pkg: string, study: { study_id: string; link_id: str
   expect(files.filter((file) => /^[a-z_]+\.(csv|parquet)$/.test(file)).sort()).toEqual(
     tableNames.flatMap((table) => [`${table}.csv`, `${table}.parquet`]).sort(),
   );
+  // The SPSS and Stata files (the output writes them): ReadStat's values, variable by variable
+  // as haven declares them, against the package's wide sheet; the codebook names each variable.
+  const { variables } = await declaredVariables(join(pkg, 'dta', `${nameOf(study.link_id)}.dta`));
+  const wide = (await readCsv(join(pkg, 'wide', sheet))).records;
+  for (const format of ['sav', 'dta']) {
+    const file = join(pkg, format, `${nameOf(study.link_id)}.${format}`);
+    expect(
+      await sheetDisagreements(file, wide, variables, { readers: ['readstat'], escapeFormulae: true }),
+    ).toEqual([]);
+  }
+  expect(variables.map((v) => v.name)).toContain('q_dg_1');
   // The first page of each guide says the package identifies people.
   const readme = await readFile(join(pkg, 'README.md'), 'utf8');
+  expect(readme).toContain('## Variables of the SPSS and Stata files');
+  expect(readme).toMatch(/\| `q_dg_1` \| `dg-1` \| [^|]+ \|/);
   const first = readme.split('\n').slice(0, 6).join('\n');
   expect(first).toContain('IDENTIFIED');
   expect(first).toContain('no privacy: section');

@@ -206,6 +206,7 @@ export const csvFormat = {
   name: 'csv',
   kind: 'table',
   selectable: true,
+  byDefault: true,
   help: 'every table as <table>.csv',
   datapackage: { format: 'csv', mediatype: 'text/csv' },
   exact: false,

@@ -7,11 +7,12 @@ export const dtaFormat = {
   name: 'dta',
   kind: 'study',
   selectable: true,
-  help: 'a Stata file (.dta) per study',
+  help: 'one Stata file (.dta) per study',
   datapackage: { format: 'dta', mediatype: 'application/x-stata-dta' },
   namesVariables: true,
   codebookRank: 6,
   folder: 'dta',
+  extension: '.dta',
   fileNoun: 'Stata file',
   description:
     'The wide sheet of one study as a Stata dataset (format 118, UTF-8): one row per response, variables named from the question slots and labelled with the questions (cut at 80 characters, whole in the notes), long answers as strL, status and modality with value labels, times as %tc (UTC).',

@@ -44,7 +44,12 @@ interface FormatBase {
   readonly name: string;
   /** Whether output.formats lists it: false for a file every run writes (the wide sheet). */
   readonly selectable: boolean;
-  /** What it adds, in a few words, for --formats' help and the pipeline file's comment. */
+  /** Whether output.formats holds it when the pipeline file does not say. */
+  readonly byDefault?: boolean;
+  /**
+   * What it adds, in a few words that follow "<name> for" or "<name> adds", for --formats' help
+   * and the pipeline file's comment.
+   */
   readonly help: string;
   readonly datapackage: PackageEntry;
   /** Where its line stands in the codebook's "Which file is for whom" (lower first). */
@@ -143,6 +148,8 @@ export interface StudyFormatModule extends FormatBase {
   readonly kind: 'study';
   /** The folder of a run (and of current/) that holds its files. */
   readonly folder: string;
+  /** How its files' names end ('.csv' for the wide sheet). */
+  readonly extension: string;
   /**
    * Whether its files hold the wide sheet as named variables (labelled/names.ts): the codebook
    * then lists each study's variable names with their slots and questions.

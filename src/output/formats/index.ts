@@ -47,6 +47,11 @@ export const formatNames = outputFormats.flatMap((format) => (format.selectable 
   ...Format[],
 ];
 
+/** The formats output.formats holds when the pipeline file does not say. */
+export const defaultFormats = outputFormats.flatMap((format) =>
+  format.selectable && 'byDefault' in format && format.byDefault ? [format.name] : [],
+) as Format[];
+
 export const tableFormats: readonly TableFormatModule[] = outputFormats.filter(
   (format): format is Extract<Registered, { kind: 'table' }> => format.kind === 'table',
 );

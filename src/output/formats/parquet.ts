@@ -339,6 +339,7 @@ export const parquetFormat = {
   name: 'parquet',
   kind: 'table',
   selectable: true,
+  byDefault: true,
   help: 'every table as <table>.parquet, typed',
   datapackage: { format: 'parquet', mediatype: 'application/vnd.apache.parquet' },
   exact: true,

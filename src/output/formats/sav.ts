@@ -12,6 +12,7 @@ export const savFormat = {
   namesVariables: true,
   codebookRank: 5,
   folder: 'sav',
+  extension: '.sav',
   fileNoun: 'SPSS file',
   description:
     'The wide sheet of one study as an SPSS system file (UTF-8): one row per response, variables named from the question slots and labelled with the questions, status and modality with value labels, times as DATETIME (UTC).',

@@ -158,6 +158,7 @@ export const wideFormat = {
   datapackage: { format: 'csv', mediatype: 'text/csv' },
   codebookRank: 1,
   folder: 'wide',
+  extension: '.csv',
   fileNoun: 'wide sheet',
   description: 'One row per response, one column per question and attribute.',
   studyFile: studyFileOf,

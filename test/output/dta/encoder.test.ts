@@ -1,8 +1,9 @@
 /**
- * The .dta codec read back by two readers this project did not write (ReadStat and R's haven;
- * PSPP reads no Stata files), value by value against the wide sheet's values: every text
- * whole (strL past 2,045 bytes), UTF-8, %tc times, codes with their value labels, labels cut
- * at 80 characters with the whole text in the notes.
+ * The .dta codec read back by readers this project did not write (ReadStat and R's haven; PSPP
+ * reads no Stata files), value by value against the wide sheet's values: every text whole
+ * (strL past 2,045 bytes), UTF-8, %tc times, codes with their value labels, labels cut at 80
+ * characters with the whole text in the notes (a variable's notes read by R's readstata13:
+ * ReadStat and haven read only the dataset's).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import {
   isoFromStataMs,
   isoSecond,
   numberFrom,
+  readstata13Characteristics,
   readstatMetadata,
   readstatRows,
 } from '../../helpers/statistics.ts';
@@ -102,6 +104,33 @@ describe('a Stata dta 118 file', () => {
         .join('')}…${end}`,
     );
     expect(read.notes).toEqual(['1', `${title}${end}`]);
+  });
+
+  it("keeps a cut variable label whole in the variable's notes, as R's readstata13 reads them", async () => {
+    const fields = await readstata13Characteristics(path);
+    const long = data.columns[1]!.header;
+    expect(fields).toContainEqual(['q_dg_2', 'note0', '1']);
+    expect(fields).toContainEqual(['q_dg_2', 'note1', long]);
+    // A label that fits has no note; each note is the whole of the label haven reads cut.
+    expect(fields.filter(([owner]) => owner === 'q_q_7_c693d2')).toEqual([]);
+    const haven = await havenRead(path);
+    const noted = fields.filter(([, name]) => name === 'note1');
+    expect(noted.length).toBeGreaterThan(1);
+    for (const [owner, , text] of noted)
+      expect(haven.columns[owner]?.label, owner).toBe(`${Array.from(text).slice(0, 79).join('')}…`);
+
+    // UTF-8 whole: a long question in Arabic, CJK and emoji.
+    const other = hostileWide(3, 2);
+    const question = `${'ما رأيك في هذا المفهوم؟ 你觉得这个概念怎么样？ ☕ '.repeat(4)}終わり`;
+    other.wide.dataset = {
+      ...other.wide.dataset,
+      variables: other.wide.dataset.variables.map((v) =>
+        v.name === 'q_dg_1' ? { ...v, label: question } : v,
+      ),
+    };
+    const file = join(dir, 'unicode-notes.dta');
+    await writeDtaFile(file, other);
+    expect(await readstata13Characteristics(file)).toContainEqual(['q_dg_1', 'note1', question]);
   });
 
   it("passes verify's check whole, and fails it cut short or padded", async () => {

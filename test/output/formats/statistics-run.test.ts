@@ -5,16 +5,22 @@
  * in-progress responses); current/ holds them too; the names stay the same in a second run,
  * a reworded question keeps its name; verify checks them.
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archiveOutput } from '../../../src/archive/index.ts';
 import { verifyRun } from '../../../src/load/verify.ts';
+import { describeCurrent } from '../../../src/publish/describe.ts';
 import { type Sandbox, startSandbox } from '../../../src/sandbox/index.ts';
+import { LocalStorage } from '../../../src/storage/local.ts';
 import { withTempDir } from '../../helpers/environment.ts';
 import { readCsv } from '../../helpers/readers.ts';
 import { runAgainst, sandboxConfig } from '../../helpers/run.ts';
-import { type DeclaredVariable, havenRead, statisticsAsSheet } from '../../helpers/statistics.ts';
+import {
+  type DeclaredVariable,
+  declaredVariables as declared,
+  sheetDisagreements,
+} from '../../helpers/statistics.ts';
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -24,41 +30,9 @@ afterAll(() => sandbox.close());
 
 const formats = { output: { formats: ['csv', 'sav', 'dta'], csv: { escape_formulae: false } } };
 
-/** The variables of a study's files, as the .dta (one variable per column, no parts) declares them. */
-async function declared(
-  dta: string,
-): Promise<{ variables: DeclaredVariable[]; labels: Record<string, string | null> }> {
-  const read = await havenRead(dta);
-  const variables = Object.entries(read.columns).map(([name, column]): DeclaredVariable => {
-    if (column.labels)
-      return {
-        kind: 'coded',
-        name,
-        labels: Object.entries(column.labels).map(([label, code]) => ({ code, label })),
-      };
-    if (column.class.includes('POSIXct')) return { kind: 'time', name };
-    return { kind: name === 'response_number' ? 'integer' : 'text', name };
-  });
-  return {
-    variables,
-    labels: Object.fromEntries(Object.entries(read.columns).map(([n, c]) => [n, c.label])),
-  };
-}
-
-/** Every reader's values of a file, column by column against the wide sheet's CSV. */
+/** Every reader's values of a file against the wide sheet's CSV. */
 async function expectSheet(file: string, csv: string, variables: readonly DeclaredVariable[]): Promise<void> {
-  const [header, ...rows] = (await readCsv(csv)).records;
-  expect(header).toHaveLength(variables.length);
-  const read = await statisticsAsSheet(file, variables);
-  for (const [reader, columns] of Object.entries(read)) {
-    variables.forEach((variable, c) => {
-      const column = rows.map((row) => row[c] ?? '');
-      const expected = reader === 'pspp' ? column.map((v) => v.replaceAll('\r\n', '\n')) : column;
-      expect(columns.get(variable.name), `${reader} ${file}: ${variable.name} ("${header![c]}")`).toEqual(
-        expected,
-      );
-    });
-  }
+  expect(await sheetDisagreements(file, (await readCsv(csv)).records, variables)).toEqual([]);
 }
 
 describe('sav and dta in a run', () => {
@@ -87,9 +61,9 @@ describe('sav and dta in a run', () => {
       // The codebook lists every study's variables with their slots and questions.
       const codebook = await readFile(join(runDir, 'README.md'), 'utf8');
       for (const study of studies) expect(codebook).toContain(`### ${study.link_id}`);
-      expect(codebook).toContain(
-        '| `q_dg_3__concept_a` | `dg-3` / `concept-a` | What do you like or dislike about this concept? \\[dg-3 / concept-a\\] |',
-      );
+      const slotRow =
+        '| `q_dg_3__concept_a` | `dg-3` / `concept-a` | What do you like or dislike about this concept? \\[dg-3 / concept-a\\] |';
+      expect(codebook).toContain(slotRow);
       expect(codebook).toMatch(/\| `a_utm_source` \| attribute `utm_source` \| attribute: utm\\_source \|/);
 
       // current/ holds them too, for the whole study.
@@ -103,6 +77,20 @@ describe('sav and dta in a run', () => {
         join(out, 'test', 'current', 'wide', `study_id=${id}`, `${study.link_id}.csv`),
         variables,
       );
+
+      // current/'s codebook lists the same variables; its descriptor describes the files.
+      const currentDir = join(out, 'test', 'current');
+      expect(await readFile(join(currentDir, 'README.md'), 'utf8')).toContain(slotRow);
+      const described = JSON.parse(await readFile(join(currentDir, 'datapackage.json'), 'utf8')) as {
+        resources: { path: string; description?: string; mediatype?: string }[];
+      };
+      for (const [format, words] of [
+        ['sav', /SPSS system file/],
+        ['dta', /Stata dataset/],
+      ] as const) {
+        const path = `${format}/study_id=${id}/${study.link_id}.${format}`;
+        expect(described.resources.find((r) => r.path === path)?.description, path).toMatch(words);
+      }
 
       // An archived bag carries them, made from the rows current/ holds (as share's package): its
       // wide sheet is current/'s byte for byte, and every reader's values of its files are the sheet's.
@@ -144,6 +132,20 @@ describe('sav and dta in a run', () => {
       expect(slots(after)).toHaveLength(6);
       expect(after['q_dg_2']).toBe('How do you do it now?');
       expect(before.get(study.link_id)!['q_dg_2']).not.toBe('How do you do it now?');
+
+      // current/'s codebook says what current/'s files hold (an incremental run keeps the question
+      // text current/ had), and `describe` writes it again the same.
+      const currentLabels = (
+        await declared(join(currentDir, 'dta', `study_id=${id}`, `${study.link_id}.dta`))
+      ).labels;
+      const currentRow = `| \`q_dg_2\` | \`dg-2\` | ${currentLabels['q_dg_2']} |`;
+      expect(await readFile(join(currentDir, 'README.md'), 'utf8')).toContain(currentRow);
+      await rm(join(currentDir, 'README.md'));
+      await describeCurrent(new LocalStorage(join(out, 'test')));
+      const describedCodebook = await readFile(join(currentDir, 'README.md'), 'utf8');
+      expect(describedCodebook).toContain(currentRow);
+      expect(describedCodebook).toContain(slotRow);
+      for (const other of studies) expect(describedCodebook).toContain(`### ${other.link_id}`);
 
       // verify reads the files' structure: a .sav cut short is named.
       const sav = join(second.runDir!, 'sav', `${study.link_id}.sav`);
