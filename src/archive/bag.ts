@@ -1,35 +1,38 @@
 /**
- * One study's bag: its payload under data/ written file by file into the sink (tables, sheets,
- * recordings, conversations, index, guide, provenance), then the tag files. Nothing is fetched
- * from the service: the bag holds what the output holds, and says what it lacks.
+ * One study's bag: its payload under data/ written file by file into the sink (recordings; the
+ * tables and the study's files in every study format the output has, from the rows the handoff
+ * reader gives, by output/handoff-files.ts as share's; conversations, index, guide, provenance),
+ * then the tag files. Nothing is fetched from the service: the bag holds what the output holds,
+ * and says what it lacks. The study is read response by response, never whole.
  */
-import { appendFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Format } from '../config/schema.ts';
 import { nameOf } from '../names.ts';
 import { dataPackage } from '../output/datapackage.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
 import { csvText } from '../output/formats/csv.ts';
+import { type HandoffFiles, type ResponseRows, writeHandoffFiles } from '../output/handoff-files.ts';
+import { createSortedSpill } from '../output/sorted-spill.ts';
 import { privacySummary } from '../privacy/index.ts';
-import {
-  byResponse,
-  type HandoffStudy,
-  type OutputReader,
-  type RunReader,
-  studyTables,
-} from '../reader/index.ts';
+import { byResponse, type HandoffStudy, type OutputReader, type RunReader } from '../reader/index.ts';
 import { redact } from '../redact.ts';
-import type { Row, TableRows } from '../tables/index.ts';
+import { openLocalFile } from '../storage/local-file.ts';
+import type { Row } from '../tables/index.ts';
 import type { Conversation, TurnRecording } from './conversation.ts';
 import { conversationText } from './conversation.ts';
 import {
   conversationPage,
   type GuideFacts,
   indexEnd,
+  indexListEnd,
+  indexListItem,
   indexSection,
   indexStart,
   readme,
   report,
 } from './guide.ts';
-import { addTables, diskFile, memoryFile, Payload, sheetHeader, storedFile } from './payload.ts';
+import { diskFile, memoryFile, Payload } from './payload.ts';
 import { filterRaw, PROVENANCE_DIR, runsJson } from './provenance.ts';
 import { addRecording, type PlannedRecording } from './recording-files.ts';
 import type { BagSink } from './sink.ts';
@@ -45,6 +48,8 @@ export interface StudyBagInput {
   output: OutputReader;
   /** The study as the bag carries it: through the handoff reader, de-identified by its profile or identified. */
   study: HandoffStudy;
+  /** The study's file name (src/names.ts): its sheets' and its bag's. */
+  name: string;
   /** The runs that exported the study, oldest first. */
   runs: readonly RunReader[];
   sink: BagSink;
@@ -52,7 +57,9 @@ export interface StudyBagInput {
   scratch: string;
   info: BagInfoSettings;
   tool: { name: string; version: string };
-  escapeFormulae: boolean;
+  /** The output's formats (each study format among them adds its file) and how it writes CSV. */
+  formats: readonly Format[];
+  csv: CsvOptions;
   /** The bag's date: the newest of its runs' finish times. */
   time: Date;
 }
@@ -76,47 +83,58 @@ export interface StudyBagResult {
 
 export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResult> {
   const payload = new Payload(input.sink);
-  const rows = await studyTables(input.study);
-  const tableFiles = await addTables(payload, rows, input.scratch, input.escapeFormulae);
-  const sheets = await addSheets(payload, input);
   const planned = await addRecordings(payload, input.study, input.scratch);
-  const conversations = conversationsOf(rows, planned);
+  const index = conversationIndex(input.scratch);
+  const files = join(input.scratch, 'files');
+  const work = join(input.scratch, 'work');
+  await mkdir(work, { recursive: true });
+  const recordingsOf = byResponse(planned.map((plan) => ({ response_id: plan.recording.response_id, plan })));
+  const handed = await writeHandoffFiles({
+    source: input.study,
+    dir: files,
+    tablesFolder: 'tables',
+    scratchDir: work,
+    formats: input.formats,
+    csv: input.csv,
+    fileName: input.name,
+    onResponse: async (rows) => {
+      const conversation = conversationOf(rows, recordingsOf.get(rows.response.response_id) ?? []);
+      await addConversation(payload, conversation, input.study.study.title);
+      await index.add(conversation);
+    },
+  });
+  for (const file of [...handed.tables, ...handed.studyFiles])
+    await payload.add(await diskFile(`data/${file.path}`, join(files, file.path)));
   const newest = input.runs.at(-1);
   const facts: GuideFacts = {
     pipeline: input.output.name,
     service: redact(newest?.manifest.config?.source?.base_url ?? ''),
     runId: newest?.id ?? '',
     baggedAt: input.time.toISOString(),
-    studyRows: rows,
+    study: input.study.study,
+    responses: handed.responseIds.length,
+    stats: handed.stats,
     recordings: planned.length,
     missing: planned.filter((p) => !p.path).length,
     privacy: input.study.privacy,
-    sheets: sheets.wide.length + sheets.workbooks.length,
+    studyFiles: handed.studyFiles,
     rawFiles: 0,
   };
-  await addConversations(payload, input, facts, conversations);
+  await payload.add(await diskFile('data/index.html', await index.write(facts)));
   await addRecordingList(payload, input.scratch, planned);
   facts.rawFiles = await addProvenance(payload, input);
   await payload.add(memoryFile('data/README.md', readme(facts)));
   await payload.add(memoryFile('data/report.html', report(facts)));
-  const descriptor = dataPackage({
-    name: `${input.output.name}-${rows.studies[0]?.link_id ?? ''}`,
-    title: rows.studies[0]?.title ?? '',
-    description: `One study exported by study-export: ${facts.studyRows.responses.length} responses and their recordings.`,
-    created: facts.baggedAt,
-    tables: tableFiles.map((file) => ({ ...file, ...digestFields(payload, file.path) })),
-    sheets: sheets.wide.map((sheet) => ({ ...sheet, ...digestFields(payload, sheet.path) })),
-    files: [...sheets.workbooks, 'recordings.csv', 'index.html', 'README.md', 'report.html'].map((path) => ({
-      path,
-      ...digestFields(payload, path),
-    })),
-  });
-  const described = { ...descriptor, privacy: input.study.privacy };
-  await payload.add(memoryFile('data/datapackage.json', `${JSON.stringify(described, null, 2)}\n`));
+  await payload.add(
+    memoryFile(
+      'data/datapackage.json',
+      `${JSON.stringify(descriptor(input, payload, handed, facts), null, 2)}\n`,
+    ),
+  );
   await writeTagFiles(input.sink, payload.written, bagInfo(input));
   return {
     location: input.sink.location,
-    responseIds: rows.responses.map((response) => response.response_id),
+    responseIds: handed.responseIds,
     files: payload.written.length,
     bytes: payload.written.reduce((sum, file) => sum + file.digests.bytes, 0),
     recordings: planned.length,
@@ -131,32 +149,34 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
   };
 }
 
+/** data/datapackage.json: the tables, the wide sheet, every other file a reader opens, and how the bag was made. */
+function descriptor(input: StudyBagInput, payload: Payload, handed: HandoffFiles, facts: GuideFacts) {
+  const { study } = facts;
+  return dataPackage({
+    name: `${input.output.name}-${study.link_id}`,
+    title: study.title,
+    description: `One study exported by study-export: ${facts.responses} responses. Privacy: ${privacySummary(input.study.privacy, { recordings: true })} (see privacy).`,
+    created: facts.baggedAt,
+    tables: handed.tables.map((file) => ({ ...file, ...digestFields(payload, file.path) })),
+    sheets: handed.studyFiles.flatMap((file) =>
+      file.header
+        ? [{ path: file.path, header: file.header, bom: input.csv.bom, ...digestFields(payload, file.path) }]
+        : [],
+    ),
+    files: [
+      ...handed.studyFiles.filter((file) => !file.header).map((file) => file.path),
+      'recordings.csv',
+      'index.html',
+      'README.md',
+      'report.html',
+    ].map((path) => ({ path, ...digestFields(payload, path) })),
+    privacy: input.study.privacy,
+  });
+}
+
 function digestFields(payload: Payload, path: string): { bytes?: number; sha256?: string } {
   const digests = payload.digestsOf(path);
   return digests ? { bytes: digests.bytes, sha256: digests.sha256 } : {};
-}
-
-/**
- * The study's files of every study format as current/ holds them, byte for byte, under
- * data/<folder>/: the wide sheet (every run writes it) described by its header, the others
- * (a workbook, SPSS and Stata files) as files.
- */
-async function addSheets(payload: Payload, input: StudyBagInput) {
-  const { storage } = input.output;
-  const wide: { path: string; header: string[]; bom: boolean }[] = [];
-  const workbooks: string[] = [];
-  // The wide sheet first, then the others in the registry's order.
-  const formats = (await input.study.currentSheets()).sort(
-    (a, b) => Number(a.format.selectable) - Number(b.format.selectable),
-  );
-  for (const { format, files } of formats)
-    for (const file of files) {
-      const path = `${format.folder}/${file.path.split('/').at(-1)}`;
-      await payload.add(storedFile(`data/${path}`, storage, file.path, file.bytes));
-      if (format.selectable) workbooks.push(path);
-      else wide.push({ path, ...(await sheetHeader(storage, file.path, file.bytes)) });
-    }
-  return { wide, workbooks };
 }
 
 /**
@@ -181,25 +201,15 @@ async function addRecordings(
   return planned;
 }
 
-/** Responses in the order people number them; each with its rows and recordings. */
-function conversationsOf(rows: TableRows, planned: readonly PlannedRecording[]): Conversation[] {
-  const transcript = byResponse(rows.transcript);
-  const answers = byResponse(rows.answers);
-  const attributes = byResponse(rows.attributes);
-  const recordings = byResponse(planned.map((p) => ({ response_id: p.recording.response_id, plan: p })));
-  const responses = [...rows.responses].sort(
-    (a, b) =>
-      (a.response_number ?? Number.MAX_SAFE_INTEGER) - (b.response_number ?? Number.MAX_SAFE_INTEGER) ||
-      a.created_at.localeCompare(b.created_at) ||
-      a.response_id.localeCompare(b.response_id),
-  );
-  return responses.map((response) => ({
-    response,
-    name: nameOf(response.response_id),
-    transcript: transcript.get(response.response_id) ?? [],
-    answers: new Map((answers.get(response.response_id) ?? []).map((a) => [a.answer_id, a])),
-    attributes: attributes.get(response.response_id) ?? [],
-    recordings: (recordings.get(response.response_id) ?? []).map(
+/** A response's conversation: its rows and the recordings the bag holds of it. */
+function conversationOf(rows: ResponseRows, planned: readonly { plan: PlannedRecording }[]): Conversation {
+  return {
+    response: rows.response,
+    name: nameOf(rows.response.response_id),
+    transcript: rows.transcript,
+    answers: new Map(rows.answers.map((a) => [a.answer_id, a])),
+    attributes: rows.attributes,
+    recordings: planned.map(
       ({ plan }): TurnRecording => ({
         turn: plan.recording.turn,
         kind: plan.recording.kind,
@@ -208,27 +218,74 @@ function conversationsOf(rows: TableRows, planned: readonly PlannedRecording[]):
         note: plan.note,
       }),
     ),
-  }));
+  };
 }
 
-/** Each conversation's page and text, and index.html, written to scratch a conversation at a time. */
-async function addConversations(
-  payload: Payload,
-  input: StudyBagInput,
-  facts: GuideFacts,
-  conversations: readonly Conversation[],
-): Promise<void> {
-  const title = input.study.study.title;
-  const index = join(input.scratch, 'index.html');
-  await writeFile(index, indexStart(facts, conversations));
-  for (const conversation of conversations) {
-    const base = `data/conversations/${conversation.name}`;
-    await payload.add(memoryFile(`${base}.html`, conversationPage(conversation, title)));
-    await payload.add(memoryFile(`${base}.txt`, conversationText(conversation, title)));
-    await appendFile(index, indexSection(conversation));
-  }
-  await appendFile(index, indexEnd);
-  await payload.add(await diskFile('data/index.html', index));
+/** A conversation's page and text. */
+async function addConversation(payload: Payload, conversation: Conversation, title: string): Promise<void> {
+  const base = `data/conversations/${conversation.name}`;
+  await payload.add(memoryFile(`${base}.html`, conversationPage(conversation, title)));
+  await payload.add(memoryFile(`${base}.txt`, conversationText(conversation, title)));
+}
+
+interface IndexEntry {
+  number: number | null;
+  created: string;
+  id: string;
+  html: string;
+}
+
+/**
+ * index.html: the conversations in the order people number them (response_number, then
+ * creation), each listed and then shown. They come in response_id order, so their list items
+ * and sections go through two sorted spills; the page is written in scratch after the last.
+ */
+function conversationIndex(scratch: string) {
+  const spill = (name: string) =>
+    createSortedSpill<IndexEntry, IndexEntry>({
+      dir: scratch,
+      name,
+      keyOf: (entry) => entry,
+      compare: (a, b) =>
+        (a.number ?? Number.MAX_SAFE_INTEGER) - (b.number ?? Number.MAX_SAFE_INTEGER) ||
+        (a.created < b.created ? -1 : a.created > b.created ? 1 : 0) ||
+        (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    });
+  const items = spill('index-items');
+  const sections = spill('index-sections');
+  return {
+    async add(conversation: Conversation): Promise<void> {
+      const { response } = conversation;
+      const key = {
+        number: response.response_number,
+        created: response.created_at,
+        id: response.response_id,
+      };
+      await items.add({ ...key, html: indexListItem(conversation) });
+      await sections.add({ ...key, html: indexSection(conversation) });
+    },
+    /** Writes index.html; resolves with its path. */
+    async write(facts: GuideFacts): Promise<string> {
+      const path = join(scratch, 'index.html');
+      const file = await openLocalFile(path);
+      const text = (html: string) => file.write(Buffer.from(html, 'utf8'));
+      try {
+        await text(indexStart(facts));
+        for await (const entry of items.sorted()) await text(entry.html);
+        await text(indexListEnd);
+        for await (const entry of sections.sorted()) await text(entry.html);
+        await text(indexEnd);
+        await file.close();
+      } catch (error) {
+        await file.abort();
+        throw error;
+      } finally {
+        await items.remove();
+        await sections.remove();
+      }
+      return path;
+    },
+  };
 }
 
 const recordingColumns = [
@@ -306,7 +363,7 @@ function bagInfo(input: StudyBagInput): [string, string][] {
     ['External-Description', `${study.title} (link_id ${study.link_id})`],
     ['Bagging-Date', input.time.toISOString().slice(0, 10)],
     ['Bag-Software-Agent', `${input.tool.name} ${input.tool.version}`],
-    ['Privacy', privacySummary(input.study.privacy)],
+    ['Privacy', privacySummary(input.study.privacy, { recordings: true })],
   );
   return fields;
 }

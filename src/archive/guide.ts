@@ -9,9 +9,10 @@
 import { escapeHtml as e } from '../output/codecs/escape.ts';
 import { markdownText } from '../output/guide/codebook.ts';
 import { reportHtml } from '../output/guide/report-html.ts';
-import { RunStats } from '../output/guide/run-stats.ts';
+import type { RunStats } from '../output/guide/run-stats.ts';
+import type { HandoffStudyFile } from '../output/handoff-files.ts';
 import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
-import { type Row, type TableRows, tableNames } from '../tables/index.ts';
+import { type Row, tableNames } from '../tables/index.ts';
 import { tableSection } from '../tables/markdown.ts';
 import { type Conversation, conversationHtml, conversationTitle, htmlPage } from './conversation.ts';
 
@@ -21,19 +22,23 @@ export interface GuideFacts {
   /** The newest run the bag's contents came from. */
   runId: string;
   baggedAt: string;
-  studyRows: TableRows;
+  /** The study's row as the bag holds it. */
+  study: Row<'studies'>;
+  responses: number;
+  /** The study's figures for report.html, counted as its rows passed. */
+  stats: RunStats;
   missing: number;
   recordings: number;
   /** How the bag was made: identified, or de-identified by a profile. */
   privacy: HandoffPrivacy;
-  /** Files under wide/, xlsx/ and the other study formats' folders (none under a profile). */
-  sheets: number;
+  /** The study's file in each study format (wide sheet, workbook, sav, dta), under data/. */
+  studyFiles: readonly HandoffStudyFile[];
   /** Raw payloads under provenance/raw/ (none under a profile). */
   rawFiles: number;
 }
 
 export function readme(facts: GuideFacts): string {
-  const study = facts.studyRows.studies[0];
+  const { study } = facts;
   const lines = [
     `# ${markdownText(study?.title ?? '')} (${markdownText(study?.link_id ?? '')})`,
     '',
@@ -46,8 +51,11 @@ export function readme(facts: GuideFacts): string {
     '',
     '## Privacy',
     '',
-    ...privacyParagraphs(facts.privacy).flatMap((paragraph) => [markdownText(paragraph), '']),
-    `${facts.studyRows.responses.length} responses, ${facts.recordings - facts.missing} recordings in the bag` +
+    ...privacyParagraphs(facts.privacy, { recordings: true }).flatMap((paragraph) => [
+      markdownText(paragraph),
+      '',
+    ]),
+    `${facts.responses} responses, ${facts.recordings - facts.missing} recordings in the bag` +
       (facts.missing > 0 ? `, ${facts.missing} missing (listed in recordings.csv with the reason).` : '.'),
     '',
     '## Which file is for whom',
@@ -58,9 +66,9 @@ export function readme(facts: GuideFacts): string {
     '  an HLS video is one MPEG-TS (`.ts`) file (VLC, mpv, ffplay), and where no MP4 recording',
     '  of its turn is here, `<turn>-hls.mp4` beside it: the same samples as MP4, for browsers.',
     '- **recordings.csv**: every recording: its file here, the run it came from, or why it is missing.',
-    ...(facts.sheets > 0
-      ? ['- **wide/** and **xlsx/**: one row per response, one column per question, for spreadsheets.']
-      : []),
+    ...facts.studyFiles.map(
+      ({ format, path }) => `- **${markdownText(path)}** (${format.fileNoun}): ${format.description}`,
+    ),
     '- **tables/<table>.csv** and **.parquet**: the tidy tables below (DuckDB, pandas, R, Spark);',
     '  **datapackage.json** describes them (Frictionless Data).',
     '- **report.html**: responses over time, answered and skipped questions, recordings.',
@@ -88,9 +96,7 @@ export function readme(facts: GuideFacts): string {
 }
 
 export function report(facts: GuideFacts): string {
-  const stats = new RunStats();
-  for (const table of tableNames) stats.add(table, facts.studyRows[table] as Row<typeof table>[]);
-  const study = facts.studyRows.studies[0];
+  const { study, stats } = facts;
   return reportHtml({
     kind: 'current',
     pipeline: facts.pipeline,
@@ -98,43 +104,46 @@ export function report(facts: GuideFacts): string {
     runId: facts.runId,
     startedAt: facts.baggedAt,
     finishedAt: facts.baggedAt,
-    studies: study ? [{ study_id: study.study_id, link_id: study.link_id, title: study.title }] : [],
+    studies: [{ study_id: study.study_id, link_id: study.link_id, title: study.title }],
     stats,
     warnings: [],
     mediaEnabled: true,
   });
 }
 
-/** index.html's head and study facts, before the conversations. */
-export function indexStart(facts: GuideFacts, conversations: readonly Conversation[]): string {
-  const study = facts.studyRows.studies[0];
-  const list = conversations
-    .map(
-      (c) =>
-        `<li><a href="#${e(c.name)}">${e(conversationTitle(c.response))}</a> ${e(c.response.created_at)}` +
-        ` (<a href="conversations/${e(c.name)}.html">page</a>, <a href="conversations/${e(c.name)}.txt">text</a>)</li>`,
-    )
-    .join('\n');
-  const head = htmlPage(study?.title ?? 'Study', '').replace(/\n<\/body><\/html>\n$/, '');
-  const privacy = privacyParagraphs(facts.privacy)
+/** index.html's head and study facts, up to its list of conversations (indexListItem each). */
+export function indexStart(facts: GuideFacts): string {
+  const { study } = facts;
+  const head = htmlPage(study.title || 'Study', '').replace(/\n<\/body><\/html>\n$/, '');
+  const privacy = privacyParagraphs(facts.privacy, { recordings: true })
     .map((paragraph) => `<p>${e(paragraph)}</p>`)
     .join('\n');
-  return `${head}<h1>${e(study?.title ?? '')}</h1>
+  const files = facts.studyFiles
+    .map(({ format, path }) => `<a href="${e(path)}">${e(format.fileNoun)}</a> (${e(path)})`)
+    .join(', ');
+  return `${head}<h1>${e(study.title)}</h1>
 <section class="privacy">
 ${privacy}
 </section>
-<dl><dt>link_id</dt><dd>${e(study?.link_id ?? '')}</dd><dt>Study id</dt><dd>${e(study?.study_id ?? '')}</dd>
-<dt>Created</dt><dd>${e(study?.created_at ?? '')} UTC</dd><dt>Responses</dt><dd>${conversations.length}</dd>
+<dl><dt>link_id</dt><dd>${e(study.link_id)}</dd><dt>Study id</dt><dd>${e(study.study_id)}</dd>
+<dt>Created</dt><dd>${e(study.created_at)} UTC</dd><dt>Responses</dt><dd>${facts.responses}</dd>
 <dt>Recordings</dt><dd>${facts.recordings - facts.missing} in this bag${facts.missing ? `, ${facts.missing} missing (see <a href="recordings.csv">recordings.csv</a>)` : ''}</dd>
 <dt>Service</dt><dd>${e(facts.service)}</dd><dt>Newest run</dt><dd>${e(facts.runId)}</dd></dl>
 <p>Also here: <a href="README.md">README.md</a> (what each file is), <a href="report.html">the report</a>,
-the tables in <a href="tables/">tables/</a>.</p>
+the tables in <a href="tables/">tables/</a>${files ? `, ${files}` : ''}.</p>
 <h2>Conversations</h2>
 <ol class="conversations">
-${list}
-</ol>
 `;
 }
+
+/** One conversation's entry in index.html's list. */
+export function indexListItem(c: Conversation): string {
+  return `<li><a href="#${e(c.name)}">${e(conversationTitle(c.response))}</a> ${e(c.response.created_at)} (<a href="conversations/${e(c.name)}.html">page</a>, <a href="conversations/${e(c.name)}.txt">text</a>)</li>
+`;
+}
+
+/** Between the list and the conversations' sections. */
+export const indexListEnd = '</ol>\n';
 
 /** One conversation's section of index.html. */
 export function indexSection(conversation: Conversation): string {

@@ -9,6 +9,7 @@ import { access, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
+import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
@@ -38,7 +39,7 @@ export interface ArchiveOptions {
   to: string;
   form: BagForm;
   info: BagInfoSettings;
-  /** The privacy profile the bags are made with, or 'identified' (the default). */
+  /** The privacy profile the bags are made with, 'identified' (--identified) or 'unprofiled' (the default: no privacy: section). */
   profile?: HandoffProfile;
   /** Where files are written before they are added to a bag (default: the system's). */
   scratchDir?: string;
@@ -61,7 +62,7 @@ export interface ArchiveResult {
 
 export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveResult> {
   const output = await OutputReader.open(options.output, options.s3 ?? {});
-  const handoff = openHandoff(output, options.profile ?? 'identified');
+  const handoff = openHandoff(output, options.profile ?? 'unprofiled');
   const all = await output.studies();
   if (all.length === 0)
     throw new ConfigError(
@@ -72,8 +73,10 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
   const runs = await output.runs();
   if (!isObjectStorage(options.to)) await mkdir(options.to, { recursive: true });
   const target = await openStorage(options.to, options.s3 ?? {});
-  // As the output's newest run wrote its CSV (a formula-like cell escaped, by default).
-  const escapeFormulae = runs[0]?.manifest.config?.output?.csv?.escape_formulae ?? true;
+  // As the output's newest run wrote its files: its formats, its CSV (a formula-like cell escaped, by default).
+  const config = runs[0]?.manifest.config?.output;
+  const formats: readonly Format[] = config?.formats ?? ['csv', 'parquet'];
+  const csv = { bom: config?.csv?.bom ?? false, escape_formulae: config?.csv?.escape_formulae ?? true };
   const bags: ArchivedStudy[] = [];
   for (const study of chosen) {
     const bagName = names.get(study.study_id) ?? study.study_id;
@@ -86,12 +89,14 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
       const result = await writeStudyBag({
         output,
         study: handed,
+        name: bagName,
         runs: ofStudy,
         sink,
         scratch,
         info: options.info,
         tool: { name: packageJson.name, version: packageJson.version },
-        escapeFormulae,
+        formats,
+        csv,
         time,
       });
       const bag = { ...result, study_id: study.study_id, link_id: study.link_id, linkage: handed.linkage() };

@@ -101,7 +101,7 @@ export function handoffOptions<T>(yargs: Argv<T>): Argv<T & HandoffArgs> {
 }
 
 export interface ChosenHandoff extends ChosenOutput {
-  /** The privacy profile, or 'identified'. */
+  /** The privacy profile, 'identified' (--identified) or 'unprofiled' (no privacy: section). */
   profile: HandoffProfile;
   /** Where the linkage table goes (absolute), or null. */
   linkage: string | null;
@@ -151,7 +151,7 @@ export async function chosenHandoff(
     throw new ConfigError(
       '--linkage: no privacy profile applies (the pipeline file has no privacy: section)',
     );
-  return { ...chosen, profile: 'identified', linkage: null };
+  return { ...chosen, profile: 'unprofiled', linkage: null };
 }
 
 /** Whether the output's newest run recorded a pipeline file with a privacy: section. */

@@ -295,6 +295,7 @@ class BucketMerge {
           this.#preparedParquet.get('attributes'),
         ),
         scratchDir: this.start.dir,
+        sliceBytes: this.update.sliceBytes,
       };
       const sheetName = sheets.get(id);
       const copied =

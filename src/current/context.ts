@@ -23,6 +23,8 @@ export interface CurrentOutput {
   shard?: DescriptorShard | undefined;
   /** The pointer that names the run once committed (latest, latest-shard-K-of-N). */
   pointer?: string;
+  /** The answers' Parquet bytes per slice a study's sheets are built through (wide.ts); for tests. */
+  sliceBytes?: number;
 }
 
 /** What preparing and publishing one run's parts need. */

@@ -173,7 +173,9 @@ function byBucket<T extends { study_id: string }>(studies: readonly T[]): Map<nu
  * gone (undoCurrent). Returns whether anything changed.
  */
 export async function repairBucket(
-  update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir'> & { formats?: CurrentContext['formats'] },
+  update: Pick<CurrentContext, 'store' | 'csv' | 'scratchDir' | 'sliceBytes'> & {
+    formats?: CurrentContext['formats'];
+  },
   bucket: number,
   options: {
     studies: readonly string[];
@@ -214,6 +216,7 @@ export async function repairBucket(
       answers: { store, ...answers },
       ...attributesOf(store, part('attributes'), undefined),
       scratchDir: dir,
+      sliceBytes: update.sliceBytes,
     };
     const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
     const book =

@@ -22,7 +22,7 @@
  * - removed (a reconcile: responses the service no longer lists): their previous rows go, in
  *   every response table, unless the run itself fetched a copy (then it lists them after all).
  */
-import type { DataTableName, Row, TableName } from '../tables/index.ts';
+import type { Row, TableName } from '../tables/index.ts';
 
 /** Tables whose rows belong to one response, and go and come with it. */
 export const responseTables = ['responses', 'answers', 'transcript', 'attributes', 'media'] as const;
@@ -119,34 +119,4 @@ export function mergeQuestions(
     added.push({ ...q, position: ++position });
   }
   return [...previous, ...added];
-}
-
-/** The rows of one study, table by table. */
-export type StudyRows = { [T in DataTableName]: Row<T>[] };
-
-/**
- * The whole merge of one study in memory: what bucket.ts does row group by row group.
- * For tests and small studies.
- */
-export function mergeStudy(previous: StudyRows, incoming: StudyRows, options: MergeOptions): StudyRows {
-  const planner = new MergePlanner(options);
-  for (const row of incoming.responses) planner.addIncoming(row);
-  const keptResponses = previous.responses.filter((row) => planner.keepPreviousResponse(row));
-  const plan = planner.plan();
-  const children = <T extends Exclude<ResponseTable, 'responses'>>(table: T): Row<T>[] => {
-    const ofResponse = (row: Row<T>) => row as Row<T> & { response_id: string };
-    return [
-      ...previous[table].filter((row) => keepPreviousRow(plan, ofResponse(row))),
-      ...incoming[table].filter((row) => keepNewRow(plan, ofResponse(row))),
-    ];
-  };
-  return {
-    studies: incoming.studies.length > 0 ? [...incoming.studies] : [...previous.studies],
-    responses: [...keptResponses, ...incoming.responses.filter((row) => keepNewRow(plan, row))],
-    questions: mergeQuestions(previous.questions, incoming.questions, options.replace),
-    answers: children('answers'),
-    transcript: children('transcript'),
-    attributes: children('attributes'),
-    media: children('media'),
-  };
 }

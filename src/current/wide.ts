@@ -54,7 +54,7 @@ export interface CurrentWideInput {
   attributes?: PartSource;
   csv: CsvOptions;
   scratchDir: string;
-  /** Parquet bytes per slice; for tests. */
+  /** Parquet bytes per slice (CurrentOutput.sliceBytes); for tests. */
   sliceBytes?: number;
 }
 

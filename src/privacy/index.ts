@@ -20,10 +20,13 @@ export { hostOf, type Leftover, PackageScan } from './scan.ts';
 export {
   DEIDENTIFIED_MARK,
   type HandoffPrivacy,
-  IDENTIFIED_NOTICE,
+  type IdentifiedBecause,
+  identifiedNotice,
+  type PackageHolds,
   privacyParagraphs,
   privacySummary,
   RECORDINGS_NOTICE,
+  UNPROFILED,
 } from './statement.ts';
 export { type LinkageEntry, StudyDeidentifier, type StudyPrivacyCounts, textColumns } from './study.ts';
 export { type KindCounts, StudyTags, zeroCounts } from './tags.ts';

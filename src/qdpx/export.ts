@@ -25,7 +25,7 @@ export interface QdpxExportOptions {
   /** The folder the .qdpx files go into. */
   to: string;
   s3?: S3Settings;
-  /** The privacy profile the projects are made with, or 'identified' (the default). */
+  /** The privacy profile the projects are made with, 'identified' (--identified) or 'unprofiled' (the default: no privacy: section). */
   profile?: HandoffProfile;
   /** Tests only: a smaller limit for recordings inside the package. */
   internalLimitBytes?: number;
@@ -44,7 +44,7 @@ export const ORIGIN = `study-export ${packageJson.version}`;
 
 export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyDone[]> {
   const reader = await OutputReader.open(options.output, options.s3 ?? {});
-  const handoff = openHandoff(reader, options.profile ?? 'identified');
+  const handoff = openHandoff(reader, options.profile ?? 'unprofiled');
   const chosen =
     options.studies.length === 0
       ? await reader.studies()

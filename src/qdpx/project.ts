@@ -249,7 +249,7 @@ export function projectTail(parts: ProjectParts): string {
     `Study "${study.title}" (link id ${study.link_id}, study id ${study.study_id}), created ${study.created_at}.`,
     `Exported by ${parts.origin} at ${parts.exportedAt} from the study's newest rows.`,
     "Cases are respondents; codes are the discussion guide's question slots; every answer passage is coded.",
-    ...privacyParagraphs(parts.privacy),
+    ...privacyParagraphs(parts.privacy, { recordings: true }),
   ].join('\n');
   return `${element('Description', description)}</Project>\n`;
 }

@@ -3,8 +3,8 @@
  * later) read a study through `openHandoff(output, profile)`: with a privacy profile, its rows,
  * texts and recordings come out already de-identified (src/privacy), so a command has no privacy
  * code of its own, and the same study gives the same pseudonyms and tags whichever command
- * packs it. `'identified'` (--identified, or a pipeline without a privacy: section) reads the
- * output as it is, and says so.
+ * packs it. `'identified'` (--identified) and `'unprofiled'` (a pipeline file without a
+ * privacy: section) read the output as it is, and the package says which.
  */
 
 import type { ZipEntry, ZipIndex } from '../output/codecs/zip-index.ts';
@@ -16,22 +16,22 @@ import {
   StudyDeidentifier,
 } from '../privacy/index.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
-import type { StudyFormatFiles } from './current.ts';
 import type { OutputReader, StudyReader } from './output.ts';
 import type { Located, Recording } from './recordings.ts';
 import type { RunReader } from './run.ts';
 
-/** A privacy profile, or 'identified': the package keeps the respondents' identities. */
 export type { HandoffPrivacy };
 
-export type HandoffProfile = PrivacyProfile | 'identified';
+/**
+ * A privacy profile; or the package keeps the respondents' identities: 'identified' because
+ * --identified was given, 'unprofiled' because the pipeline file has no privacy: section.
+ */
+export type HandoffProfile = PrivacyProfile | 'identified' | 'unprofiled';
 
 export interface HandoffStudy extends StudyReader {
   privacy: HandoffPrivacy;
   /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
   linkage(): LinkageEntry[];
-  /** current/'s files of the study formats, byte for byte; none de-identified (their text is raw). */
-  currentSheets(): Promise<StudyFormatFiles[]>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -43,20 +43,20 @@ export class HandoffReader {
   ) {}
 
   get identified(): boolean {
-    return this.profile === 'identified';
+    return typeof this.profile === 'string';
   }
 
   /** A study of current/ by permanent id or link_id, as the package will carry it. */
   async study(idOrLinkId: string): Promise<HandoffStudy> {
     const source = await this.output.study(idOrLinkId);
-    const id = source.study.study_id;
-    const current = this.output.current;
-    if (this.profile === 'identified')
+    if (typeof this.profile === 'string')
       return {
         ...source,
-        privacy: { identified: true },
+        privacy: {
+          identified: true,
+          because: this.profile === 'identified' ? '--identified' : 'no privacy profile',
+        },
         linkage: () => [],
-        currentSheets: () => current.studyFiles(id),
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
@@ -75,7 +75,6 @@ export class HandoffReader {
       recordings: () => (excluded ? none() : deidentifiedRecordings(source.recordings(), study)),
       privacy: { identified: false, profile: profileStatement(this.profile), counts: study.counts() },
       linkage: () => study.linkage(),
-      currentSheets: async () => [],
       rawFiles: () => [],
     };
   }

@@ -29,7 +29,7 @@ export {
 export { type LatestPointer, OutputReader, type StudyReader } from './output.ts';
 export { type Found, type Located, type MediaRow, type Recording, RecordingFinder } from './recordings.ts';
 export { openRun, type RunReader } from './run.ts';
-export { studyRuns, studyTables } from './study.ts';
+export { studyRuns } from './study.ts';
 
 /** The run folder at `location` (runs/<id>, local or s3://); a RunError when it is none. */
 export async function openRunAt(location: string, s3: S3Settings = {}): Promise<RunReader> {

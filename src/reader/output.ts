@@ -160,8 +160,15 @@ export class OutputReader {
       all,
       async *recordings() {
         const media = byResponse(await all('media'));
-        const transcript = byResponse(await all('transcript'));
-        const responses = (await all('responses')).map((r) => r.response_id).sort();
+        // Of the transcript, only the turns that had a recording, and only what says so.
+        const recorded: Pick<Row<'transcript'>, 'response_id' | 'turn' | 'has_audio' | 'has_video'>[] = [];
+        for await (const group of rows('transcript'))
+          for (const { response_id, turn, has_audio, has_video } of group)
+            if (has_audio || has_video) recorded.push({ response_id, turn, has_audio, has_video });
+        const transcript = byResponse(recorded);
+        const responses: string[] = [];
+        for await (const group of rows('responses')) for (const r of group) responses.push(r.response_id);
+        responses.sort();
         for (const response of responses)
           yield await finder.recordingsOf(id, media.get(response) ?? [], transcript.get(response) ?? []);
       },

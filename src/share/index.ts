@@ -21,7 +21,6 @@ import {
   openHandoff,
   type RunReader,
   studyRuns,
-  studyTables,
 } from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
@@ -47,7 +46,7 @@ export interface ShareOptions {
   /** Where the packages go: a folder, or s3://bucket/prefix. */
   to: string;
   form: PackageForm;
-  /** The privacy profile the handoff reader applies, or 'identified' (the default). */
+  /** The privacy profile the handoff reader applies, 'identified' (--identified) or 'unprofiled' (the default: no privacy: section). */
   profile?: HandoffProfile;
   /** Where a package for a bucket is built before it is uploaded (default: the system's). */
   scratchDir?: string;
@@ -57,7 +56,7 @@ export interface ShareOptions {
 
 export type ShareProgress =
   | { step: 'reading'; link_id: string; index: number; of: number }
-  | { step: 'writing'; link_id: string; responses: number }
+  | { step: 'writing'; link_id: string }
   | { step: 'warning'; link_id: string; message: string }
   | ({ step: 'done' } & SharedStudy);
 
@@ -75,7 +74,7 @@ export interface SharedStudy {
 
 export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]> {
   const output = await OutputReader.open(options.output, options.s3 ?? {});
-  const handoff = openHandoff(output, options.profile ?? 'identified');
+  const handoff = openHandoff(output, options.profile ?? 'unprofiled');
   const chosen = await chooseStudies(output, options.studies);
   const names = studyFileNames(await output.studies());
   const runs = await output.runs();
@@ -91,15 +90,14 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
     for (const [index, study] of chosen.entries()) {
       options.onProgress?.({ step: 'reading', link_id: study.link_id, index, of: chosen.length });
       const handed = await handoff.study(study.study_id);
-      const rows = await studyTables(handed);
-      options.onProgress?.({ step: 'writing', link_id: study.link_id, responses: rows.responses.length });
+      options.onProgress?.({ step: 'writing', link_id: study.link_id });
       const name = nameOf(study);
       const dir = join(build, `${index}`, name);
       const work = join(build, `${index}-work`);
       await mkdir(dir, { recursive: true });
       await mkdir(work, { recursive: true });
-      const files = await writeStudyPackage({
-        rows,
+      const { files, responseIds } = await writeStudyPackage({
+        study: handed,
         name,
         source: packageSource(output, studyRuns(runs, study.study_id), runs),
         privacy: handed.privacy,
@@ -116,10 +114,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         location,
         studies: [{ study_id: study.study_id, link_id: study.link_id }],
         identified: handed.privacy.identified,
-        responses: heldResponses(
-          rows.responses.map((response) => response.response_id),
-          handed.linkage(),
-        ),
+        responses: heldResponses(responseIds, handed.linkage()),
       });
       const done: SharedStudy = {
         study_id: study.study_id,
@@ -127,7 +122,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         location,
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
-        responses: rows.responses.length,
+        responses: responseIds.length,
         linkage: handed.linkage(),
       };
       shared.push(done);

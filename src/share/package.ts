@@ -1,10 +1,10 @@
 /**
  * One study's analyst package, written into a local folder laid out as a run's files: the tidy
- * tables (CSV and Parquet) by the run's table writers, the wide sheet and the file of every
- * other study format the output writes (the workbook, …) by the format registry's writers,
- * README.md, report.html and datapackage.json by the run's guides. Every file is written from
- * the rows the reader gave, never copied from current/, so whatever the reader did to the rows
- * (a handoff's de-identification) holds in every file alike.
+ * tables (CSV and Parquet), the wide sheet and the file of every other study format the output
+ * writes (the workbook, …), all by output/handoff-files.ts (as a bag's), then README.md,
+ * report.html and datapackage.json by the run's guides. Every file is written from the rows the
+ * reader gave, never copied from current/, so whatever the reader did to the rows (a handoff's
+ * de-identification) holds in every file alike.
  */
 import { join } from 'node:path';
 import type { Format, TableFormat } from '../config/schema.ts';
@@ -15,23 +15,19 @@ import {
   type PackageSheet,
 } from '../output/datapackage.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
-import {
-  tableFormats as registeredTableFormats,
-  studyFormatsOf,
-  tableFormatOfFile,
-} from '../output/formats/index.ts';
-import { wideFormat } from '../output/formats/wide.ts';
+import { tableFormats } from '../output/formats/index.ts';
 import { codebookMarkdown } from '../output/guide/codebook.ts';
 import { reportHtml } from '../output/guide/report-html.ts';
-import { RunStats } from '../output/guide/run-stats.ts';
+import {
+  type HandoffFiles,
+  type HandoffSource,
+  type HandoffStudyFile,
+  type HandoffTableFile,
+  writeHandoffFiles,
+} from '../output/handoff-files.ts';
 import { CODEBOOK_FILE, DATAPACKAGE_FILE, REPORT_FILE } from '../output/layout.ts';
-import { createTableWriters } from '../output/table-writers.ts';
-import { AttributeKeys, WideRowBuilder, wideColumns } from '../output/wide-rows.ts';
-import { type HandoffPrivacy, privacyParagraphs } from '../privacy/index.ts';
-import { byResponse } from '../reader/index.ts';
-import type { WideColumn } from '../records.ts';
+import { type HandoffPrivacy, privacyParagraphs, privacySummary } from '../privacy/index.ts';
 import { LocalStorage } from '../storage/local.ts';
-import { type Row, type TableName, type TableRows, tableNames } from '../tables/index.ts';
 import { hashFile } from '../util/fs.ts';
 
 /** What a package says of where its rows came from. */
@@ -48,7 +44,8 @@ export interface PackageSource {
 }
 
 export interface StudyPackageInput {
-  rows: TableRows;
+  /** The study's rows, through the handoff reader. */
+  study: HandoffSource;
   /** The study's file name (src/names.ts): its wide sheet's and workbook's. */
   name: string;
   source: PackageSource;
@@ -71,23 +68,40 @@ export interface WrittenFile {
   sha256: string;
 }
 
-/**
- * Every table format of the registry, whatever the output's formats: an analyst's package opens
- * in a spreadsheet (CSV) and in DuckDB (Parquet) alike.
- */
-const tableFormats = registeredTableFormats.map((format) => format.name as TableFormat);
+export interface StudyPackage {
+  files: WrittenFile[];
+  /** The responses it holds, as it names them. */
+  responseIds: string[];
+}
 
-export async function writeStudyPackage(input: StudyPackageInput): Promise<WrittenFile[]> {
+export async function writeStudyPackage(input: StudyPackageInput): Promise<StudyPackage> {
   const local = new LocalStorage(input.dir);
-  const tables = await writeTables(local, input);
-  const { files: sheets, columns } = await writeStudyFiles(local, input);
-  const written = [...tables, ...sheets.map((sheet) => sheet.file)];
-  const guides = guideFiles(input, written, columns);
+  const handed = await writeHandoffFiles({
+    source: input.study,
+    dir: input.dir,
+    tablesFolder: '',
+    scratchDir: input.work,
+    formats: input.source.formats,
+    csv: input.source.csv,
+    fileName: input.name,
+    ...(input.onWarning ? { onWarning: input.onWarning } : {}),
+  });
+  const tables = await Promise.all(
+    handed.tables.map(async (file) => ({ ...file, ...(await fileFacts(input.dir, file.path)) })),
+  );
+  const sheets = await Promise.all(
+    handed.studyFiles.map(async (file) => ({ ...file, ...(await fileFacts(input.dir, file.path)) })),
+  );
+  const written = [...tables, ...sheets].map(({ path, bytes, sha256 }) => ({ path, bytes, sha256 }));
+  const guides = guideFiles(input, handed, written);
   for (const [path, text] of guides) await local.put(path, text);
   const guideFacts = await Promise.all(guides.map(([path]) => fileFacts(input.dir, path)));
-  const descriptor = packageDescriptor(input, tables, sheets, guideFacts);
+  const descriptor = packageDescriptor(input, handed, tables, sheets, guideFacts);
   await local.put(DATAPACKAGE_FILE, `${JSON.stringify(descriptor, null, 2)}\n`);
-  return [...written, ...guideFacts, await fileFacts(input.dir, DATAPACKAGE_FILE)];
+  return {
+    files: [...written, ...guideFacts, await fileFacts(input.dir, DATAPACKAGE_FILE)],
+    responseIds: handed.responseIds,
+  };
 }
 
 async function fileFacts(dir: string, path: string): Promise<WrittenFile> {
@@ -95,101 +109,14 @@ async function fileFacts(dir: string, path: string): Promise<WrittenFile> {
   return { path, bytes, sha256 };
 }
 
-type TableFile = WrittenFile & { table: TableName; format: TableFormat };
-
-/** Every data table in every table format (<table>.csv, …), with its header even without rows. */
-async function writeTables(local: LocalStorage, input: StudyPackageInput): Promise<TableFile[]> {
-  // Tables carry no byte order mark (csv.bom is for the sheets): table readers take it for a name.
-  const writers = await createTableWriters(local, {
-    formats: tableFormats,
-    csv: { ...input.source.csv, bom: false },
-    // The service's data only: what a run records of itself (deletions) is not the study's.
-    tables: tableNames,
-  });
-  try {
-    for (const table of tableNames) await writers.write(table, input.rows[table] as Row<typeof table>[]);
-  } catch (error) {
-    await writers.abort();
-    throw error;
-  }
-  const files: TableFile[] = [];
-  for (const { table, files: paths } of await writers.close())
-    for (const path of paths)
-      files.push({
-        ...(await fileFacts(input.dir, path)),
-        table,
-        format: tableFormatOfFile(table, path),
-      });
-  return files;
-}
-
-interface StudyFile {
-  file: WrittenFile;
-  /** The wide sheet's header as written; null for any other study format's file. */
-  header: readonly string[] | null;
-}
-
-/**
- * The study's file in each study format of the registry the output writes (the wide sheet
- * always; the workbook, … when among its formats), by the run's own writers: a response at a
- * time, in response_id order (so a workbook's answers and transcript sheets follow the tables'
- * key order), each file once the columns are known.
- */
-async function writeStudyFiles(
-  local: LocalStorage,
-  input: StudyPackageInput,
-): Promise<{ files: StudyFile[]; columns: WideColumn[] }> {
-  const { rows, name, work } = input;
-  const study = rows.studies[0];
-  const keys = new AttributeKeys();
-  const builder = new WideRowBuilder(keys);
-  for (const answer of rows.answers) builder.answer(answer);
-  for (const attribute of rows.attributes) builder.attribute(attribute);
-  const formats = studyFormatsOf(input.source.formats);
-  const writers = formats.map((format) =>
-    format.open({
-      storage: local,
-      scratchDir: work,
-      study: { id: study?.study_id ?? '', link_id: study?.link_id ?? name, title: study?.title ?? '' },
-      fileName: name,
-      csv: input.source.csv,
-      warn: (_code, message) => input.onWarning?.(message),
-    }),
-  );
-  try {
-    const answers = byResponse(rows.answers);
-    const transcript = byResponse(rows.transcript);
-    for (const response of rows.responses) {
-      const wide = builder.row(response);
-      const own = {
-        wide,
-        answers: answers.get(response.response_id) ?? [],
-        transcript: transcript.get(response.response_id) ?? [],
-      };
-      for (const writer of writers) await writer.add(own);
-    }
-    const columns = wideColumns(rows.questions, keys.chosen().keys);
-    const files: StudyFile[] = [];
-    for (const [i, writer] of writers.entries()) {
-      const { path, header } = await writer.finish(columns);
-      const sheet = formats[i] === wideFormat && header ? [...header] : null;
-      files.push({ file: await fileFacts(input.dir, path), header: sheet });
-    }
-    return { files, columns };
-  } catch (error) {
-    for (const writer of writers) await writer.abort();
-    throw error;
-  }
-}
-
-/** README.md and report.html, from the same facts; the codebook names the variables made of `columns`. */
+/** README.md and report.html, from the same facts. */
 function guideFiles(
   input: StudyPackageInput,
+  handed: HandoffFiles,
   written: readonly WrittenFile[],
-  columns: readonly WideColumn[],
 ): [string, string][] {
-  const { rows, source } = input;
-  const study = rows.studies[0];
+  const { source } = input;
+  const study = input.study.study;
   const at = input.madeAt.toISOString();
   const common = {
     kind: 'package' as const,
@@ -198,33 +125,50 @@ function guideFiles(
     runId: source.runId,
     startedAt: at,
     finishedAt: at,
-    privacy: { identified: input.privacy.identified, paragraphs: privacyParagraphs(input.privacy) },
+    privacy: {
+      identified: input.privacy.identified,
+      paragraphs: privacyParagraphs(input.privacy, { recordings: false }),
+    },
   };
-  const studies = study ? [{ study_id: study.study_id, link_id: study.link_id, title: study.title }] : [];
-  const stats = new RunStats();
-  for (const table of tableNames) stats.add(table, rows[table] as Row<typeof table>[]);
+  const studies = [{ study_id: study.study_id, link_id: study.link_id, title: study.title }];
+  const tableFormatNames = tableFormats.map((format) => format.name as TableFormat);
   return [
     [
       CODEBOOK_FILE,
       codebookMarkdown({
         ...common,
-        studies: studies.map((s) => ({ ...s, responses: rows.responses.length, since: null, columns })),
-        formats: [...new Set([...tableFormats, ...source.formats])],
+        studies: studies.map((s) => ({
+          ...s,
+          responses: handed.responseIds.length,
+          since: null,
+          columns: handed.columns,
+        })),
+        formats: [...new Set([...tableFormatNames, ...source.formats])],
         files: written.map((file) => file.path),
         alsoWritten: [REPORT_FILE, DATAPACKAGE_FILE],
       }),
     ],
-    [REPORT_FILE, reportHtml({ ...common, studies, stats, warnings: [], mediaEnabled: source.mediaEnabled })],
+    [
+      REPORT_FILE,
+      reportHtml({
+        ...common,
+        studies,
+        stats: handed.stats,
+        warnings: [],
+        mediaEnabled: source.mediaEnabled,
+      }),
+    ],
   ];
 }
 
 function packageDescriptor(
   input: StudyPackageInput,
-  tables: readonly TableFile[],
-  sheets: readonly StudyFile[],
+  handed: HandoffFiles,
+  tables: readonly (HandoffTableFile & WrittenFile)[],
+  sheets: readonly (HandoffStudyFile & WrittenFile)[],
   guides: readonly WrittenFile[],
 ) {
-  const study = input.rows.studies[0];
+  const study = input.study.study;
   const digest = (file: WrittenFile) => ({ bytes: file.bytes, sha256: file.sha256 });
   const tableResources: PackageResourceFile[] = tables.map((file) => ({
     table: file.table,
@@ -232,18 +176,19 @@ function packageDescriptor(
     format: file.format,
     ...digest(file),
   }));
-  const wide: PackageSheet[] = sheets.flatMap(({ file, header }) =>
-    header ? [{ path: file.path, header, bom: input.source.csv.bom, ...digest(file) }] : [],
+  const wide: PackageSheet[] = sheets.flatMap((file) =>
+    file.header ? [{ path: file.path, header: file.header, bom: input.source.csv.bom, ...digest(file) }] : [],
   );
   const files: PackageFile[] = [
-    ...sheets.filter((sheet) => !sheet.header).map(({ file }) => ({ path: file.path, ...digest(file) })),
+    ...sheets.filter((sheet) => !sheet.header).map((file) => ({ path: file.path, ...digest(file) })),
     ...guides.map((file) => ({ path: file.path, ...digest(file) })),
   ];
   return dataPackage({
-    name: `${input.source.pipeline}-${study?.link_id ?? input.name}`,
-    title: study?.title ?? '',
-    description: `One study exported by study-export: ${input.rows.responses.length} responses, as the output's current dataset held them after run ${input.source.runId}. ${input.privacy.identified ? "IDENTIFIED: it keeps the respondents' identities." : "De-identified by the pipeline's privacy profile (see privacy)."}`,
+    name: `${input.source.pipeline}-${study.link_id}`,
+    title: study.title,
+    description: `One study exported by study-export: ${handed.responseIds.length} responses, as the output's current dataset held them after run ${input.source.runId}. Privacy: ${privacySummary(input.privacy, { recordings: false })} (see privacy).`,
     created: input.madeAt.toISOString(),
+    ...(input.source.service ? { source: { base_url: input.source.service, sandbox: false } } : {}),
     tables: tableResources,
     sheets: wide,
     files,

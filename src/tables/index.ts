@@ -347,9 +347,14 @@ export type TableRows = { [T in DataTableName]: Row<T>[] };
 
 /** Rows in key order: the same rows give the same files whatever order they were read in. */
 export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>[] {
+  return rows.sort(compareByKey(table));
+}
+
+/** The order of a table's rows by its primary key (sortByKey's, and a sorted spill's). */
+export function compareByKey<T extends TableName>(table: T): (a: Row<T>, b: Row<T>) => number {
   const key = tables[table].primaryKey as readonly string[];
   const value = (row: Row<T>, column: string) => (row as Record<string, unknown>)[column];
-  return rows.sort((a, b) => {
+  return (a, b) => {
     for (const column of key) {
       const x = value(a, column);
       const y = value(b, column);
@@ -358,5 +363,5 @@ export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>
       return String(x ?? '') < String(y ?? '') ? -1 : 1;
     }
     return 0;
-  });
+  };
 }

@@ -70,7 +70,7 @@ export function statisticsSection(level = 2): string[] {
     `${'#'.repeat(level)} SPSS and Stata files`,
     '',
     ...wrap(
-      "`sav/<link_id>.sav` and `dta/<link_id>.dta` (with `sav` or `dta` among output.formats) hold a study's wide sheet: one row per response, in the same order, one variable per column, each labelled with the column's description or question (Stata: 80 characters, the whole text in the variable's notes). Names are at most 32 characters of letters, digits and `_`, unique ignoring case. Unanswered is the empty string; a missing number, time or code is system-missing (SPSS) or `.` (Stata). In a .sav, a text longer than 32,766 bytes continues in `<name>_2`, `<name>_3` and so on. The codebook of each run lists every study's variables with their slots and questions.",
+      "`sav/<link_id>.sav` and `dta/<link_id>.dta` (with `sav` or `dta` among output.formats) hold a study's wide sheet: one row per response, in the same order, one variable per column, each labelled with the column's description or question (Stata: 80 characters, the whole text in the variable's notes). Names are at most 32 characters of letters, digits and `_`, unique ignoring case. Unanswered is the empty string; a missing number, time or code is system-missing (SPSS) or `.` (Stata). In a .sav, a text longer than 32,766 bytes continues in `<name>_2`, `<name>_3` and so on. The codebook (README.md) of each run, of current/ and of a `share` package lists every study's variables with their slots and questions.",
     ),
     '',
     ...items.flatMap((item) => wrap(`- ${item}`, '  ')),

@@ -34,7 +34,7 @@ export async function privacyPipeline(dir: string, sandbox: Sandbox, privacy: st
     `  api_key_env: ${API_KEY_ENV}`,
     '  retries: 0',
     'output:',
-    '  formats: [csv, parquet, xlsx]',
+    '  formats: [csv, parquet, xlsx, sav, dta]',
     '  csv: { escape_formulae: false }',
     'media:',
     '  enabled: true',

@@ -92,10 +92,21 @@ describe('handoffs with a privacy profile', () => {
         const { stdout: list } = await run('unzip', ['-Z1', zip]);
         expect(list).not.toMatch(/recordings\/.+\.(mp3|mp4|ts)$/m);
         expect(list).not.toContain('provenance/raw/');
-        // Its README names only what the bag holds: no wide sheets, workbooks or raw payloads.
-        expect(list).not.toMatch(/data\/(wide|xlsx)\//);
+        // The study's file in every study format the output writes, made from the de-identified
+        // rows (the scan above opened them), each named by its README and index.html.
         const guide = await unzipText(zip, `${data}/README.md`);
-        expect(guide).not.toContain('**wide/**');
+        for (const file of ['wide/%.csv', 'xlsx/%.xlsx', 'sav/%.sav', 'dta/%.dta'].map((f) =>
+          f.replace('%', study.link_id),
+        )) {
+          expect(list).toContain(`${data}/${file}`);
+          expect(guide).toContain(`- **${file}**`);
+          expect(index).toContain(`<a href="${file}">`);
+        }
+        const wide = csvRows(await unzipText(zip, `${data}/wide/${study.link_id}.csv`));
+        expect(wide.map((row) => row.response_id).sort()).toEqual(
+          responses.map((response) => response.response_id).sort(),
+        );
+        // No raw payloads, and the README does not speak of any.
         expect(guide).not.toContain('raw/<run id>');
         expect(guide).toContain('**provenance/runs.json**');
         await checkProject(dir, join(projects, `${study.link_id}.qdpx`), zip, study.link_id, study.id);
@@ -153,9 +164,10 @@ describe('packages that keep identities', () => {
         expect(await readFile(join(bag, 'bag-info.txt'), 'utf8')).toMatch(/^Privacy: identified/m);
         expect(await readFile(join(bag, 'data/index.html'), 'utf8')).toContain('IDENTIFIED');
         const descriptor = JSON.parse(await readFile(join(bag, 'data/datapackage.json'), 'utf8'));
-        expect(descriptor.privacy).toEqual({ identified: true });
+        expect(descriptor.privacy).toEqual({ identified: true, because: '--identified' });
+        expect(await readFile(join(bag, 'data/README.md'), 'utf8')).toContain('made with --identified');
         const guide = await readFile(join(bag, 'data/README.md'), 'utf8');
-        expect(guide).toContain('**wide/**');
+        expect(guide).toContain(`- **wide/${study.link_id}.csv** (wide sheet)`);
         expect(guide).toContain('raw/<run id>');
       }
       const project = join(dir, 'projects');

@@ -3,9 +3,11 @@
  * layer (files created, put, moved in, deleted, leases) is observed, with the shard that made
  * it, and no path is written by both. Each shard's own descriptor of current/, and after
  * `describe` current/datapackage.json, are read by the Frictionless reference library: every
- * file they name is there, and current/ holds every response once.
+ * file they name is there, each study's SPSS file is named by its shard's, and current/ holds
+ * every response once.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeCurrent } from '../../src/publish/describe.ts';
@@ -83,7 +85,7 @@ class WriteLog {
 describe('two shards at once into one folder', () => {
   it('never write the same file, and every descriptor names only files that are there', async () => {
     await withTempDir(async (out) => {
-      const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet'] } });
+      const config = sandboxConfig(sandbox, out, { output: { formats: ['csv', 'parquet', 'sav'] } });
       const root = join(out, 'test');
       const shards = [1, 2].map((index) => ({ index, count: 2 }));
       for (const shard of shards) {
@@ -137,6 +139,26 @@ describe('two shards at once into one folder', () => {
         fromShards += report.read.responses ?? 0;
       }
       expect(fromShards).toBe(responses);
+      // Each study's files beside its wide sheet (its SPSS file) are in its shard's descriptor.
+      const savFiles = (await readdir(join(current, 'sav'), { recursive: true })).filter((f) =>
+        f.endsWith('.sav'),
+      );
+      expect(savFiles).toHaveLength(sandbox.studies().length);
+      const listed = (
+        await Promise.all(
+          ['shard-1-of-2', 'shard-2-of-2'].map(async (label) => {
+            const text = await readFile(join(current, `datapackage-${label}.json`), 'utf8');
+            return (JSON.parse(text) as { resources: { path: string | string[] }[] }).resources.flatMap(
+              (r) => r.path,
+            );
+          }),
+        )
+      ).flat();
+      for (const file of savFiles)
+        expect(
+          listed.filter((path) => path === `sav/${file}`),
+          file,
+        ).toHaveLength(1);
 
       const described = await describeCurrent(new LocalStorage(root));
       expect(Object.values(described.runs).sort()).toEqual(

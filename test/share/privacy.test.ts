@@ -197,9 +197,14 @@ describe('study-export share with a privacy profile', () => {
     expect(result.code, result.stderr).toBe(0);
     const pkg = join(to, nameOf(study!.link_id));
     const descriptor = JSON.parse(await readFile(join(pkg, 'datapackage.json'), 'utf8'));
-    expect(descriptor.privacy).toEqual({ identified: true });
+    expect(descriptor.privacy).toEqual({ identified: true, because: '--identified' });
+    expect(descriptor.description).toContain('Privacy: identified (made with --identified');
     const readme = await readFile(join(pkg, 'README.md'), 'utf8');
-    expect(readme.split('\n').slice(0, 6).join('\n')).toContain('**IDENTIFIED');
+    const first = readme.split('\n').slice(0, 6).join('\n');
+    expect(first).toContain('**IDENTIFIED');
+    expect(first).toContain('made with --identified');
+    // A share package never holds recordings, and its notice does not speak of any.
+    expect(first).not.toMatch(/recording/i);
     expect(await readFile(join(pkg, 'report.html'), 'utf8')).toContain('<p class="identified" role="alert">');
     // In chromium, offline: the first thing under the title is the warning, shown.
     const browser = await launchBrowser();

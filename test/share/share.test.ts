@@ -98,7 +98,8 @@ async function checkPackage(pkg: string, study: { study_id: string; link_id: str
   expect(report.errors).toEqual([]);
   expect(report.read.responses).toBe(mine.responses.length);
   const descriptor = JSON.parse(await readFile(join(pkg, 'datapackage.json'), 'utf8'));
-  expect(descriptor.privacy.identified).toBe(true);
+  // No privacy: section in the pipeline: the package says so, not that --identified was given.
+  expect(descriptor.privacy).toEqual({ identified: true, because: 'no privacy profile' });
   const listed = new Set(descriptor.resources.map((r: { path: string }) => r.path));
   // A file for each study format of the registry the output writes (the wide sheet, the workbook, …).
   for (const format of studyFormatsOf(formatNames))
@@ -126,7 +127,11 @@ async function checkPackage(pkg: string, study: { study_id: string; link_id: str
   const readme = await readFile(join(pkg, 'README.md'), 'utf8');
   expect(readme).toContain('## Variables of the SPSS and Stata files');
   expect(readme).toMatch(/\| `q_dg_1` \| `dg-1` \| [^|]+ \|/);
-  expect(readme.split('\n').slice(0, 6).join('\n')).toContain('IDENTIFIED');
+  const first = readme.split('\n').slice(0, 6).join('\n');
+  expect(first).toContain('IDENTIFIED');
+  expect(first).toContain('no privacy: section');
+  expect(first).not.toContain('--identified');
+  expect(first).not.toMatch(/recording/i);
   expect(await readFile(join(pkg, 'report.html'), 'utf8')).toMatch(
     /<h1>[^<]*<\/h1>\n<p class="identified"[^>]*><strong>IDENTIFIED/,
   );

@@ -59,7 +59,7 @@ export function shareCommand(context: CliContext): CommandModule<object, ShareAr
           if (event.step === 'reading')
             context.stderr.write(`[${event.index + 1}/${event.of}] ${event.link_id}: reading current/\n`);
           else if (event.step === 'writing')
-            context.stderr.write(`  ${event.link_id}: writing ${event.responses} responses\n`);
+            context.stderr.write(`  ${event.link_id}: writing its package\n`);
           else if (event.step === 'warning')
             context.stderr.write(`  warning: ${event.link_id}: ${event.message}\n`);
           else

@@ -92,7 +92,8 @@ describe('sav and dta in a run', () => {
         expect(described.resources.find((r) => r.path === path)?.description, path).toMatch(words);
       }
 
-      // An archived bag carries them as current/ holds them, byte for byte.
+      // An archived bag carries them, made from the rows current/ holds (as share's package): its
+      // wide sheet is current/'s byte for byte, and every reader's values of its files are the sheet's.
       await archiveOutput({
         output: join(out, 'test'),
         studies: [id],
@@ -101,13 +102,19 @@ describe('sav and dta in a run', () => {
         info: {},
       });
       const [bag] = await readdir(join(dir, 'bags'));
-      for (const format of ['sav', 'dta']) {
-        const inBag = await readFile(join(dir, 'bags', bag!, 'data', format, `${study.link_id}.${format}`));
-        const inCurrent = await readFile(
-          join(out, 'test', 'current', format, `study_id=${id}`, `${study.link_id}.${format}`),
+      const bagSheet = join(dir, 'bags', bag!, 'data', 'wide', `${study.link_id}.csv`);
+      expect(await readFile(bagSheet, 'utf8')).toBe(
+        await readFile(
+          join(out, 'test', 'current', 'wide', `study_id=${id}`, `${study.link_id}.csv`),
+          'utf8',
+        ),
+      );
+      for (const format of ['sav', 'dta'])
+        await expectSheet(
+          join(dir, 'bags', bag!, 'data', format, `${study.link_id}.${format}`),
+          bagSheet,
+          variables,
         );
-        expect(inBag.equals(inCurrent)).toBe(true);
-      }
 
       // A reworded question keeps its variable's name; only its label follows the new text.
       sandbox.changeSchema(study.link_id, {
