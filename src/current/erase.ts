@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
+import { type TableFormat, tableFormatsToRead } from '../output/formats/index.ts';
 import { readPart } from '../output/formats/parquet-read.ts';
 import {
   CURRENT_DIR,
@@ -154,12 +155,14 @@ async function rewritePartition(
   if (!(await holds())) return 0;
   const runId = newestRun(partition.files);
   // The formats the newest part has (Parquet first, as a run writes them).
-  const formats = (['parquet', 'csv'] as const).filter((format) =>
-    partition.files.some((file) => {
-      const part = parsePartName(file.name);
-      return part?.runId === runId && part.format === format;
-    }),
-  );
+  const formats = tableFormatsToRead
+    .map((format) => format.name as TableFormat)
+    .filter((format) =>
+      partition.files.some((file) => {
+        const part = parsePartName(file.name);
+        return part?.runId === runId && part.format === format;
+      }),
+    );
   const dir = await mkdtemp(join(erasure.scratchDir, 'erase-'));
   let removed = 0;
   try {
