@@ -22,7 +22,7 @@ async function sourceTree(): Promise<string[]> {
  * The files the section lists: its indented lines, each a folder (ending in "/") and the
  * names of the files in it, or more names of the folder above.
  */
-export function listedFiles(markdown: string): string[] {
+function listedFiles(markdown: string): string[] {
   const section = markdown.split('\n## Files\n')[1]?.split('\n## ')[0];
   if (section === undefined) throw new Error('docs/architecture.md has no section "## Files"');
   const files: string[] = [];
