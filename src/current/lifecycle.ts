@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
 import { partitionValueOf } from '../names.ts';
+import { type TableFormat, tableFormats } from '../output/formats/index.ts';
 import { STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/formats/statistics.ts';
 import { CURRENT_DIR, shardNames } from '../output/layout.ts';
@@ -106,7 +107,7 @@ export async function undoCurrent(
   ];
   const paths = tableNames.flatMap((table) =>
     folders(table).flatMap((folder) =>
-      (['parquet', 'csv'] as const).map((format) => `${folder}/${partFileName(runId, format)}`),
+      tableFormats.map((format) => `${folder}/${partFileName(runId, format.name as TableFormat)}`),
     ),
   );
   const limit = pLimit(16);

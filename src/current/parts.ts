@@ -13,6 +13,7 @@ import {
   createCsvWriter,
   createTableCsvWriter,
 } from '../output/formats/csv.ts';
+import { storeFormat, type TableFormat } from '../output/formats/index.ts';
 import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../output/formats/parquet.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
@@ -64,7 +65,7 @@ export function newestPart(names: readonly string[], uncommitted = NO_RUNS): str
   let newest: { name: string; runId: string } | null = null;
   for (const name of names) {
     const part = parsePartName(name);
-    if (part?.format !== 'parquet' || uncommitted.has(part.runId)) continue;
+    if (!part || part.format !== storeFormat.name || uncommitted.has(part.runId)) continue;
     if (!newest || compareRunIds(newest.runId, part.runId) < 0) newest = { name, runId: part.runId };
   }
   return newest?.name ?? null;
@@ -158,8 +159,8 @@ async function preparedPart(
     target: `${partition}/${partFileName(runId, format)}`,
   }));
   const folder = { local: options.dir, target: partition };
-  const parquet = partFileName(runId, 'parquet');
-  if (!options.formats.includes('parquet')) return { files, folder };
+  const parquet = partFileName(runId, storeFormat.name as TableFormat);
+  if (!options.formats.includes(storeFormat.name as TableFormat)) return { files, folder };
   const bytes = (await stat(join(options.dir, parquet))).size;
   return { files, folder, parquet: { store: new LocalStorage(options.dir), path: parquet, bytes } };
 }

@@ -235,6 +235,7 @@ export const csvFormat = {
       abort: () => writer.abort(),
     };
   },
+  columns: async (storage, path, bytes) => (await csvHeader(storage, path, bytes)).header,
   verifyRows: async (storage, path, _bytes, table, problems, visit) =>
     verifyCsvRows(await storage.readStream(path), table, path, problems, visit),
   async *read(storage, path, _bytes, table, options = {}) {
@@ -245,3 +246,26 @@ export const csvFormat = {
       : rows;
   },
 } as const satisfies TableFormatModule;
+
+/** A CSV file's header row, and whether a byte order mark precedes it. */
+export async function csvHeader(
+  storage: Pick<Storage, 'readStream'>,
+  path: string,
+  bytes: number,
+): Promise<{ header: string[]; bom: boolean }> {
+  const text = await firstLine(storage, path, bytes);
+  const bom = text.startsWith('\ufeff');
+  return { header: Papa.parse<string[]>(bom ? text.slice(1) : text).data[0] ?? [], bom };
+}
+
+/** A CSV's header row: read in growing ranges until its first record ends. */
+async function firstLine(storage: Pick<Storage, 'readStream'>, path: string, bytes: number): Promise<string> {
+  for (let end = Math.min(bytes, 1 << 16); ; end = Math.min(bytes, end * 4)) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await storage.readStream(path, { start: 0, end })) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const parsed = Papa.parse<string[]>(text, { preview: 1, newline: '\r\n' });
+    const cursor = parsed.meta.cursor;
+    if (end >= bytes || (cursor < text.length && parsed.errors.length === 0)) return text.slice(0, cursor);
+  }
+}

@@ -101,6 +101,8 @@ export interface TableFormatModule extends FormatBase {
     table: T,
     options?: { studies?: ReadonlySet<string> },
   ): AsyncIterable<Row<T>[]>;
+  /** The column names a file holds, in order (a Parquet footer's, a CSV's header row). */
+  columns(storage: Pick<Storage, 'readStream'>, path: string, bytes: number): Promise<string[]>;
   /**
    * verify's check of a table's file: every row read as text (at least the key columns, and
    * all of media's), header or schema problems pushed to `problems`; a file that cannot be

@@ -16,7 +16,7 @@
  * and the footer's version is rewritten (footerVersion1). Its pages are DataPage V2, which
  * those readers do read, and parquet-mr, the reference writer, also writes version 1 with them.
  */
-import type { RowGroup, SchemaElement } from 'hyparquet';
+import { parquetMetadataAsync, type RowGroup, type SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../../storage/types.ts';
@@ -368,6 +368,11 @@ export const parquetFormat = {
     };
   },
   read: (storage, path, bytes, table, options = {}) => readPart(storage, path, bytes, table, options),
+  async columns(storage, path, bytes) {
+    const metadata = await parquetMetadataAsync(storeBuffer(storage, path, bytes));
+    // The root element first, then one element per (flat) column.
+    return metadata.schema.slice(1).map((element) => element.name);
+  },
   verifyRows: (storage, path, bytes, table, _problems, visit) =>
     verifyParquetRows(storeBuffer(storage, path, bytes), table, visit),
 } as const satisfies TableFormatModule;
