@@ -5,6 +5,7 @@
 import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nameOf } from '../names.ts';
+import { type Format, storeFormat } from '../output/formats/index.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
@@ -35,7 +36,7 @@ export async function startBucket(
   // The copies take the run's Parquet row groups: only when the run writes Parquet.
   const fresh =
     options.copy &&
-    update.formats.includes('parquet') &&
+    update.formats.includes(storeFormat.name as Format) &&
     responseTables.every((table) => !partitions.get(table)?.previous);
   if (!fresh) return { bucket, partitions, dir, copies: null, sheets: null };
   await mkdir(copiesDir(dir));

@@ -6,17 +6,27 @@
  * parts go, the studies' wide sheets and workbooks are built again from the new parts); then
  * current/'s descriptor and guide. A kill anywhere leaves each partition's newest part whole,
  * holding the responses or not; the next erase does the same again, which rewrites only the
- * partitions still holding them and removes every older part.
+ * partitions still holding them and removes every older part. Each descriptor current/ has,
+ * a shard's own included, is written again.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
+import { type TableFormat, tableFormatsToRead } from '../output/formats/index.ts';
 import { readPart } from '../output/formats/parquet-read.ts';
+import {
+  CURRENT_DIR,
+  DATAPACKAGE_FILE,
+  parseShardLabel,
+  shardNames,
+  shardOfCurrentDescriptor,
+} from '../output/layout.ts';
+import type { Shard } from '../shard.ts';
 import { type Row, type TableName, tableNames, tables } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
-import { writeCurrentDescriptor } from './descriptor.ts';
+import { descriptorShard, writeCurrentDescriptor } from './descriptor.ts';
 import { repairBucket } from './lifecycle.ts';
 import { newestRun, type Partition, partitionsOf } from './partitions.ts';
 import { createPartWriter, parsePartName, publishPart } from './parts.ts';
@@ -86,16 +96,45 @@ export async function eraseFromCurrent(
     }
     await repairBucket(erasure, bucket, { studies, wide: studies });
   }
-  if (buckets.size > 0) {
+  if (buckets.size > 0) await rewriteDescriptors(erasure);
+  return { rows, studies: studyIds.length };
+}
+
+/**
+ * Every descriptor current/ has, written again from its parts now: each shard's own
+ * (datapackage-shard-K-of-N.json, its buckets, as of its `latest-shard-K-of-N`), then
+ * current/datapackage.json where there is one (or where there is no descriptor at all: an
+ * unsharded output), as of every pointer. The whole one last: it removes shards' descriptors
+ * that name files gone, and none does any more.
+ */
+async function rewriteDescriptors(erasure: CurrentErasure): Promise<void> {
+  const { store } = erasure;
+  const common = {
+    store,
+    name: erasure.name,
+    formats: erasure.formats,
+    ...(erasure.baseUrl === undefined ? {} : { baseUrl: erasure.baseUrl }),
+  };
+  let whole = false;
+  const shards: Shard[] = [];
+  for await (const file of store.list(CURRENT_DIR)) {
+    if (file.path === DATAPACKAGE_FILE) whole = true;
+    const shard = parseShardLabel(shardOfCurrentDescriptor(file.path) ?? '');
+    if (shard) shards.push(shard);
+  }
+  // As `describe` says it: the pointers there are (an unsharded output's `latest` always).
+  const runs: Record<string, string | null> =
+    erasure.latest !== null || shards.length === 0 ? { [shardNames(undefined).latest]: erasure.latest } : {};
+  for (const shard of shards) {
+    const pointer = shardNames(shard).latest;
+    runs[pointer] = (await store.read(pointer))?.toString('utf8').trim() || null;
     await writeCurrentDescriptor({
-      store: erasure.store,
-      name: erasure.name,
-      formats: erasure.formats,
-      ...(erasure.baseUrl === undefined ? {} : { baseUrl: erasure.baseUrl }),
-      runs: { latest: erasure.latest },
+      ...common,
+      shard: descriptorShard(shard),
+      runs: { [pointer]: runs[pointer] ?? null },
     });
   }
-  return { rows, studies: studyIds.length };
+  if (whole || shards.length === 0) await writeCurrentDescriptor({ ...common, runs });
 }
 
 /** A new part of the partition without `ids`, where its newest part holds any; rows removed. */
@@ -116,12 +155,14 @@ async function rewritePartition(
   if (!(await holds())) return 0;
   const runId = newestRun(partition.files);
   // The formats the newest part has (Parquet first, as a run writes them).
-  const formats = (['parquet', 'csv'] as const).filter((format) =>
-    partition.files.some((file) => {
-      const part = parsePartName(file.name);
-      return part?.runId === runId && part.format === format;
-    }),
-  );
+  const formats = tableFormatsToRead
+    .map((format) => format.name as TableFormat)
+    .filter((format) =>
+      partition.files.some((file) => {
+        const part = parsePartName(file.name);
+        return part?.runId === runId && part.format === format;
+      }),
+    );
   const dir = await mkdtemp(join(erasure.scratchDir, 'erase-'));
   let removed = 0;
   try {

@@ -16,8 +16,10 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { bucketOf } from '../buckets.ts';
 import { partitionValueOf } from '../names.ts';
+import { type TableFormat, tableFormats } from '../output/formats/index.ts';
 import { STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/formats/statistics.ts';
+import { wantsWorkbooks } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR, shardNames } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
@@ -106,7 +108,7 @@ export async function undoCurrent(
   ];
   const paths = tableNames.flatMap((table) =>
     folders(table).flatMap((folder) =>
-      (['parquet', 'csv'] as const).map((format) => `${folder}/${partFileName(runId, format)}`),
+      tableFormats.map((format) => `${folder}/${partFileName(runId, format.name as TableFormat)}`),
     ),
   );
   const limit = pLimit(16);
@@ -219,7 +221,7 @@ export async function repairBucket(
     };
     const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
     const book =
-      update.formats?.includes('xlsx') && transcript
+      wantsWorkbooks(update.formats ?? []) && transcript
         ? await prepareCurrentWorkbook({
             ...sources,
             title: studyRow.title ?? '',

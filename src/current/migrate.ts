@@ -20,16 +20,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { bucketOf } from '../buckets.ts';
-import type { Format } from '../config/schema.ts';
+import type { TableFormat } from '../config/schema.ts';
 import { idOf, nameOf } from '../names.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
+import { studyFormats } from '../output/formats/index.ts';
 import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import { createPartWriter, newestPart, parsePartName, partitionPath, publishPart } from './parts.ts';
 import type { CurrentStore } from './store.ts';
-import { studyFolderName, wideFolder, workbookFolder } from './wide.ts';
+import { studyFolderName, studyFormatFolder } from './wide.ts';
 
 const reservedNames = /^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$/i;
 
@@ -65,7 +66,7 @@ export async function migrateToBuckets(
   store: CurrentStore,
   options: {
     scratchDir: string;
-    formats: readonly Format[];
+    formats: readonly TableFormat[];
     csv: CsvOptions;
     owns: (studyId: string) => boolean;
   },
@@ -145,7 +146,7 @@ async function moveIntoBucket(
   store: CurrentStore,
   bucket: number,
   moved: readonly StudyFolder[],
-  options: { dir: string; formats: readonly Format[]; csv: CsvOptions },
+  options: { dir: string; formats: readonly TableFormat[]; csv: CsvOptions },
 ): Promise<void> {
   const movedIds = new Set(moved.map((folder) => folder.studyId));
   for (const table of tableNames) {
@@ -192,12 +193,10 @@ async function moveSheets(store: CurrentStore, folder: StudyFolder, scratch: str
   if (older === studyFolderName(folder.studyId)) return;
   const { linkId } = folder;
   if (linkId === null) return;
-  const sheets = [
-    ['wide', wideFolder(folder.studyId), 'csv'],
-    ['xlsx', workbookFolder(folder.studyId), 'xlsx'],
-  ] as const;
-  for (const [kind, target, ext] of sheets) {
-    await moveFolder(store, `${CURRENT_DIR}/${kind}/${older}`, target, scratch, `${nameOf(linkId)}.${ext}`);
+  for (const format of studyFormats) {
+    const from = `${CURRENT_DIR}/${format.folder}/${older}`;
+    const to = studyFormatFolder(format, folder.studyId);
+    await moveFolder(store, from, to, scratch, `${nameOf(linkId)}${format.extension}`);
   }
 }
 

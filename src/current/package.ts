@@ -10,12 +10,10 @@
  * reader that joins a resource's files end to end must skip the header of every file after the
  * first.
  */
-import { parquetMetadataAsync } from 'hyparquet';
-import Papa from 'papaparse';
 import type { Format, TableFormat } from '../config/schema.ts';
 import { dataPackage, type PackageSource, packageNotes } from '../output/datapackage.ts';
-import { studyFormats } from '../output/formats/index.ts';
-import { storeBuffer } from '../output/formats/parquet-read.ts';
+import { csvHeader } from '../output/formats/csv.ts';
+import { studyFormats, tableFormatNamed, tableFormatsToRead } from '../output/formats/index.ts';
 import {
   CODEBOOK_FILE,
   CURRENT_DIR,
@@ -29,12 +27,33 @@ import { type TableName, tableNames } from '../tables/index.ts';
 import { parsePartName } from './parts.ts';
 import type { CurrentStore } from './store.ts';
 
+/**
+ * A study's sheet: <folder>/study_id=<id>/<name><extension> of a study format every run writes
+ * (the wide sheet, a CSV described by its header).
+ */
+function isSheet(path: string): boolean {
+  const [top, folder, name, ...deeper] = path.split('/');
+  return studyFormats.some(
+    (format) =>
+      !format.selectable &&
+      format.folder === top &&
+      folder !== undefined &&
+      name?.endsWith(format.extension) === true &&
+      deeper.length === 0,
+  );
+}
+
 /** current/'s guide (guide.ts), rewritten after each descriptor. */
 const rewrittenAfter = new Set([CODEBOOK_FILE, REPORT_FILE]);
 
-/** The formats of the current dataset: Parquet always (runs merge from it), CSV when asked for. */
+/**
+ * The table formats of the current dataset: the one its merges read always (currentStore),
+ * first, then the others asked for.
+ */
 export function currentFormats(formats: readonly Format[]): TableFormat[] {
-  return ['parquet', ...(formats.includes('csv') ? (['csv'] as const) : [])];
+  return tableFormatsToRead
+    .filter((format) => format.currentStore || formats.includes(format.name as Format))
+    .map((format) => format.name as TableFormat);
 }
 
 /** What a descriptor of current/ covers: all of it, or the files `keep` accepts (one shard's). */
@@ -67,18 +86,19 @@ export async function currentPackage(
       if (parts.length === 0) continue;
       for (const part of parts) taken.add(part.path);
       const first = parts[0] as { path: string; bytes: number };
-      const columns = await columnsOf(store, `${CURRENT_DIR}/${first.path}`, first.bytes, format);
+      const columns = await tableFormatNamed(format).columns(
+        store,
+        `${CURRENT_DIR}/${first.path}`,
+        first.bytes,
+      );
       tables.push({ table, format, path: parts.map((part) => part.path), columns });
     }
   }
   const sheets = [];
   for (const file of files) {
-    if (!/^wide\/[^/]+\/[^/]+\.csv$/.test(file.path)) continue;
+    if (!isSheet(file.path)) continue;
     taken.add(file.path);
-    const text = await firstLine(store, `${CURRENT_DIR}/${file.path}`, file.bytes);
-    const bom = text.startsWith('\ufeff');
-    const header = Papa.parse<string[]>(text.replace(/^\ufeff/, '')).data[0] ?? [];
-    sheets.push({ path: file.path, header, bom });
+    sheets.push({ path: file.path, ...(await csvHeader(store, `${CURRENT_DIR}/${file.path}`, file.bytes)) });
   }
   const others = files
     .filter((file) => !taken.has(file.path) && !leftOut(file.path))
@@ -149,32 +169,4 @@ function leftOut(path: string): boolean {
     shardOfCurrentDescriptor(path) !== null ||
     (tableNames as string[]).includes(path.split('/')[0] ?? '')
   );
-}
-
-/** The column names a part holds, in order: from a Parquet footer, or a CSV's header row. */
-async function columnsOf(
-  store: CurrentStore,
-  path: string,
-  bytes: number,
-  format: TableFormat,
-): Promise<string[]> {
-  if (format === 'parquet') {
-    const metadata = await parquetMetadataAsync(storeBuffer(store, path, bytes));
-    // The root element first, then one element per (flat) column.
-    return metadata.schema.slice(1).map((element) => element.name);
-  }
-  const line = await firstLine(store, path, bytes);
-  return Papa.parse<string[]>(line.replace(/^\ufeff/, '')).data[0] ?? [];
-}
-
-/** A CSV's header row: read in growing ranges until its first record ends. */
-async function firstLine(store: CurrentStore, path: string, bytes: number): Promise<string> {
-  for (let end = Math.min(bytes, 1 << 16); ; end = Math.min(bytes, end * 4)) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of await store.readStream(path, { start: 0, end })) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const parsed = Papa.parse<string[]>(text, { preview: 1, newline: '\r\n' });
-    const cursor = parsed.meta.cursor;
-    if (end >= bytes || (cursor < text.length && parsed.errors.length === 0)) return text.slice(0, cursor);
-  }
 }

@@ -18,14 +18,15 @@ import { createInterface } from 'node:readline';
 import { finished } from 'node:stream/promises';
 import { nameOf, partitionValueOf } from '../names.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
+import { formatNamed, type StudyFormatModule } from '../output/formats/index.ts';
 import { readPart, STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import {
   createStatisticsWriter,
   type StatisticsFormat,
   statisticsFormats,
 } from '../output/formats/statistics.ts';
-import { createWideWriter, wideRowSpill } from '../output/formats/wide.ts';
-import { aboutSheet, sheetsOf, workbookProperties } from '../output/formats/xlsx.ts';
+import { createWideWriter, wideFormat, wideRowSpill } from '../output/formats/wide.ts';
+import { aboutSheet, sheetsOf, workbookProperties, xlsxFormat } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { AttributeKeys, WideRowBuilder, wideColumns } from '../output/wide-rows.ts';
 import type { WideRow } from '../records.ts';
@@ -62,13 +63,18 @@ export function studyFolderName(studyId: string): string {
   return `${STUDY_FOLDER_PREFIX}${partitionValueOf(studyId)}`;
 }
 
+/** Where a study's files of a study format are in current/: current/<folder>/study_id=<id>/. */
+export function studyFormatFolder(format: { folder: string }, studyId: string): string {
+  return `${CURRENT_DIR}/${format.folder}/${studyFolderName(studyId)}`;
+}
+
 export function wideFolder(studyId: string): string {
-  return `${CURRENT_DIR}/wide/${studyFolderName(studyId)}`;
+  return studyFormatFolder(wideFormat, studyId);
 }
 
 /** Where a study's whole workbook is, with xlsx among the formats: current/xlsx/study_id=<id>/. */
 export function workbookFolder(studyId: string): string {
-  return `${CURRENT_DIR}/xlsx/${studyFolderName(studyId)}`;
+  return studyFormatFolder(xlsxFormat, studyId);
 }
 
 export interface CurrentWorkbookInput extends Omit<CurrentWideInput, 'csv'> {
@@ -176,7 +182,7 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
 
 /** Where a study's SPSS or Stata file is, with sav or dta among the formats: current/<format>/study_id=<id>/. */
 export function statisticsFolder(format: StatisticsFormat, studyId: string): string {
-  return `${CURRENT_DIR}/${format}/${studyFolderName(studyId)}`;
+  return studyFormatFolder(formatNamed(format) as StudyFormatModule, studyId);
 }
 
 /**

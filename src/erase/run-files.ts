@@ -1,7 +1,8 @@
 /**
  * One run's files as they are once some of its responses are erased, written into `to`: every
  * table file (each format read back and written again, table-formats.ts), the wide sheets and
- * workbooks (sheets.ts), raw/ and rejects.jsonl (payload-files.ts), media.zip (zip-entries.ts);
+ * workbooks (sheets.ts), the SPSS and Stata files (study-files.ts), raw/ and rejects.jsonl
+ * (payload-files.ts), media.zip (zip-entries.ts);
  * then what describes them, from what was written: README.md and report.html (figures counted
  * from the rows kept), datapackage.json (each file's bytes and sha256) and manifest.json (files,
  * row counts, each study's responses, rejects, warnings, media, and the erasure, no ids).
@@ -16,6 +17,7 @@ import { createHash } from 'node:crypto';
 import { recordedPipeline } from '../config/recorded.ts';
 import { RunError } from '../errors.ts';
 import { studyFileNames } from '../names.ts';
+import type { StatisticsFormat } from '../output/formats/statistics.ts';
 import { XLSX_DIR } from '../output/formats/xlsx.ts';
 import { codebookMarkdown } from '../output/guide/codebook.ts';
 import { reportHtml } from '../output/guide/report-html.ts';
@@ -30,12 +32,14 @@ import {
   REPORT_FILE,
 } from '../output/layout.ts';
 import type { Manifest } from '../output/manifest.ts';
+import type { WideColumn } from '../records.ts';
 import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
 import { filterCsvRecords } from './csv-records.ts';
 import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
+import { rewriteStatisticsFiles, statisticsFormatOf, studyColumns } from './study-files.ts';
 import { type TableFileWriter, type TableFormat, tableFormatOf } from './table-formats.ts';
 import { rewriteMediaZip } from './zip-entries.ts';
 
@@ -70,7 +74,8 @@ function readable(path: string): boolean {
     new RegExp(`^${XLSX_DIR}/[^/]+\\.xlsx$`).test(path) ||
     isRawFile(path) ||
     path === REJECTS_FILE ||
-    path === MEDIA_ZIP
+    path === MEDIA_ZIP ||
+    statisticsFormatOf(path) !== null
   );
 }
 
@@ -89,6 +94,8 @@ export interface RunRewriteInput {
   erasure: { id: string; at: string };
   /** What the plan found in the run before anything changed: erased responses by study. */
   planned: Readonly<Record<string, number>>;
+  /** A local folder for the SPSS and Stata writers' spills. */
+  scratchDir: string;
   /** How a file the erasure leaves as it is reaches the new run; none: it is left out. */
   keepUnchanged?: (path: string) => Promise<void>;
 }
@@ -104,6 +111,8 @@ interface Rewrite {
   rows: number;
   recordings: number;
   archived: { files: number; bytes: number };
+  /** Each study's wide columns, where README.md lists its variables (SPSS and Stata files). */
+  columns: Map<string, WideColumn[]>;
   copy(path: string): Promise<void>;
 }
 
@@ -121,6 +130,7 @@ export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
     rows: 0,
     recordings: 0,
     archived: { files: 0, bytes: 0 },
+    columns: new Map(),
     copy: async (path) => {
       await input.keepUnchanged?.(path);
     },
@@ -144,7 +154,7 @@ export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
     warnings: manifest.warnings.filter((warning) => !namesAny(JSON.stringify(warning), ids)),
     erasures: [...((manifest as ErasedManifest).erasures ?? []), erasure],
   };
-  await writeGuides(to, next, rewrite.stats, listed);
+  await writeGuides(to, next, rewrite, listed);
   await writeDataPackage(from, to, listed, to.written());
   const files = await mergeFiles(
     from,
@@ -234,10 +244,17 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
   const { to } = rewrite;
   const names = studyFileNames(manifest.studies);
   const touchedSheets = new Set(Object.keys(rewrite.input.planned).map((id) => names.get(id)));
+  // The SPSS and Stata files of the studies that held an erased response, written anew below.
+  const rewritten = new Map<string, StatisticsFormat[]>();
   for (const path of listed) {
     if (tableFormatOf(path) !== null || described.has(path)) continue;
     const sheet = /^(?:wide|xlsx)\/([^/]+)\.(?:csv|xlsx)$/.exec(path)?.[1];
-    if (sheet !== undefined) {
+    const statistics = statisticsFormatOf(path);
+    if (statistics !== null) {
+      const name = /^[^/]+\/([^/]+)\.[^.]+$/.exec(path)?.[1] ?? '';
+      if (touchedSheets.has(name)) rewritten.set(name, [...(rewritten.get(name) ?? []), statistics]);
+      else await rewrite.copy(path);
+    } else if (sheet !== undefined) {
       if (!touchedSheets.has(sheet)) await rewrite.copy(path);
       else if (path.endsWith('.csv')) await rewriteWideSheet(from, to, path, ids);
       else await rewriteWorkbook(from, to, path, ids);
@@ -263,6 +280,24 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
     } else {
       await rewrite.copy(path);
     }
+  }
+  // With SPSS or Stata files, README.md lists each study's variables: their columns now.
+  if (!listed.some((path) => statisticsFormatOf(path) !== null)) return;
+  for (const study of manifest.studies) {
+    const fileName = names.get(study.study_id) ?? '';
+    const formats = rewritten.get(fileName);
+    const of = {
+      ...{ from, listed, bytesOf: rewrite.bytesOf, ids },
+      study: {
+        study_id: study.study_id,
+        link_id: study.link_id,
+        title: rewrite.stats.studies.get(study.study_id)?.title ?? '',
+      },
+    };
+    const columns = formats
+      ? await rewriteStatisticsFiles({ ...of, to, fileName, formats, scratchDir: rewrite.input.scratchDir })
+      : await studyColumns(of);
+    rewrite.columns.set(study.study_id, columns);
   }
 }
 
@@ -305,7 +340,7 @@ async function hashed(from: Storage, path: string): Promise<StoredFile> {
 async function writeGuides(
   to: Storage,
   manifest: ErasedManifest,
-  stats: RunStats,
+  { stats, columns }: Pick<Rewrite, 'stats' | 'columns'>,
   listed: readonly string[],
 ): Promise<void> {
   const titles = new Map([...stats.studies.values()].map((study) => [study.study_id, study.title]));
@@ -316,6 +351,7 @@ async function writeGuides(
     responses: study.responses,
     since: study.since,
     error: study.error,
+    columns: columns.get(study.study_id),
   }));
   const common = {
     kind: 'run' as const,

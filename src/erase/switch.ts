@@ -79,6 +79,7 @@ async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> 
     ids: input.ids,
     erasure,
     planned: input.planned,
+    scratchDir: input.scratchDir,
     keepUnchanged: (path) =>
       linkOrCopy(storage.describe(`${run}/${path}`), storage.describe(`${staged}/${path}`)),
   });
@@ -131,6 +132,7 @@ async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> 
       ids: input.ids,
       erasure,
       planned: input.planned,
+      scratchDir: input.scratchDir,
     });
     killPoint('erase-run-staged');
     for (const path of erased.written) {

@@ -21,7 +21,7 @@ async function sourceFiles(): Promise<string[]> {
 }
 
 /** The repository paths `file` imports by relative specifier (from '…', import('…')). */
-export function importedPaths(file: string, text: string): string[] {
+function importedPaths(file: string, text: string): string[] {
   const specifiers = [
     ...text.matchAll(/\bfrom\s+'(\.{1,2}\/[^']+)'/g),
     ...text.matchAll(/\bimport\s*\(\s*'(\.{1,2}\/[^']+)'\s*\)/g),
@@ -33,7 +33,7 @@ export function importedPaths(file: string, text: string): string[] {
 }
 
 /** Each import of `file` that reaches past a door: "file -> target". */
-export function pastDoors(file: string, imported: readonly string[]): string[] {
+function pastDoors(file: string, imported: readonly string[]): string[] {
   const crossings: string[] = [];
   for (const door of doors) {
     const room = `${path.posix.dirname(door)}/`;

@@ -1,6 +1,7 @@
 /**
  * The table declarations every stage reads: keys and references name declared columns, the
- * wide sheet's headers come apart again, and rows sort by key whatever order they came in.
+ * wide sheet's headers come apart again, and rows sort by key whatever order they came in
+ * (their rendering as Markdown: markdown.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -17,7 +18,6 @@ import {
   wideHeader,
   wideSheet,
 } from '../../src/tables/index.ts';
-import { tableSection, tablesMarkdown } from '../../src/tables/markdown.ts';
 
 describe('the table declarations', () => {
   it('name every key and reference by a declared column of a declared table', () => {
@@ -64,11 +64,25 @@ describe('the table declarations', () => {
     expect(sortByKey('questions', questions).map((q) => q.position)).toEqual([1, 9, 10]);
   });
 
-  it('render each table as a Markdown section with every column, and the formats the caller names', () => {
-    const section = tableSection('answers').join('\n');
-    for (const column of columnNames('answers')) expect(section).toContain(`\n| ${column} | `);
-    const reference = tablesMarkdown(['<table>.csv', '<table>.parquet']);
-    expect(reference).toContain('Every table is written as `<table>.csv` and/or `<table>.parquet`');
-    expect(reference).not.toContain('<table>.xlsx');
+  it('sort a missing key value first, ties by the next key, and in place', () => {
+    const row = (study_id: string, position: number | null) =>
+      ({ study_id, position }) as unknown as Row<'questions'>;
+    const rows = [row('b', 1), row('a', 2), row('a', null), row('a', 1)];
+    const sorted = sortByKey('questions', rows);
+    expect(sorted).toBe(rows);
+    expect(sorted.map((q) => `${q.study_id}/${q.position}`)).toEqual(['a/null', 'a/1', 'a/2', 'b/1']);
+  });
+
+  it("declare the wide sheet's fixed columns once each, the coded ones with their codes", () => {
+    const keys = wideSheet.fixed.map((column) => column.key);
+    const headers = wideSheet.fixed.map((column) => column.header);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(new Set(headers).size).toBe(headers.length);
+    // Each fixed column but status is a column of responses; status says what the summary means.
+    for (const key of keys.filter((key) => key !== 'status')) expect(columnNames('responses')).toContain(key);
+    const status = wideSheet.fixed.find((column) => column.key === 'status')!;
+    expect('codes' in status && status.codes).toEqual([responseStatus('x'), responseStatus(null)]);
+    // No header a respondent's attribute key can make is a fixed column's.
+    for (const header of headers) expect(wideAttributeKey(header)).toBeNull();
   });
 });

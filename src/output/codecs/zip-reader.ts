@@ -27,7 +27,7 @@ export async function walkStoredZip(
 }
 
 /** A zip in the storage, read by ranges as yauzl asks for them (sizes checked). */
-export function openStoredZip(storage: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
+function openStoredZip(storage: Storage, path: string, bytes: number): Promise<yauzl.ZipFile> {
   return new Promise<yauzl.ZipFile>((resolve, reject) =>
     yauzl.fromRandomAccessReader(
       new StoredFileReader(storage, path),

@@ -220,7 +220,7 @@ export const csvFormat = {
       ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
       : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
   async open(storage, table, options) {
-    const path = tableFileOf(table);
+    const path = options.path ?? tableFileOf(table);
     // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
     // resources, and its JavaScript reference reader takes a BOM for part of the first header.
     // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.
@@ -235,6 +235,7 @@ export const csvFormat = {
       abort: () => writer.abort(),
     };
   },
+  columns: async (storage, path, bytes) => (await csvHeader(storage, path, bytes)).header,
   verifyRows: async (storage, path, _bytes, table, problems, visit) =>
     verifyCsvRows(await storage.readStream(path), table, path, problems, visit),
   async *read(storage, path, _bytes, table, options = {}) {
@@ -245,3 +246,26 @@ export const csvFormat = {
       : rows;
   },
 } as const satisfies TableFormatModule;
+
+/** A CSV file's header row, and whether a byte order mark precedes it. */
+export async function csvHeader(
+  storage: Pick<Storage, 'readStream'>,
+  path: string,
+  bytes: number,
+): Promise<{ header: string[]; bom: boolean }> {
+  const text = await firstLine(storage, path, bytes);
+  const bom = text.startsWith('\ufeff');
+  return { header: Papa.parse<string[]>(bom ? text.slice(1) : text).data[0] ?? [], bom };
+}
+
+/** A CSV's header row: read in growing ranges until its first record ends. */
+async function firstLine(storage: Pick<Storage, 'readStream'>, path: string, bytes: number): Promise<string> {
+  for (let end = Math.min(bytes, 1 << 16); ; end = Math.min(bytes, end * 4)) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await storage.readStream(path, { start: 0, end })) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const parsed = Papa.parse<string[]>(text, { preview: 1, newline: '\r\n' });
+    const cursor = parsed.meta.cursor;
+    if (end >= bytes || (cursor < text.length && parsed.errors.length === 0)) return text.slice(0, cursor);
+  }
+}

@@ -92,7 +92,12 @@ export interface TableFormatModule extends FormatBase {
   readonly resource: { profile: string } & Record<string, unknown>;
   /** A table's file in a run. */
   tableFile(table: TableName): string;
-  open(storage: Storage, table: TableName, options: { csv: CsvOptions }): Promise<TableFileWriter>;
+  /** Opens a table's file: the run's (tableFile), or `path` (a part of current/). */
+  open(
+    storage: Storage,
+    table: TableName,
+    options: { csv: CsvOptions; path?: string },
+  ): Promise<TableFileWriter>;
   /** A table's file read back, a row group (or the whole file) at a time. */
   read<T extends TableName>(
     storage: Storage,
@@ -101,6 +106,8 @@ export interface TableFormatModule extends FormatBase {
     table: T,
     options?: { studies?: ReadonlySet<string> },
   ): AsyncIterable<Row<T>[]>;
+  /** The column names a file holds, in order (a Parquet footer's, a CSV's header row). */
+  columns(storage: Pick<Storage, 'readStream'>, path: string, bytes: number): Promise<string[]>;
   /**
    * verify's check of a table's file: every row read as text (at least the key columns, and
    * all of media's), header or schema problems pushed to `problems`; a file that cannot be

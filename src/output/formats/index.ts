@@ -69,6 +69,13 @@ export const tableFormatsToRead: readonly TableFormatModule[] = [...tableFormats
   (a, b) => Number(b.currentStore) - Number(a.currentStore),
 );
 
+/** The table format current/ keeps every part in (its merges read it): the one with currentStore. */
+export const storeFormat: TableFormatModule = (() => {
+  const stores = tableFormats.filter((format) => format.currentStore);
+  if (stores.length !== 1) throw new Error('exactly one table format keeps current/');
+  return stores[0] as TableFormatModule;
+})();
+
 export function isTableFormat(name: string): name is TableFormat {
   return tableFormats.some((format) => format.name === name);
 }

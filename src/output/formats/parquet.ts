@@ -16,7 +16,7 @@
  * and the footer's version is rewritten (footerVersion1). Its pages are DataPage V2, which
  * those readers do read, and parquet-mr, the reference writer, also writes version 1 with them.
  */
-import type { RowGroup, SchemaElement } from 'hyparquet';
+import { parquetMetadataAsync, type RowGroup, type SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../../storage/types.ts';
@@ -353,8 +353,8 @@ export const parquetFormat = {
     holder !== 'current'
       ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'
       : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
-  async open(storage, table) {
-    const path = tableFileOf(table);
+  async open(storage, table, options) {
+    const path = options.path ?? tableFileOf(table);
     // Blocks are cut by the caller (output/table-writers.ts); the writer only encodes them.
     const writer = await createParquetWriter(storage, path, table);
     return {
@@ -368,6 +368,11 @@ export const parquetFormat = {
     };
   },
   read: (storage, path, bytes, table, options = {}) => readPart(storage, path, bytes, table, options),
+  async columns(storage, path, bytes) {
+    const metadata = await parquetMetadataAsync(storeBuffer(storage, path, bytes));
+    // The root element first, then one element per (flat) column.
+    return metadata.schema.slice(1).map((element) => element.name);
+  },
   verifyRows: (storage, path, bytes, table, _problems, visit) =>
     verifyParquetRows(storeBuffer(storage, path, bytes), table, visit),
 } as const satisfies TableFormatModule;
