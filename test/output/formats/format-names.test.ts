@@ -22,11 +22,7 @@ const exceptions: Record<string, string> = {
   'src/current/parts.ts':
     "a new part copies the run's own bytes through StudyCopy, whose receivers are per format (rowGroup, csvText)",
   'src/current/formats.ts':
-    "fills what current/ lacks from the Parquet parts: CSV parts, and workbooks through current/'s own workbook writer",
-  'src/current/bucket.ts':
-    "current/'s workbook is written by current/wide.ts's workbook writer, not a format method",
-  'src/current/lifecycle.ts':
-    "current/'s workbook is written by current/wide.ts's workbook writer, not a format method",
+    "fills the CSV parts current/ lacks from the Parquet parts, counted as CSV parts in the run's summary",
   'src/erase/run-files.ts': "erase filters a CSV file's records as bytes (csv-records.ts), CSV's own layout",
 };
 
