@@ -9,10 +9,10 @@ import { access, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
-import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
+import { defaultFormats, type Format } from '../output/formats/index.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import { type HandoffProfile, OutputReader, openHandoff, studyRuns } from '../reader/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
@@ -75,7 +75,7 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
   const target = await openStorage(options.to, options.s3 ?? {});
   // As the output's newest run wrote its files: its formats, its CSV (a formula-like cell escaped, by default).
   const config = runs[0]?.manifest.config?.output;
-  const formats: readonly Format[] = config?.formats ?? ['csv', 'parquet'];
+  const formats: readonly Format[] = config?.formats ?? defaultFormats;
   const csv = { bom: config?.csv?.bom ?? false, escape_formulae: config?.csv?.escape_formulae ?? true };
   const bags: ArchivedStudy[] = [];
   for (const study of chosen) {

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import Papa from 'papaparse';
+import { ZipIndex } from '../output/codecs/zip-index.ts';
 import { walkStoredZip } from '../output/codecs/zip-reader.ts';
 import { PackageScan } from '../privacy/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
@@ -42,11 +43,25 @@ const keptWhole = (path: string) =>
 const RUNS_JSON = 'data/provenance/runs.json';
 /** Payload files whose texts a bag made with a privacy profile must hold no personal data in. */
 const scanned = (path: string) =>
-  path.startsWith('data/') && /\.(csv|txt|md|html?|json|parquet|xlsx|gz)$/i.test(path);
+  path.startsWith('data/') && /\.(csv|txt|md|html?|json|parquet|xlsx|sav|dta|gz)$/i.test(path);
 
-/** Whether `location` is a bag: a .zip or .tar file, or a folder holding bagit.txt. */
+/**
+ * Whether `location` is a bag: a .tar file, a .zip file whose one folder holds bagit.txt (or
+ * that cannot be read: checking it says why), or a folder holding bagit.txt.
+ */
 export async function isBag(location: string, s3: S3Settings = {}): Promise<boolean> {
-  if (/\.(zip|tar)$/i.test(location)) return true;
+  if (/\.tar$/i.test(location)) return true;
+  if (/\.zip$/i.test(location)) {
+    const { storage, name } = await parentOf(location, s3);
+    try {
+      const index = await ZipIndex.open(storage, name, await sizeOf(storage, name));
+      return [...index.entries.keys()].some(
+        (entry) => entry.endsWith(`/${BAGIT_TXT}`) && entry.split('/').length === 2,
+      );
+    } catch {
+      return true;
+    }
+  }
   return (await (await openStorage(location, s3)).read(BAGIT_TXT)) !== null;
 }
 
@@ -111,10 +126,7 @@ async function readEntries(location: string, s3: S3Settings, take: Take): Promis
     for await (const file of storage.list('')) await take(file.path, await storage.readStream(file.path));
     return;
   }
-  const slash = location.replace(/\/+$/, '').lastIndexOf('/');
-  const folder = isObjectStorage(location) || slash > 0 ? location.slice(0, slash) : '.';
-  const name = location.slice(slash + 1);
-  const storage = await openStorage(folder || '/', s3);
+  const { storage, name } = await parentOf(location, s3);
   const inner = (path: string) => path.slice(path.indexOf('/') + 1);
   if (tar) {
     await readTar(await storage.readStream(name), async (entry, bytes) => {
@@ -125,6 +137,13 @@ async function readEntries(location: string, s3: S3Settings, take: Take): Promis
   }
   const size = await sizeOf(storage, name);
   await walkStoredZip(storage, name, size, (path, stream) => take(inner(path), stream));
+}
+
+/** The folder (or bucket prefix) holding the file `location`, and its name there. */
+async function parentOf(location: string, s3: S3Settings): Promise<{ storage: Storage; name: string }> {
+  const slash = location.replace(/\/+$/, '').lastIndexOf('/');
+  const folder = isObjectStorage(location) || slash > 0 ? location.slice(0, slash) : '.';
+  return { storage: await openStorage(folder || '/', s3), name: location.slice(slash + 1) };
 }
 
 async function sizeOf(storage: Storage, name: string): Promise<number> {

@@ -9,6 +9,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readPart, rowOf } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/formats/statistics.ts';
+import { wantsWorkbooks } from '../output/formats/xlsx.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import { type BucketStart, copiedWide } from './bucket-start.ts';
 import type { CurrentContext, CurrentStudy, PreparedBucket } from './context.ts';
@@ -277,7 +278,7 @@ class BucketMerge {
     runStudyRows: StudyRows,
     sheets: ReadonlyMap<string, string>,
   ): Promise<PreparedBucket['wide']> {
-    const withWorkbook = this.update.formats.includes('xlsx');
+    const withWorkbook = wantsWorkbooks(this.update.formats);
     const wide: PreparedBucket['wide'] = [];
     for (const study of this.studies) {
       const id = study.study_id;

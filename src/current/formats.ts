@@ -17,6 +17,8 @@ import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import { readPart, studyIdIn } from '../output/formats/parquet-read.ts';
+import { wideFormat } from '../output/formats/wide.ts';
+import { wantsWorkbooks, xlsxFormat } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { type DataTableName, type TableName, tableNames } from '../tables/index.ts';
 import {
@@ -60,7 +62,8 @@ export async function findFormatGaps(
   owns: { bucket: (folder: string) => boolean; study: (folder: string) => boolean },
 ): Promise<FormatGaps> {
   const gaps: FormatGaps = { csv: [], xlsx: [] };
-  if (!formats.includes('csv') && !formats.includes('xlsx')) return gaps;
+  const workbooks = wantsWorkbooks(formats);
+  if (!formats.includes('csv') && !workbooks) return gaps;
   const folders = new Map<string, { name: string; bytes: number }[]>();
   for await (const file of store.list(CURRENT_DIR)) {
     const slash = file.path.lastIndexOf('/');
@@ -86,8 +89,8 @@ export async function findFormatGaps(
       const parquet = { store, path: `${CURRENT_DIR}/${folder}/${newest}`, bytes };
       gaps.csv.push({ table: top as TableName, folder: partition, parquet, runId: run.runId });
     }
-    if (formats.includes('xlsx') && top === 'wide' && partition !== undefined && owns.study(partition)) {
-      if (!folders.has(`xlsx/${partition}`)) gaps.xlsx.push(partition);
+    if (workbooks && top === wideFormat.folder && partition !== undefined && owns.study(partition)) {
+      if (!folders.has(`${xlsxFormat.folder}/${partition}`)) gaps.xlsx.push(partition);
     }
   }
   return gaps;

@@ -19,6 +19,7 @@ import { partitionValueOf } from '../names.ts';
 import { type TableFormat, tableFormats } from '../output/formats/index.ts';
 import { STUDY_FOLDER_PREFIX } from '../output/formats/parquet-read.ts';
 import { statisticsFormatsOf } from '../output/formats/statistics.ts';
+import { wantsWorkbooks } from '../output/formats/xlsx.ts';
 import { CURRENT_DIR, shardNames } from '../output/layout.ts';
 import { type TableName, tableNames } from '../tables/index.ts';
 import { killPoint } from '../util/kill-point.ts';
@@ -220,7 +221,7 @@ export async function repairBucket(
     };
     const sheet = await prepareCurrentWide({ ...sources, csv: update.csv });
     const book =
-      update.formats?.includes('xlsx') && transcript
+      wantsWorkbooks(update.formats ?? []) && transcript
         ? await prepareCurrentWorkbook({
             ...sources,
             title: studyRow.title ?? '',

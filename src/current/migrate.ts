@@ -20,7 +20,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { bucketOf } from '../buckets.ts';
-import type { Format } from '../config/schema.ts';
+import type { TableFormat } from '../config/schema.ts';
 import { idOf, nameOf } from '../names.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import { studyFormats } from '../output/formats/index.ts';
@@ -66,7 +66,7 @@ export async function migrateToBuckets(
   store: CurrentStore,
   options: {
     scratchDir: string;
-    formats: readonly Format[];
+    formats: readonly TableFormat[];
     csv: CsvOptions;
     owns: (studyId: string) => boolean;
   },
@@ -146,7 +146,7 @@ async function moveIntoBucket(
   store: CurrentStore,
   bucket: number,
   moved: readonly StudyFolder[],
-  options: { dir: string; formats: readonly Format[]; csv: CsvOptions },
+  options: { dir: string; formats: readonly TableFormat[]; csv: CsvOptions },
 ): Promise<void> {
   const movedIds = new Set(moved.map((folder) => folder.studyId));
   for (const table of tableNames) {

@@ -7,15 +7,11 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { BUCKETS } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import {
-  type CsvOptions,
-  type CsvWriter,
-  createCsvWriter,
-  createTableCsvWriter,
-} from '../output/formats/csv.ts';
-import { storeFormat, type TableFormat } from '../output/formats/index.ts';
-import { createParquetWriter, type EncodedRowGroup, ParquetFile } from '../output/formats/parquet.ts';
+import { type CsvOptions, type CsvWriter, createCsvWriter } from '../output/formats/csv.ts';
+import { storeFormat, type TableFormat, tableFormatNamed } from '../output/formats/index.ts';
+import { type EncodedRowGroup, ParquetFile } from '../output/formats/parquet.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
+import { openTableFile, type TableRowWriter } from '../output/table-writers.ts';
 import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
 import { columnNames, type Row, type TableName } from '../tables/index.ts';
@@ -109,19 +105,15 @@ export async function createPartWriter<T extends TableName>(
   table: T,
   bucket: number,
   runId: string,
-  /** Formats of the part: Parquet first (package.ts: currentFormats). */
-  options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
+  /** Formats of the part: the store's first (package.ts: currentFormats). */
+  options: { formats: readonly TableFormat[]; csv: CsvOptions; dir: string },
 ): Promise<PartWriter<T>> {
   const local = new LocalStorage(options.dir, { unseen: true });
-  const writers: TableFileWriter<T>[] = [];
+  const writers: TableRowWriter<T>[] = [];
   try {
     for (const format of options.formats) {
-      const name = partFileName(runId, format);
-      const writer =
-        format === 'parquet'
-          ? await createParquetWriter(local, name, table)
-          : await createTableCsvWriter(local, name, table, tableCsv(options.csv));
-      writers.push(writer);
+      const path = partFileName(runId, format);
+      writers.push(await openTableFile(tableFormatNamed(format), local, table, { csv: options.csv, path }));
     }
   } catch (error) {
     for (const writer of writers) await writer.abort().catch(() => {});
@@ -258,11 +250,4 @@ export async function publishPart(store: CurrentStore, part: PreparedPart): Prom
  */
 function tableCsv(csv: CsvOptions): CsvOptions {
   return { ...csv, bom: false };
-}
-
-/** What a part writer needs of a table file writer (Parquet or CSV). */
-interface TableFileWriter<T extends TableName> {
-  write(rows: readonly Row<T>[]): Promise<void>;
-  close(): Promise<unknown>;
-  abort(): Promise<void>;
 }

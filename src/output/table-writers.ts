@@ -78,6 +78,45 @@ interface TableState {
 
 const wholeTable = () => '';
 
+/** One table's file in one format, written row batch by row batch in blocks cut as a run's are. */
+export interface TableRowWriter<T extends TableName> {
+  path: string;
+  write(rows: readonly Row<T>[]): Promise<void>;
+  close(): Promise<unknown>;
+  abort(): Promise<void>;
+}
+
+/** Opens `path` (a part of current/) in `format` for rows of `table`. */
+export async function openTableFile<T extends TableName>(
+  format: TableFormatModule,
+  storage: Storage,
+  table: T,
+  options: { csv: CsvOptions; path: string },
+): Promise<TableRowWriter<T>> {
+  const file = await format.open(storage, table, options);
+  const where = storage.describe(file.path);
+  let block = new ColumnBuffers(table, where);
+  const flush = async () => {
+    const full = block;
+    block = new ColumnBuffers(table, where);
+    await file.writeBlock(full);
+  };
+  return {
+    path: file.path,
+    async write(rows) {
+      for (const row of rows) {
+        block.add(row as Record<string, unknown>);
+        if (block.rows >= defaultRowGroupSize || block.bytes >= defaultRowGroupBytes) await flush();
+      }
+    },
+    async close() {
+      if (block.rows > 0) await flush();
+      return file.close();
+    },
+    abort: () => file.abort(),
+  };
+}
+
 export async function createTableWriters(
   storage: Storage,
   options: TableWritersOptions,

@@ -1,7 +1,7 @@
 /**
  * What `verify` looks for in a package made with a privacy profile: any match of the built-in
  * detectors left in any text it holds (tables in CSV, Parquet and workbooks, pages, sources,
- * metadata), named by file and kind, never by value. The tool's own addresses are not personal
+ * metadata, SPSS and Stata files), named by file and kind, never by value. The tool's own addresses are not personal
  * data: the XML namespaces and schemas its formats declare, and the service the package says it
  * came from. Pure: the bytes are decoded here, not read.
  */
@@ -51,7 +51,9 @@ export class PackageScan {
       this.text(file, cells.join('\n'));
       return;
     }
-    if (textFile.test(file)) this.text(file, bytes.toString('utf8'));
+    // An SPSS or Stata file keeps its strings as UTF-8 among binary numbers: read as text, a
+    // match inside a value is found (one a very long value splits across segments may not be).
+    if (textFile.test(file) || /\.(sav|dta)$/i.test(file)) this.text(file, bytes.toString('utf8'));
   }
 
   text(file: string, text: string): void {

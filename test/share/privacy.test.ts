@@ -7,10 +7,13 @@
  * the ledger records each package, and --identified packages say so on their first page (as
  * chromium shows report.html offline).
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { parquetWriteBuffer } from 'hyparquet-writer';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nameOf } from '../../src/names.ts';
@@ -31,6 +34,7 @@ const planted = {
   employer: 'Acme Corp',
   panel: 'PANEL-778812',
 };
+const run = promisify(execFile);
 const env = { TEST_KEY: '', TEST_PSEUDONYM_KEY: 'a secret only the controller has' };
 
 let sandbox: Sandbox;
@@ -46,7 +50,7 @@ source:
   retries: 0
 output:
   dir: out
-  formats: [csv, parquet, xlsx]
+  formats: [csv, parquet, xlsx, sav, dta]
 media:
   enabled: false
 privacy:
@@ -185,6 +189,55 @@ describe('study-export share with a privacy profile', () => {
     expect(records.flatMap((r) => r.responses.map((x: { pseudonym: string }) => x.pseudonym)).sort()).toEqual(
       [...byPseudonym.keys()].sort(),
     );
+  }, 120_000);
+
+  it('is verified: an untouched package, folder or zip, passes; personal data planted in its CSV, Parquet, workbook or zip fails it, named by file and kind', async () => {
+    const [study] = sandbox.studies();
+    const name = nameOf(study!.link_id);
+    const share = async (to: string, ...more: string[]) => {
+      const made = await runCli(
+        ['share', '--config', config, '--study', study!.link_id, '--to', to, ...more],
+        {
+          cwd: dir,
+          env,
+        },
+      );
+      expect(made.code, made.stderr).toBe(0);
+    };
+    await share(join(dir, 'verified'));
+    await share(join(dir, 'verified-zip'), '--zip');
+    const pkg = join(dir, 'verified', name);
+    const zip = join(dir, 'verified-zip', `${name}.zip`);
+    for (const location of [pkg, zip]) {
+      const verified = await runCli(['verify', location], { cwd: dir, env });
+      expect(verified.stdout, verified.stderr).toContain('a valid package');
+      expect(verified.stdout).toContain('no personal data the detectors find');
+      expect(verified.code).toBe(0);
+    }
+
+    const email = 'someone.else@example.net';
+    await appendFile(join(pkg, 'answers.csv'), `"x","${email}"\r\n`);
+    const parquet = parquetWriteBuffer({
+      columnData: [{ name: 'note', data: [`mail ${email}`], type: 'STRING' }],
+    });
+    await writeFile(join(pkg, 'responses.parquet'), Buffer.from(parquet));
+    const extra = join(dir, 'extra');
+    await mkdir(join(extra, name), { recursive: true });
+    await writeFile(join(extra, 'sheet9.xml'), `<t>${email}</t>`);
+    await run('zip', ['-j', join(pkg, 'xlsx', `${name}.xlsx`), join(extra, 'sheet9.xml')]);
+    const failed = await runCli(['verify', pkg], { cwd: dir, env });
+    expect(failed.stdout).toContain('problem: answers.csv: 1 EMAIL match left');
+    expect(failed.stdout).toContain('problem: responses.parquet: 1 EMAIL match left');
+    expect(failed.stdout).toContain(`problem: xlsx/${name}.xlsx!sheet9.xml: 1 EMAIL match left`);
+    expect(failed.stdout).not.toContain(email);
+    expect(failed.code).toBe(1);
+
+    await writeFile(join(extra, name, 'notes.txt'), 'Call +44 20 7946 0000');
+    await run('zip', [zip, `${name}/notes.txt`], { cwd: extra });
+    const zipFailed = await runCli(['verify', zip], { cwd: dir, env });
+    expect(zipFailed.stdout).toContain('problem: notes.txt: 1 PHONE match left');
+    expect(zipFailed.stdout).toContain('problem: notes.txt: in the package but not in datapackage.json');
+    expect(zipFailed.code).toBe(1);
   }, 120_000);
 
   it('says IDENTIFIED on the first page and in datapackage.json with --identified', async () => {

@@ -4,6 +4,7 @@ import type { CommandModule } from 'yargs';
 import type { BagCheck } from '../../archive/verify.ts';
 import { exitCodes } from '../../errors.ts';
 import type { ProjectCheck } from '../../qdpx/verify.ts';
+import type { PackageCheck } from '../../share/verify.ts';
 import type { CliContext } from '../context.ts';
 import { verifyExitCode } from '../report.ts';
 
@@ -16,7 +17,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
   return {
     command: 'verify <run_dir>',
     describe:
-      'Re-check a finished run (sha256 of every file, row counts, keys, foreign keys, the zip), a bag made by archive, or a .qdpx; a package made with a privacy profile must hold no personal data the detectors find',
+      'Re-check a finished run (sha256 of every file, row counts, keys, foreign keys, the zip), a bag made by archive, a package made by share (folder or zip), or a .qdpx; a package made with a privacy profile must hold no personal data the detectors find',
     builder: (yargs) =>
       yargs
         .positional('run_dir', {
@@ -41,6 +42,11 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
       const { isBag, verifyBag } = await import('../../archive/verify.ts');
       if (await isBag(args.run_dir, s3)) {
         reportBag(context, args.run_dir, await verifyBag(args.run_dir, s3));
+        return;
+      }
+      const { isSharePackage, verifySharePackage } = await import('../../share/verify.ts');
+      if (await isSharePackage(args.run_dir, s3)) {
+        reportPackage(context, args.run_dir, await verifySharePackage(args.run_dir, s3));
         return;
       }
       const { verifyRun } = await import('../../load/verify.ts');
@@ -79,6 +85,22 @@ function reportProject(context: CliContext, location: string, check: ProjectChec
     `study-export: ${location}: ${check.leftovers.length} problem${check.leftovers.length === 1 ? '' : 's'}\n`,
   );
   context.exitCode = verifyExitCode(check.leftovers.length);
+}
+
+/** A share package's check: problems, personal data left under a profile among them, fail it (exit 1). */
+function reportPackage(context: CliContext, location: string, check: PackageCheck): void {
+  const checked = `${check.checked.files} files, ${check.checked.bytes} bytes`;
+  if (!check.ok) {
+    context.stdout.write(`${check.problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
+    context.stderr.write(
+      `study-export: ${location}: ${check.problems.length} problem${check.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
+    );
+    context.exitCode = verifyExitCode(check.problems.length);
+    return;
+  }
+  context.stdout.write(
+    `${location}: a valid package (checked ${checked}; ${check.deidentified ? 'no personal data the detectors find' : 'identified, not scanned'})\n`,
+  );
 }
 
 /** A bag's check: problems fail it (exit 1); recordings it lists as missing make it partial (3). */

@@ -220,7 +220,7 @@ export const csvFormat = {
       ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."
       : '- **<table>/bucket=<NN>/part-<run id>.csv**: the same tables as CSV.',
   async open(storage, table, options) {
-    const path = tableFileOf(table);
+    const path = options.path ?? tableFileOf(table);
     // No byte order mark on tables, whatever csv.bom says: they are datapackage.json's
     // resources, and its JavaScript reference reader takes a BOM for part of the first header.
     // csv.bom is for the wide sheets, the CSVs meant for spreadsheets.

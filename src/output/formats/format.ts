@@ -92,7 +92,12 @@ export interface TableFormatModule extends FormatBase {
   readonly resource: { profile: string } & Record<string, unknown>;
   /** A table's file in a run. */
   tableFile(table: TableName): string;
-  open(storage: Storage, table: TableName, options: { csv: CsvOptions }): Promise<TableFileWriter>;
+  /** Opens a table's file: the run's (tableFile), or `path` (a part of current/). */
+  open(
+    storage: Storage,
+    table: TableName,
+    options: { csv: CsvOptions; path?: string },
+  ): Promise<TableFileWriter>;
   /** A table's file read back, a row group (or the whole file) at a time. */
   read<T extends TableName>(
     storage: Storage,

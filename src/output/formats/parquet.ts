@@ -353,8 +353,8 @@ export const parquetFormat = {
     holder !== 'current'
       ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'
       : '- **<table>/bucket=<NN>/part-<run id>.parquet** (DuckDB, pandas, Spark): the tidy tables below, the studies grouped in up to 64 buckets (hive partitions), `study_id` in every row; read a table as `<table>/*/*.parquet`.',
-  async open(storage, table) {
-    const path = tableFileOf(table);
+  async open(storage, table, options) {
+    const path = options.path ?? tableFileOf(table);
     // Blocks are cut by the caller (output/table-writers.ts); the writer only encodes them.
     const writer = await createParquetWriter(storage, path, table);
     return {

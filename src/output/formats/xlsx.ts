@@ -305,3 +305,11 @@ export const xlsxFormat = {
     };
   },
 } as const satisfies StudyFormatModule;
+
+/**
+ * Whether `formats` asks for workbooks: current/ then keeps each study's whole workbook beside
+ * its wide sheet, written from the same sheets as a run's (current/wide.ts).
+ */
+export function wantsWorkbooks(formats: readonly string[]): boolean {
+  return formats.includes(xlsxFormat.name);
+}
