@@ -12,6 +12,7 @@ import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';
 import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { sandboxResponseIds } from '../helpers/run-files.ts';
+import { isDetailPath } from '../helpers/sandbox.ts';
 
 let sandbox: Sandbox;
 
@@ -38,7 +39,7 @@ describe('incremental runs', () => {
       expect(requests.filter((r) => r.listener !== 'api')).toEqual([]);
       expect(requests).toHaveLength(1 + sandbox.studies().length);
       expect(second.unchanged?.requests).toBe(1 + sandbox.studies().length);
-      expect(requests.filter((r) => /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path))).toEqual([]);
+      expect(requests.filter((r) => isDetailPath(r.path))).toEqual([]);
     });
   });
 
