@@ -7,11 +7,11 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Format } from '../config/schema.ts';
 import { nameOf } from '../names.ts';
 import { dataPackage } from '../output/datapackage.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
 import { csvText } from '../output/formats/csv.ts';
+import type { Format } from '../output/formats/index.ts';
 import { type HandoffFiles, type ResponseRows, writeHandoffFiles } from '../output/handoff-files.ts';
 import { createSortedSpill } from '../output/sorted-spill.ts';
 import { privacySummary } from '../privacy/index.ts';

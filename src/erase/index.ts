@@ -24,6 +24,7 @@ import { recordedPipeline } from '../config/recorded.ts';
 import { eraseFromCurrent, writeCurrentGuide } from '../current/index.ts';
 import { ConfigError, RunError } from '../errors.ts';
 import { type Handoff, handoffsHolding } from '../ledger/index.ts';
+import { HashingThread } from '../media/hashing-thread.ts';
 import {
   CURRENT_DIR,
   MANIFEST_FILE,
@@ -79,6 +80,8 @@ export async function eraseResponses(input: {
   // Removed on any exit but SIGKILL; a killed erasure's is removed by the next run or erase.
   const scratch = await openScratch();
   const scratchDir = scratch.dir;
+  // media.zip's SHA-256 computed on another core while the main thread copies its entries.
+  const hashing = new HashingThread();
   try {
     await refuseUnfinishedRuns(storage);
     await storage.removeLeftovers(RUNS_DIR, {
@@ -88,7 +91,7 @@ export async function eraseResponses(input: {
     });
     const finished: ErasureRecord[] = [];
     for (const pending of await pendingErasures(storage))
-      finished.push(await carryOut({ storage, scratchDir, now }, pending, 'response'));
+      finished.push(await carryOut({ storage, scratchDir, hashing, now }, pending, 'response'));
     const done = new Set(finished.flatMap((record) => record.responses.map((r) => r.ref)));
     const asked = 'responses' in input.choice ? input.choice.responses : [];
     const finishedIds = new Set(asked.filter((id) => done.has(responseRef(id))));
@@ -113,7 +116,7 @@ export async function eraseResponses(input: {
             await writePendingErasure(storage, pending);
             killPoint('erase-planned');
             return carryOut(
-              { storage, scratchDir, now },
+              { storage, scratchDir, hashing, now },
               pending,
               'attributes' in input.choice ? 'attribute' : 'response',
             );
@@ -121,6 +124,7 @@ export async function eraseResponses(input: {
     const handoffs = (await handoffsHolding(storage, [...ids, ...finishedIds])).map((found) => found.handoff);
     return { erasure, finished, handoffs };
   } finally {
+    await hashing.close();
     await scratch.remove();
     for (const lease of leases.reverse()) await lease.release().catch(() => {});
   }
@@ -129,12 +133,13 @@ export async function eraseResponses(input: {
 interface Erasing {
   storage: Storage;
   scratchDir: string;
+  hashing: HashingThread;
   now: () => Date;
 }
 
 /** Steps 4 to 6 for a plan (a new one, or one a kill stopped). */
 async function carryOut(
-  { storage, scratchDir, now }: Erasing,
+  { storage, scratchDir, hashing, now }: Erasing,
   pending: PendingErasure,
   chosenBy: ErasureRecord['chosen_by'],
 ): Promise<ErasureRecord> {
@@ -148,6 +153,7 @@ async function carryOut(
       ids,
       erasure,
       scratchDir,
+      hashing,
       planned: run.responses_by_study,
     });
     const planned = Object.values(run.responses_by_study).reduce((a, b) => a + b, 0);

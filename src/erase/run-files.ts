@@ -16,6 +16,7 @@
 import { createHash } from 'node:crypto';
 import { recordedPipeline } from '../config/recorded.ts';
 import { RunError } from '../errors.ts';
+import type { HashingThread } from '../media/hashing-thread.ts';
 import { studyFileNames } from '../names.ts';
 import type { StatisticsFormat } from '../output/formats/statistics.ts';
 import { XLSX_DIR } from '../output/formats/xlsx.ts';
@@ -96,6 +97,8 @@ export interface RunRewriteInput {
   planned: Readonly<Record<string, number>>;
   /** A local folder for the SPSS and Stata writers' spills. */
   scratchDir: string;
+  /** Where media.zip's SHA-256 is computed (another core); else on this thread. */
+  hashing?: HashingThread;
   /** How a file the erasure leaves as it is reaches the new run; none: it is left out. */
   keepUnchanged?: (path: string) => Promise<void>;
 }
@@ -265,7 +268,16 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
       for (const reason of rejects.reasons) rewrite.stats.reject(reason);
       manifest.rejects = { ...manifest.rejects, count: rejects.kept };
     } else if (path === MEDIA_ZIP) {
-      const zip = await rewriteMediaZip(from, to, path, rewrite.bytesOf.get(path) ?? 0, ids);
+      const bytes = rewrite.bytesOf.get(path) ?? 0;
+      const { hashing } = rewrite.input;
+      const zip = await rewriteMediaZip(
+        from,
+        to,
+        path,
+        bytes,
+        ids,
+        hashing && (() => hashing.runningSha256()),
+      );
       if (zip === null) {
         await rewrite.copy(path);
         continue;

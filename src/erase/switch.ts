@@ -17,6 +17,7 @@
  */
 import { copyFile, link, mkdtemp, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { HashingThread } from '../media/hashing-thread.ts';
 import { erasedRunName, erasingRunName, MANIFEST_FILE, RUNS_DIR, runPath } from '../output/layout.ts';
 import { type Manifest, readManifest } from '../output/manifest.ts';
 import { isObjectStorage } from '../storage/index.ts';
@@ -42,6 +43,8 @@ export interface RunSwitchInput {
   planned: Readonly<Record<string, number>>;
   /** The erasure's scratch folder (src/util/scratch.ts): local files on their way to a bucket. */
   scratchDir: string;
+  /** Where media.zip's SHA-256 is computed (another core). */
+  hashing?: HashingThread;
 }
 
 /** Erases `ids` from the run, whole or not at all; null when the run was already after. */
@@ -80,6 +83,7 @@ async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> 
     erasure,
     planned: input.planned,
     scratchDir: input.scratchDir,
+    ...(input.hashing ? { hashing: input.hashing } : {}),
     keepUnchanged: (path) =>
       linkOrCopy(storage.describe(`${run}/${path}`), storage.describe(`${staged}/${path}`)),
   });
@@ -133,6 +137,7 @@ async function eraseObjectRun(input: RunSwitchInput): Promise<RunErased | null> 
       erasure,
       planned: input.planned,
       scratchDir: input.scratchDir,
+      ...(input.hashing ? { hashing: input.hashing } : {}),
     });
     killPoint('erase-run-staged');
     for (const path of erased.written) {

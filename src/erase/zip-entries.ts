@@ -9,7 +9,7 @@
 import { nameOf } from '../names.ts';
 import { endRecords } from '../output/codecs/zip-format.ts';
 import { type CentralRecord, readCentralDirectory, recordAtOffset } from '../output/codecs/zip-index.ts';
-import type { Storage } from '../storage/types.ts';
+import type { RunningSha256, Storage } from '../storage/types.ts';
 
 export interface ZipKept {
   entries: number;
@@ -37,6 +37,8 @@ export async function rewriteMediaZip(
   path: string,
   bytes: number,
   ids: ReadonlySet<string>,
+  /** Where the new zip's SHA-256 is computed; by default as it is written, on this thread. */
+  sha256?: () => RunningSha256,
 ): Promise<ZipKept | null> {
   const folders = new Set([...ids].map((id) => nameOf(id)));
   const directory = await readCentralDirectory(from, path, bytes);
@@ -64,7 +66,7 @@ export async function rewriteMediaZip(
     if (last && last.end === span.start) last.end = span.end;
     else stretches.push({ start: span.start, end: span.end });
   }
-  const output = await to.create(path);
+  const output = await to.create(path, sha256 ? { sha256: sha256() } : {});
   try {
     for (const stretch of stretches)
       for await (const chunk of await from.readStream(path, stretch)) await output.write(chunk as Buffer);

@@ -8,11 +8,10 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Format } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import { appendHandoff, heldResponses } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
-import { defaultFormats } from '../output/formats/index.ts';
+import { defaultFormats, type Format } from '../output/formats/index.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import {

@@ -7,7 +7,6 @@
  * de-identification) holds in every file alike.
  */
 import { join } from 'node:path';
-import type { Format, TableFormat } from '../config/schema.ts';
 import {
   dataPackage,
   type PackageFile,
@@ -15,7 +14,7 @@ import {
   type PackageSheet,
 } from '../output/datapackage.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
-import { tableFormats } from '../output/formats/index.ts';
+import { type Format, type TableFormat, tableFormats } from '../output/formats/index.ts';
 import { codebookMarkdown } from '../output/guide/codebook.ts';
 import { reportHtml } from '../output/guide/report-html.ts';
 import {

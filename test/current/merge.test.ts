@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Row, TableRows } from '../../src/tables/index.ts';
 import { currentOutputIn, currentStudyRows, publishStudyRun } from '../helpers/current-runs.ts';
 import { withTempDir } from '../helpers/environment.ts';
+import { transcriptRow } from '../helpers/samples.ts';
 
 const study = 'st-1';
 
@@ -37,21 +38,8 @@ const answer = (response_id: string, answer_id: string, text: string): Row<'answ
   position: 1,
   extra: null,
 });
-const turn = (response_id: string, n: number, user: string): Row<'transcript'> => ({
-  response_id,
-  turn: n,
-  study_id: study,
-  answer_id: null,
-  discussion_guide_question_id: 'intro',
-  concept_id: null,
-  moderator: 'hi',
-  user,
-  audio_file: null,
-  video_file: null,
-  has_audio: false,
-  has_video: false,
-  extra: null,
-});
+const turn = (response_id: string, n: number, user: string) =>
+  transcriptRow(response_id, n, { study_id: study, user });
 const attribute = (response_id: string, key: string, value: string): Row<'attributes'> => ({
   response_id,
   key,

@@ -13,19 +13,15 @@ import {
   CurrentStaging,
   partitionName,
 } from '../../src/current/index.ts';
-import { LocalStorage } from '../../src/storage/local.ts';
 import { studyRow } from '../../src/transform/index.ts';
+import { currentOutputIn } from '../helpers/current-runs.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { study } from '../helpers/fixtures.ts';
 import { responseRow } from '../helpers/samples.ts';
 
 async function contextIn(dir: string): Promise<CurrentContext> {
   return {
-    store: new LocalStorage(join(dir, 'out')),
-    name: 'test',
-    formats: ['parquet', 'csv'],
-    csv: { bom: false, escape_formulae: true },
-    scratchDir: dir,
+    ...currentOutputIn(dir),
     runId: '20260102T000000Z',
     staging: await CurrentStaging.open(join(dir, 'staging')),
   };

@@ -29,8 +29,3 @@ export async function startInterceptingProxy(
   });
   return { ...proxy, intercepted: () => count };
 }
-
-/** A single-response request: /api/public/responses/<link_id>/<response_id>. */
-export function isDetailPath(path: string | undefined): boolean {
-  return /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(path ?? '');
-}

@@ -13,6 +13,7 @@ import { isObjectStorage, openStorage } from '../../src/storage/index.ts';
 import { repoRoot } from './cli.ts';
 import { withTempDir } from './environment.ts';
 import { validateDataPackage } from './frictionless.ts';
+import { isDetailPath } from './sandbox.ts';
 
 export const KEY_ENV = 'TEST_STUDY_API_KEY';
 
@@ -131,9 +132,7 @@ export async function letFinish(child: ChildProcess, exit: Promise<number | null
 
 /** Detail (single-response) requests the sandbox has answered since `from`. */
 export function detailRequests(sandbox: Sandbox, from = 0): number {
-  return sandbox.requests
-    .slice(from)
-    .filter((r) => r.listener === 'api' && /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path)).length;
+  return sandbox.requests.slice(from).filter((r) => r.listener === 'api' && isDetailPath(r.path)).length;
 }
 
 /**

@@ -115,3 +115,17 @@ export async function startSandboxAndS3(
     },
   };
 }
+
+/** The keys a multi-object delete's XML body names, unescaped. */
+export function deletedKeys(body: string): string[] {
+  return [...body.matchAll(/<Key>([^<]*)<\/Key>/g)].map((match) => unescapeXml(match[1] ?? ''));
+}
+
+function unescapeXml(text: string): string {
+  return text
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, '&');
+}

@@ -53,3 +53,27 @@ export function responseRow(id: string, overrides: Partial<Row<'responses'>> = {
     ...overrides,
   };
 }
+
+/** A transcript row of a text conversation: turn `turn` of a response, no recording. */
+export function transcriptRow(
+  responseId: string,
+  turn: number,
+  overrides: Partial<Row<'transcript'>> = {},
+): Row<'transcript'> {
+  return {
+    response_id: responseId,
+    turn,
+    study_id: 's-1',
+    answer_id: null,
+    discussion_guide_question_id: 'intro',
+    concept_id: null,
+    moderator: 'hi',
+    user: '',
+    audio_file: null,
+    video_file: null,
+    has_audio: false,
+    has_video: false,
+    extra: null,
+    ...overrides,
+  };
+}

@@ -64,3 +64,8 @@ export function studyOf(sandbox: Sandbox, modality: 'text' | 'audio' | 'video'):
   if (!study) throw new Error(`no ${modality} study`);
   return study.link_id;
 }
+
+/** A single-response request: /api/public/responses/<link_id>/<response_id>. */
+export function isDetailPath(path: string | undefined): boolean {
+  return /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(path ?? '');
+}

@@ -1,7 +1,9 @@
 /** The pipeline file the sharded tests start their `study-export run --shard K/N` processes with. */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import { validateDataPackage } from './frictionless.ts';
 import { KEY_ENV } from './run.ts';
 
 export interface ShardedOutput {
@@ -34,4 +36,19 @@ export async function writeShardedPipeline(
     ].join('\n'),
   );
   return file;
+}
+
+/**
+ * The responses the shards' descriptors of current/ (datapackage-shard-K-of-N.json in `current`)
+ * name together, each descriptor valid to the Frictionless reference library.
+ */
+export async function responsesInShardDescriptors(current: string, count: number): Promise<number> {
+  let responses = 0;
+  for (let index = 1; index <= count; index++) {
+    const label = `shard-${index}-of-${count}`;
+    const report = await validateDataPackage(current, `datapackage-${label}.json`);
+    expect(report.errors, label).toEqual([]);
+    responses += report.read.responses ?? 0;
+  }
+  return responses;
 }

@@ -6,6 +6,7 @@
  * the writers apart.
  */
 import { bodyOf, startProxy } from './proxy.ts';
+import { deletedKeys } from './s3.ts';
 
 export interface WriteLog {
   endpoint: string;
@@ -36,18 +37,7 @@ function writtenKeys(method: string, url: string, body: Buffer): string[] {
   if (method !== 'POST') return [];
   if (parsed.searchParams.has('delete')) {
     const bucket = key.replace(/\/$/, '');
-    return [...body.toString('utf8').matchAll(/<Key>([^<]*)<\/Key>/g)].map(
-      (match) => `${bucket}/${unescapeXml(match[1] ?? '')}`,
-    );
+    return deletedKeys(body.toString('utf8')).map((deleted) => `${bucket}/${deleted}`);
   }
   return [key];
-}
-
-function unescapeXml(text: string): string {
-  return text
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'")
-    .replace(/&amp;/g, '&');
 }

@@ -11,6 +11,8 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';
 import { apiRequestsSince, readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { sandboxResponseIds } from '../helpers/run-files.ts';
+import { isDetailPath } from '../helpers/sandbox.ts';
 
 let sandbox: Sandbox;
 
@@ -37,7 +39,7 @@ describe('incremental runs', () => {
       expect(requests.filter((r) => r.listener !== 'api')).toEqual([]);
       expect(requests).toHaveLength(1 + sandbox.studies().length);
       expect(second.unchanged?.requests).toBe(1 + sandbox.studies().length);
-      expect(requests.filter((r) => /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path))).toEqual([]);
+      expect(requests.filter((r) => isDetailPath(r.path))).toEqual([]);
     });
   });
 
@@ -139,7 +141,7 @@ describe('incremental runs', () => {
     await withTempDir(async (out) => {
       const config = sandboxConfig(sandbox, out);
       await runAgainst(sandbox, config);
-      const total = sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0);
+      const total = sandboxResponseIds(sandbox).length;
       const full = await runAgainst(sandbox, config, { full: true });
       expect(full.tables.find((t) => t.table === 'responses')?.rows).toBe(total);
 

@@ -16,6 +16,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { readHyparquet } from '../helpers/readers.ts';
 import { apiRequestsSince, readManifest, runAgainst, sandboxConfig, snapshot } from '../helpers/run.ts';
+import { sandboxResponseIds } from '../helpers/run-files.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {
@@ -26,7 +27,7 @@ afterEach(async () => {
 });
 
 const runIdOf = (runDir: string | null) => runDir!.split(/[/\\]/).pop()!;
-const totalResponses = () => sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0);
+const totalResponses = () => sandboxResponseIds(sandbox).length;
 
 describe('a run with nothing new', () => {
   it('writes nothing, moves nothing, reports 1 + S requests; the next change is exported in full', async () => {

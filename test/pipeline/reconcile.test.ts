@@ -14,6 +14,7 @@ import { currentTables, freshExport } from '../helpers/current.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { duckdb, readCsv, readHyparquet } from '../helpers/readers.ts';
 import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { sandboxResponseIds } from '../helpers/run-files.ts';
 
 let sandbox: Sandbox;
 beforeEach(async () => {
@@ -79,9 +80,7 @@ describe('run --reconcile', () => {
         ),
       );
       expect(ids.map((row) => row.response_id)).not.toContain(gone);
-      expect(ids).toHaveLength(
-        sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0),
-      );
+      expect(ids).toHaveLength(sandboxResponseIds(sandbox).length);
 
       const expected = { response_id: gone, study_id: study!.id, run_id: runDir.split('/').pop() };
       const parquet = await readHyparquet(join(runDir, 'deletions.parquet'));

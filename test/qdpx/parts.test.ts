@@ -12,6 +12,7 @@ import { guidOf, uuidV5 } from '../../src/qdpx/guids.ts';
 import type { QdpxResponse } from '../../src/qdpx/types.ts';
 import { fileSafeName, UniqueNames } from '../../src/qdpx/xml.ts';
 import type { Row } from '../../src/tables/index.ts';
+import { transcriptRow } from '../helpers/samples.ts';
 
 const response = (overrides: Partial<QdpxResponse> = {}): QdpxResponse => ({
   response: {
@@ -48,22 +49,8 @@ const answer = (answer_id: string, text: string, position: number): Row<'answers
     extra: null,
   }) as Row<'answers'>;
 
-const turn = (n: number, answer_id: string | null, moderator: string, user: string): Row<'transcript'> =>
-  ({
-    response_id: 'r1',
-    turn: n,
-    study_id: 's1',
-    answer_id,
-    discussion_guide_question_id: 'x',
-    concept_id: null,
-    moderator,
-    user,
-    audio_file: null,
-    video_file: null,
-    has_audio: false,
-    has_video: false,
-    extra: null,
-  }) as Row<'transcript'>;
+const turn = (n: number, answer_id: string | null, moderator: string, user: string) =>
+  transcriptRow('r1', n, { study_id: 's1', answer_id, discussion_guide_question_id: 'x', moderator, user });
 
 /** Python's text[start:end] for each passage: what QualCoder's importer cuts. */
 function pythonSlices(text: string, spans: { start: number; end: number }[]): string[] {

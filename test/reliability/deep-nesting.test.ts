@@ -12,9 +12,10 @@ import { MAX_NESTING } from '../../src/extract/nesting.ts';
 import { verifyRun } from '../../src/load/verify.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
-import { isDetailPath, startInterceptingProxy } from '../helpers/intercepting-proxy.ts';
+import { startInterceptingProxy } from '../helpers/intercepting-proxy.ts';
 import { readManifest, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { readRejects, responseIdsOf, sandboxResponseIds } from '../helpers/run-files.ts';
+import { isDetailPath } from '../helpers/sandbox.ts';
 
 const LEVELS = 100_000;
 const deepValue = `${'{"a":['.repeat(LEVELS / 2)}1${']}'.repeat(LEVELS / 2)}`;

@@ -15,6 +15,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { cleanEnv, repoRoot } from '../helpers/cli.ts';
 import { KEY_ENV, readManifest } from '../helpers/run.ts';
 import { readRejects, responseIdsOf, sandboxResponseIds } from '../helpers/run-files.ts';
+import { isDetailPath } from '../helpers/sandbox.ts';
 import { type Misbehaviour, startMisbehavingServer } from './misbehaving-server.ts';
 
 let sandbox: Sandbox;
@@ -217,10 +218,9 @@ describe.concurrent('a misbehaving service', () => {
   });
 
   it('the service goes away mid-run: exit 3, what was fetched is committed, no watermark moves', async () => {
-    const detail = /^\/api\/public\/responses\/[^/?]+\/[^/?]+/;
     let details = 0;
     const server = await startMisbehavingServer(sandbox.base_url, (p): Misbehaviour => {
-      if (detail.test(p)) details += 1;
+      if (isDetailPath(p)) details += 1;
       return details > 3 ? 'gone' : 'pass';
     });
     try {

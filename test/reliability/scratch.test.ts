@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { cleanEnv, exitOf, repoRoot } from '../helpers/cli.ts';
-import { isDetailPath, startInterceptingProxy } from '../helpers/intercepting-proxy.ts';
+import { startInterceptingProxy } from '../helpers/intercepting-proxy.ts';
 import { KEY_ENV } from '../helpers/run.ts';
+import { isDetailPath } from '../helpers/sandbox.ts';
 
 let sandbox: Sandbox;
 let dir: string;

@@ -13,6 +13,7 @@ import { runCli } from '../helpers/cli.ts';
 import { currentTables } from '../helpers/current.ts';
 import { withTempDir } from '../helpers/environment.ts';
 import { KEY_ENV, runAgainst, sandboxConfig } from '../helpers/run.ts';
+import { sandboxResponseIds } from '../helpers/run-files.ts';
 import { downloadObjects, S3_CREDENTIALS, type S3Server, startS3 } from '../helpers/s3.ts';
 import { writeShardedPipeline } from '../helpers/shard.ts';
 
@@ -57,9 +58,7 @@ describe('three shards at once into one bucket', () => {
       const union = await currentTables(downloaded);
       expect(union).toEqual(single);
       for (const table of tableNames) expect(new Set(union[table]).size, table).toBe(union[table].length);
-      expect(union.responses.length).toBe(
-        sandbox.studies().reduce((n, s) => n + sandbox.responses(s.link_id).length, 0),
-      );
+      expect(union.responses.length).toBe(sandboxResponseIds(sandbox).length);
 
       for (const index of [1, 2, 3]) {
         const before = sandbox.requests.length;

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openS3Storage } from '../../src/storage/s3.ts';
 import type { Storage } from '../../src/storage/types.ts';
 import { EnvironmentPatch } from '../helpers/environment.ts';
+import { deletedKeys } from '../helpers/s3.ts';
 
 const BUCKET = 'paged';
 
@@ -79,7 +80,7 @@ class PagingS3 {
     if (request.method === 'GET' && key === '' && query.has('uploads'))
       return this.listUploads(query, entry, response);
     if (request.method === 'POST' && key === '' && query.has('delete')) {
-      const keys = [...body.toString('utf8').matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => unescapeXml(m[1]!));
+      const keys = deletedKeys(body.toString('utf8'));
       entry.deleted = keys.length;
       if (keys.length > 1000) return this.error(response, 400, 'MalformedXML');
       for (const deleted of keys) this.objects.delete(deleted);
@@ -203,15 +204,6 @@ class PagingS3 {
   private error(response: ServerResponse, status: number, code: string): void {
     this.reply(response, status, `<Error><Code>${code}</Code><Message>${code}</Message></Error>`);
   }
-}
-
-function unescapeXml(text: string): string {
-  return text
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'")
-    .replace(/&amp;/g, '&');
 }
 
 const environment = new EnvironmentPatch();

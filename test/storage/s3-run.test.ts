@@ -16,6 +16,7 @@ import { withTempDir } from '../helpers/environment.ts';
 import { duckdb, readHyparquet } from '../helpers/readers.ts';
 import { apiRequestsSince, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { type S3Server, startSandboxAndS3 } from '../helpers/s3.ts';
+import { isDetailPath } from '../helpers/sandbox.ts';
 import { readZip } from '../helpers/zip.ts';
 
 let sandbox: Sandbox;
@@ -152,7 +153,7 @@ describe('a run to s3://', () => {
     const api = apiRequestsSince(sandbox, from);
     expect(api).toHaveLength(1 + sandbox.studies().length);
     expect(second.unchanged?.requests).toBe(1 + sandbox.studies().length);
-    expect(api.filter((r) => /^\/api\/public\/responses\/[^/?]+\/[^/?]+/.test(r.path))).toEqual([]);
+    expect(api.filter((r) => isDetailPath(r.path))).toEqual([]);
     expect(sandbox.requests.slice(from).filter((r) => r.listener !== 'api')).toEqual([]);
     expect(await s3.keys('exports', 'nightly/test/')).toEqual(objectsBefore);
     expect((await s3.get('exports', 'nightly/test/latest')).toString()).toBe(latestBefore);
