@@ -17,7 +17,7 @@ const steps: Record<string, () => Promise<Step>> = {
   'parquet-writers': async () => (await import('./parquet-writers.ts')).parquetWriters,
   media: async () => (await import('./media.ts')).mediaDownload,
   archive: async () => (await import('./archive-step.ts')).archiveStep,
-  'privacy-archive': async () => (await import('./privacy-step.ts')).privacyArchiveStep,
+  'privacy-handoff': async () => (await import('./privacy-step.ts')).privacyHandoffStep,
   statistics: async () => (await import('./statistics-step.ts')).statisticsStep,
   erase: async () => (await import('./erase-step.ts')).eraseStep,
 };

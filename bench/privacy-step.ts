@@ -1,10 +1,15 @@
-/** The measured step of bench/privacy.ts: `archive --tar` of one study, with the profile or identified. */
+/**
+ * The measured step of bench/privacy.ts: `archive --tar` or `share --zip` of one study, with the
+ * privacy profile or identified.
+ */
 import { join } from 'node:path';
 import { archiveOutput } from '../src/archive/index.ts';
 import { PrivacyConfig } from '../src/config/schema.ts';
 import { loadPrivacyProfile } from '../src/privacy/index.ts';
+import { shareOutput } from '../src/share/index.ts';
 
-export async function privacyArchiveStep(input: {
+export async function privacyHandoffStep(input: {
+  command: 'archive' | 'share';
   output: string;
   study: string;
   to: string;
@@ -24,6 +29,16 @@ export async function privacyArchiveStep(input: {
         env: { BENCH_PSEUDONYM_KEY: 'bench secret' },
       })
     : 'identified';
+  if (input.command === 'share') {
+    const [shared] = await shareOutput({
+      output: input.output,
+      studies: [input.study],
+      to: input.to,
+      form: 'zip',
+      profile,
+    });
+    return { ms: performance.now() - started, bytes: shared?.bytes ?? 0, files: shared?.files ?? 0 };
+  }
   const result = await archiveOutput({
     output: input.output,
     studies: [input.study],

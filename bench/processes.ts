@@ -70,7 +70,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Steps that run study-export's own code: they get the node flags the bin runs with. */
-const productSteps = new Set(['export', 'replay', 'media', 'archive', 'erase', 'privacy-archive']);
+const productSteps = new Set(['export', 'replay', 'media', 'archive', 'erase', 'privacy-handoff']);
 
 /**
  * The flags bin/study-export.js re-executes node with (its `exec node … "$0"` line), so a

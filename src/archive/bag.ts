@@ -242,10 +242,12 @@ interface IndexEntry {
  */
 function conversationIndex(scratch: string) {
   const spill = (name: string) =>
-    createSortedSpill<IndexEntry, IndexEntry>({
+    createSortedSpill<IndexEntry, Omit<IndexEntry, 'html'>>({
       dir: scratch,
       name,
-      keyOf: (entry) => entry,
+      // Without the page's HTML: a buffered entry is held as its JSON line, not twice.
+      keyOf: ({ number, created, id }) => ({ number, created, id }),
+      runBytes: 2 ** 18,
       compare: (a, b) =>
         (a.number ?? Number.MAX_SAFE_INTEGER) - (b.number ?? Number.MAX_SAFE_INTEGER) ||
         (a.created < b.created ? -1 : a.created > b.created ? 1 : 0) ||

@@ -16,8 +16,10 @@ import { join } from 'node:path';
 import type { WideColumn } from '../records.ts';
 import { LocalStorage } from '../storage/local.ts';
 import {
-  compareByKey,
+  compareKeys,
   type DataTableName,
+  type KeyValues,
+  keyOf,
   type Row,
   sortByKey,
   type TableName,
@@ -118,6 +120,8 @@ export async function writeHandoffFiles(input: HandoffFilesInput): Promise<Hando
     // Tables carry no byte order mark (csv.bom is for the sheets): table readers take it for a name.
     csv: { ...input.csv, bom: false },
     tables: tableNames,
+    // A study's tables fill their row groups one after another: each holds a quarter of a run's.
+    rowGroupBytes: SPILL_BYTES,
   });
   const studyFiles = new StudyFiles(input);
   const responseIds: string[] = [];
@@ -249,12 +253,13 @@ async function* responsesOf(source: HandoffSource, scratchDir: string): AsyncIte
   const spills = new Map<ResponseTable, SortedSpill<Row<ResponseTable>>>();
   try {
     for (const table of responseTables) {
-      const compare = compareByKey(table) as (a: Row<ResponseTable>, b: Row<ResponseTable>) => number;
-      const spill = createSortedSpill<Row<ResponseTable>, Row<ResponseTable>>({
+      const spill = createSortedSpill<Row<ResponseTable>, KeyValues>({
         dir: scratchDir,
         name: `handoff-${table}`,
-        keyOf: (row) => row,
-        compare,
+        // The key's values only: a buffered row is held as its JSON line, not twice.
+        keyOf: keyOf(table) as (row: Row<ResponseTable>) => KeyValues,
+        compare: compareKeys,
+        runBytes: SPILL_BYTES,
       });
       spills.set(table, spill);
       for await (const group of source.rows(table)) for (const row of group) await spill.add(row);
@@ -279,6 +284,9 @@ async function* responsesOf(source: HandoffSource, scratchDir: string): AsyncIte
     for (const spill of spills.values()) await spill.remove();
   }
 }
+
+/** Bytes of JSON a table's sort holds before it writes a run: five tables sort at once. */
+const SPILL_BYTES = 2 ** 18;
 
 /** A sorted table read a row ahead. */
 class Cursor {

@@ -50,6 +50,7 @@ export class StudyDeidentifier {
   readonly #responses = new Set<string>();
   readonly #attributes = { kept: 0, dropped: 0, pseudonymised: 0 };
   readonly #linkage = new Map<string, LinkageEntry>();
+  readonly #pseudonyms = new Map<string, string>();
   recordingsExcluded = 0;
 
   constructor(readonly profile: PrivacyProfile) {
@@ -79,11 +80,15 @@ export class StudyDeidentifier {
     }
   }
 
-  /** The response id as the package carries it. */
+  /** The response id as the package carries it (each response's pseudonym computed once). */
   responseId(id: string): string {
-    return this.profile.config.ids === 'keep'
-      ? id
-      : pseudonymOf(this.profile.secret, { kind: 'response', id });
+    if (this.profile.config.ids === 'keep') return id;
+    let pseudonym = this.#pseudonyms.get(id);
+    if (pseudonym === undefined) {
+      pseudonym = pseudonymOf(this.profile.secret, { kind: 'response', id });
+      this.#pseudonyms.set(id, pseudonym);
+    }
+    return pseudonym;
   }
 
   /** A row as the package carries it; null when the profile drops it (a URL parameter). */

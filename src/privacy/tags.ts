@@ -4,7 +4,8 @@
  * order texts are read in, nor on which command reads them: a study's texts are all seen first
  * (`see`), and each kind's distinct things are then numbered in the order of their keyed
  * digests (HMAC-SHA-256 under the profile's secret), which says nothing about the things
- * themselves. Pure.
+ * themselves. So a study's texts are read twice (every one seen, then each replaced as it is
+ * handed on), and what is kept between is the distinct things, never the texts. Pure.
  */
 import { createHash } from 'node:crypto';
 import { type DetectorSet, findMatches, type Match, type TagKind, tagKinds } from './detect.ts';
@@ -12,15 +13,20 @@ import { keyedDigest } from './pseudonym.ts';
 
 export type KindCounts = Record<TagKind, number>;
 
+/** Texts whose matches are kept: enough for a study's repeated questions and lines. */
+const cachedTexts = 4096;
+
 export function zeroCounts(): KindCounts {
   return Object.fromEntries(tagKinds.map((kind) => [kind, 0])) as KindCounts;
 }
 
 export class StudyTags {
+  /** The distinct things tagged: what numbering needs, whatever the study's size. */
   readonly #seen = new Map<string, { kind: TagKind; key: string }>();
   /**
-   * Each text's matches found in the first pass, by a digest of the text: the second pass takes
-   * them instead of running every expression again (20 bytes a text, not the text).
+   * The matches of the texts searched most recently, by a digest of the text: a text repeated
+   * (a question in every answer, a moderator's line in every conversation) is searched once,
+   * while memory stays bounded; any other text is searched again when it is replaced.
    */
   readonly #matches = new Map<string, Match[]>();
   #numbers: Map<string, number> | null = null;
@@ -36,14 +42,7 @@ export class StudyTags {
   see(text: string | null | undefined): void {
     if (!text) return;
     if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
-    // A text repeated (a question in every answer, a moderator's line in every conversation) is searched once.
-    const digest = digestOf(text);
-    let matches = this.#matches.get(digest);
-    if (!matches) {
-      matches = findMatches(text, this.detectors);
-      this.#matches.set(digest, matches);
-    }
-    for (const match of matches) {
+    for (const match of this.#matchesOf(text)) {
       this.occurrences[match.kind] += 1;
       this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
     }
@@ -64,12 +63,25 @@ export class StudyTags {
     const numbers = this.numbers();
     let out = '';
     let at = 0;
-    const matches = this.#matches.get(digestOf(text)) ?? findMatches(text, this.detectors);
-    for (const match of matches) {
+    for (const match of this.#matchesOf(text)) {
       out += `${text.slice(at, match.start)}[${match.kind}-${this.numberOf(numbers, match)}]`;
       at = match.end;
     }
     return at === 0 ? text : out + text.slice(at);
+  }
+
+  /** The text's matches, from the cache of recent texts or searched (and then kept in it). */
+  #matchesOf(text: string): Match[] {
+    const digest = digestOf(text);
+    let matches = this.#matches.get(digest);
+    if (matches) return matches;
+    matches = findMatches(text, this.detectors);
+    if (this.#matches.size >= cachedTexts) {
+      const oldest = this.#matches.keys().next().value;
+      if (oldest !== undefined) this.#matches.delete(oldest);
+    }
+    this.#matches.set(digest, matches);
+    return matches;
   }
 
   private numbers(): Map<string, number> {

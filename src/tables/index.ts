@@ -347,21 +347,27 @@ export type TableRows = { [T in DataTableName]: Row<T>[] };
 
 /** Rows in key order: the same rows give the same files whatever order they were read in. */
 export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>[] {
-  return rows.sort(compareByKey(table));
+  const key = keyOf(table);
+  return rows.sort((a, b) => compareKeys(key(a), key(b)));
 }
 
-/** The order of a table's rows by its primary key (sortByKey's, and a sorted spill's). */
-export function compareByKey<T extends TableName>(table: T): (a: Row<T>, b: Row<T>) => number {
-  const key = tables[table].primaryKey as readonly string[];
-  const value = (row: Row<T>, column: string) => (row as Record<string, unknown>)[column];
-  return (a, b) => {
-    for (const column of key) {
-      const x = value(a, column);
-      const y = value(b, column);
-      if (x === y) continue;
-      if (typeof x === 'number' && typeof y === 'number') return x - y;
-      return String(x ?? '') < String(y ?? '') ? -1 : 1;
-    }
-    return 0;
-  };
+/** A row's primary key values, in the order its table declares them. */
+export type KeyValues = readonly unknown[];
+
+/** The function that takes a row of `table` to its primary key values. */
+export function keyOf<T extends TableName>(table: T): (row: Row<T>) => KeyValues {
+  const columns = tables[table].primaryKey as readonly string[];
+  return (row) => columns.map((column) => (row as Record<string, unknown>)[column]);
+}
+
+/** Key order: numbers as numbers, anything else as text, column by column. */
+export function compareKeys(a: KeyValues, b: KeyValues): number {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x === y) continue;
+    if (typeof x === 'number' && typeof y === 'number') return x - y;
+    return String(x ?? '') < String(y ?? '') ? -1 : 1;
+  }
+  return 0;
 }
