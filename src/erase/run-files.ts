@@ -38,6 +38,7 @@ import { type RecordedStorage, recordWrites } from '../storage/recorded.ts';
 import type { Storage, StoredFile } from '../storage/types.ts';
 import { type Row, type TableName, tables } from '../tables/index.ts';
 import { filterCsvRecords } from './csv-records.ts';
+import { parquetGroupsWriter } from './parquet-groups.ts';
 import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
 import { rewriteStatisticsFiles, statisticsFormatOf, studyColumns } from './study-files.ts';
@@ -200,10 +201,24 @@ async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promi
     // CSV files are filtered as bytes (csv-records.ts); the other formats written again.
     const filtered = files.filter((file) => file.format.name === 'csv');
     const writers: TableFileWriter[] = [];
+    // The Parquet file read: its row groups without an erased response copied as they lie.
+    const groups =
+      source.format.name === 'parquet'
+        ? await parquetGroupsWriter(
+            from,
+            rewrite.to,
+            source.path,
+            rewrite.bytesOf.get(source.path) ?? 0,
+            table,
+          )
+        : null;
+    if (groups)
+      writers.push({ write: async () => {}, close: () => groups.close(), abort: () => groups.abort() });
     let erased = 0;
     try {
       for (const file of files)
-        if (!filtered.includes(file)) writers.push(await file.format.create(rewrite.to, table, csv));
+        if (!filtered.includes(file) && !(groups && file === source))
+          writers.push(await file.format.create(rewrite.to, table, csv));
       for await (const batch of rows) {
         const left: Row<TableName>[] = [];
         for (const row of batch) {
@@ -214,6 +229,7 @@ async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promi
         }
         rewrite.stats.add(table, left);
         kept += left.length;
+        await groups?.group(batch.length, left);
         for (const writer of writers) await writer.write(left);
       }
       for (const writer of writers) await writer.close();

@@ -20,7 +20,7 @@ import {
   twoRuns,
 } from '../helpers/erase.ts';
 import { scanOutput } from '../helpers/output-scan.ts';
-import { readHyparquet } from '../helpers/readers.ts';
+import { duckdb, readHyparquet } from '../helpers/readers.ts';
 import { snapshot } from '../helpers/run.ts';
 import { unzipTest, zipFactsByPython } from '../helpers/zip.ts';
 
@@ -50,6 +50,7 @@ it('erases a response from every file of every run and from current/', async () 
       ).toBe(true);
     const others = await Promise.all(runs.map((run) => rowsWithout(run, traces.id)));
     const otherCurrent = await currentRowsWithout(output, traces.id);
+    const groupsBefore = await Promise.all(runs.map((run) => rowGroups(join(run, 'transcript.parquet'))));
 
     const erased = await runCli(['erase', output, '--response', traces.id]);
     expect(erased.stderr).toBe('');
@@ -66,6 +67,14 @@ it('erases a response from every file of every run and from current/', async () 
       expect(names.filter((name) => name.includes(traces.id))).toEqual([]);
     }
     expect(await Promise.all(runs.map((run) => rowsWithout(run, traces.id)))).toEqual(others);
+    // Row groups without the response are the same groups (DuckDB's footer view); one is new.
+    for (const [index, run] of runs.entries()) {
+      const before = groupsBefore[index] as string[];
+      const after = await rowGroups(join(run, 'transcript.parquet'));
+      expect(after).toHaveLength(before.length);
+      expect(after.filter((group) => before.includes(group))).toHaveLength(before.length - 1);
+    }
+    expect(groupsBefore.some((groups) => groups.length > 1)).toBe(true);
     expect(await currentRowsWithout(output, traces.id)).toEqual(otherCurrent);
     // Every partition of current/ holds one part again.
     for (const table of await readdir(join(output, 'current', 'answers')))
@@ -95,6 +104,21 @@ it('erases a response from every file of every run and from current/', async () 
     expect(again.stderr).toContain(traces.id);
   });
 });
+
+/** Each row group of a Parquet file as DuckDB reads its footer: rows, sizes and statistics. */
+function rowGroups(path: string): Promise<string[]> {
+  return duckdb(async (query) => {
+    const chunks = await query(
+      `select row_group_id, row_group_num_rows, path_in_schema, total_compressed_size, stats_min_value, stats_max_value from parquet_metadata('${path}') order by row_group_id, path_in_schema`,
+    );
+    const groups = new Map<unknown, unknown[]>();
+    for (const { row_group_id, ...chunk } of chunks)
+      groups.set(row_group_id, [...(groups.get(row_group_id) ?? []), chunk]);
+    return [...groups.values()].map((group) =>
+      JSON.stringify(group, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
+    );
+  });
+}
 
 it('refuses bad input and a held lock, changing nothing', async () => {
   await withTempDir(async (dir) => {

@@ -177,7 +177,7 @@ function withOwnStatistics(group: RowGroup): RowGroup {
 type ColumnChunk = RowGroup['columns'][number];
 
 /** A row group's metadata with every offset moved by `by` bytes. */
-function placed(group: RowGroup, by: number): RowGroup {
+export function placed(group: RowGroup, by: number): RowGroup {
   return { ...group, columns: group.columns.map((chunk) => movedChunk(chunk, by)) };
 }
 
