@@ -1,6 +1,6 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
 
-import type { FormatsFilled } from '../current/index.ts';
+import { type FormatsFilled, filledParts } from '../current/index.ts';
 import { sampleNote } from '../output/guide/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { schemaChangeLines } from '../pipeline/schema-drift.ts';
@@ -69,9 +69,9 @@ function filledLine(filled: FormatsFilled): string {
     ...(filled.workbooks > 0
       ? [`${formatCount(filled.workbooks)} xlsx workbook${filled.workbooks === 1 ? '' : 's'}`]
       : []),
-    ...(filled.csvParts > 0
-      ? [`${formatCount(filled.csvParts)} CSV part${filled.csvParts === 1 ? '' : 's'}`]
-      : []),
+    ...filledParts(filled).flatMap(({ format, parts }) =>
+      parts > 0 ? [`${formatCount(parts)} ${format.toUpperCase()} part${parts === 1 ? '' : 's'}`] : [],
+    ),
   ];
   return `current/: added ${parts.join(' and ')} for the formats added since it was written, from its own data (no request to the service)`;
 }
