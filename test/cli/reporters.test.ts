@@ -152,6 +152,19 @@ describe('formatSummary', () => {
     );
   });
 
+  it('says what a fill added to current/ for formats added since, each count in its words', () => {
+    const line = (filled: { csvParts: number; workbooks: number }) =>
+      formatSummary({ ...result, filled })
+        .split('\n')
+        .find((text) => text.startsWith('current/: added'));
+    const end = 'for the formats added since it was written, from its own data (no request to the service)';
+    expect(line({ csvParts: 1_234, workbooks: 1 })).toBe(
+      `current/: added 1 xlsx workbook and 1,234 CSV parts ${end}`,
+    );
+    expect(line({ csvParts: 1, workbooks: 0 })).toBe(`current/: added 1 CSV part ${end}`);
+    expect(line({ csvParts: 0, workbooks: 2 })).toBe(`current/: added 2 xlsx workbooks ${end}`);
+  });
+
   it('prints the plan of a dry run', () => {
     const text = formatSummary({
       ...result,
