@@ -7,14 +7,14 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { BUCKETS } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
-import { type CsvOptions, type CsvWriter, createCsvWriter } from '../output/formats/csv.ts';
-import { storeFormat, type TableFormat, tableFormatNamed } from '../output/formats/index.ts';
-import { type EncodedRowGroup, ParquetFile } from '../output/formats/parquet.ts';
+import type { CsvOptions } from '../output/formats/csv.ts';
+import type { TableFileWriter, WrittenBlock } from '../output/formats/format.ts';
+import { storeFormat, type TableFormat, tableFormatNamed, tableFormats } from '../output/formats/index.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { openTableFile, type TableRowWriter } from '../output/table-writers.ts';
 import { compareRunIds } from '../run-id.ts';
 import { LocalStorage } from '../storage/local.ts';
-import { columnNames, type Row, type TableName } from '../tables/index.ts';
+import type { Row, TableName } from '../tables/index.ts';
 import type { CurrentStore } from './store.ts';
 
 /** The partition folder of a bucket: bucket=00 to bucket=63. */
@@ -30,7 +30,8 @@ export function partFileName(runId: string, format: Format): string {
   return `part-${runId}.${format}`;
 }
 
-const partPattern = /^part-(.+)\.(parquet|csv)$/;
+/** part-<run id>.<format>, for every table format (a format's name is its files' extension). */
+const partPattern = new RegExp(`^part-(.+)\\.(${tableFormats.map((format) => format.name).join('|')})$`);
 
 /** A part's run id and format, or null for anything else (a part being written, a stray file). */
 export function parsePartName(name: string): { runId: string; format: Format } | null {
@@ -158,21 +159,22 @@ async function preparedPart(
 }
 
 /**
- * A new part that takes the run's own bytes (the run's StudyCopy): its row groups and CSV
- * text exactly as written into the run's tables. For a bucket with no previous part, whose
- * part is every row the run writes for the bucket's studies: their row groups come in the
- * order they are written (the run writes a bucket's copied rows in row groups of their own).
+ * A new part that takes the run's own bytes (the run's StudyCopy): each format's blocks exactly
+ * as written into the run's tables (a format whose files take no encoded block writes the
+ * block's values). For a bucket with no previous part, whose part is every row the run writes
+ * for the bucket's studies: their blocks come in the order they are written (the run writes a
+ * bucket's copied rows in blocks of their own).
  */
 export interface PartCopy {
   readonly table: TableName;
-  rowGroup(group: EncodedRowGroup): Promise<void>;
-  csvText(text: Uint8Array): Promise<void>;
+  /** A block the run wrote into its file in `format`; a format the part is not kept in is passed over. */
+  block(format: string, block: WrittenBlock): Promise<void>;
   finish(): Promise<PreparedPart>;
   abort(): Promise<void>;
 }
 
 /**
- * `options.formats`: Parquet first (package.ts: currentFormats), as the run also writes them.
+ * `options.formats`: the store's first (package.ts: currentFormats), as the run also writes them.
  * `options.dir`: a folder of this part's own, made with its first file. Each file is opened
  * when its first bytes come (or at finish, for a table with no rows), not when the bucket
  * starts: the study's first request does not wait for its parts' files.
@@ -181,27 +183,23 @@ export function createPartCopy(
   table: TableName,
   bucket: number,
   runId: string,
-  options: { formats: readonly Format[]; csv: CsvOptions; dir: string },
+  options: { formats: readonly TableFormat[]; csv: CsvOptions; dir: string },
 ): PartCopy {
   // Rooted one level up, so that creating the first file makes the folder.
   const local = new LocalStorage(dirname(options.dir), { unseen: true });
   const folder = basename(options.dir);
-  let parquet: Promise<ParquetFile> | null = null;
-  let csv: Promise<CsvWriter> | null = null;
-  const parquetFile = () => {
-    parquet ??= ParquetFile.open(local, `${folder}/${partFileName(runId, 'parquet')}`, table);
-    return parquet;
+  const files = new Map<string, Promise<TableFileWriter>>();
+  const fileOf = (format: TableFormat): Promise<TableFileWriter> => {
+    let file = files.get(format);
+    if (!file) {
+      const path = `${folder}/${partFileName(runId, format)}`;
+      // Its CSV without a byte order mark (tableCsv), as the run's table files.
+      file = tableFormatNamed(format).open(local, table, { csv: tableCsv(options.csv), path });
+      files.set(format, file);
+    }
+    return file;
   };
-  const csvFile = () => {
-    csv ??= createCsvWriter(
-      local,
-      `${folder}/${partFileName(runId, 'csv')}`,
-      columnNames(table),
-      tableCsv(options.csv),
-    );
-    return csv;
-  };
-  const withCsv = options.formats.includes('csv');
+  const kept = (format: string): format is TableFormat => options.formats.some((name) => name === format);
   // The bucket's studies are exported at once: their bytes go in one after another.
   let queue: Promise<void> = Promise.resolve();
   const inTurn = (work: () => Promise<void>) => {
@@ -211,22 +209,21 @@ export function createPartCopy(
   };
   return {
     table,
-    rowGroup: (group) => inTurn(async () => (await parquetFile()).append(group)),
-    csvText: (text) =>
+    block: (format, block) =>
       inTurn(async () => {
-        if (withCsv) await (await csvFile()).writeText(text);
+        if (!kept(format)) return;
+        const file = await fileOf(format);
+        if (file.appendEncoded) await file.appendEncoded(block.encoded);
+        else await file.writeBlock(block.values);
       }),
     async finish() {
       await queue;
-      await (await parquetFile()).close();
-      if (withCsv) await (await csvFile()).close();
+      for (const format of options.formats) await (await fileOf(format)).close();
       return await preparedPart(table, bucket, runId, options);
     },
     async abort() {
       await queue;
-      for (const opened of [parquet, csv]) {
-        await opened?.then((file) => file.abort()).catch(() => {});
-      }
+      for (const opened of files.values()) await opened.then((file) => file.abort()).catch(() => {});
     },
   };
 }

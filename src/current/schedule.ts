@@ -89,8 +89,7 @@ export class CurrentPreparation {
     work.sheets.set(studyId, sheetName);
     return {
       tables: {
-        rowGroup: async (table, group) => copies.get(table as ResponseTable)?.rowGroup(group),
-        csvText: async (table, text) => copies.get(table as ResponseTable)?.csvText(text),
+        block: async (table, format, block) => copies.get(table as ResponseTable)?.block(format, block),
       },
       group: String(work.bucket),
       copied: new Set(copies.keys()),

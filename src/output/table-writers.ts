@@ -3,10 +3,10 @@
  * every table present (with its header) even when it has no rows. Writes to one table are
  * chained, so callers may write concurrently.
  *
- * Rows are buffered in blocks and each block is written as one Parquet row group and the
- * same records in the CSV, so both files keep one order. In the tables named `perStudy` a
- * study can be given a copy (StudyCopy) that receives its row groups and CSV text exactly as
- * they are written into the run's files: its current parts, without encoding the rows twice.
+ * Rows are buffered in blocks and each block is written into every format's file (one Parquet
+ * row group, the same records in the CSV), so the files keep one order. In the tables named
+ * `perStudy` a study can be given a copy (StudyCopy) that receives each block as every format
+ * encoded it into the run's files: its current parts, without encoding the rows twice.
  * The studies given one copy (a group: the studies of one bucket of current/) share a block
  * of their own, written when the group's last study ends; all other rows share one block.
  */
@@ -63,7 +63,8 @@ export interface TableWriters {
 
 interface TableState {
   table: TableName;
-  writers: TableFileWriter[];
+  /** Its files, each with the name of its format (what a StudyCopy is told). */
+  writers: { format: string; file: TableFileWriter }[];
   rows: number;
   /** The tail of this table's chain of writes. */
   queue: Promise<void>;
@@ -147,12 +148,12 @@ export async function createTableWriters(
     state.blocks.delete(key);
     state.bufferedBytes -= buffers.bytes;
     const copy = copies.get(key);
-    for (const writer of state.writers) {
+    for (const { format, file } of state.writers) {
       // Encoding a block takes milliseconds, and a study's end encodes every table's at once:
       // answers that arrived meanwhile are taken first, so requests keep flowing.
       await nextTurn();
-      const copyTo = await writer.writeBlock(buffers);
-      if (copy) await copyTo(copy);
+      const encoded = await file.writeBlock(buffers);
+      if (copy) await copy.block(state.table, format, { encoded, values: buffers });
     }
   }
 
@@ -225,8 +226,10 @@ async function openTables(
   const opened = await Promise.all(opening);
   const states = new Map<TableName, TableState>();
   written.forEach((table, index) => {
-    const writers = (opened[index] ?? []).flatMap((result) =>
-      result.status === 'fulfilled' ? [result.value] : [],
+    const writers = (opened[index] ?? []).flatMap((result, at) =>
+      result.status === 'fulfilled'
+        ? [{ format: (formats[at] as TableFormatModule).name, file: result.value }]
+        : [],
     );
     states.set(table, {
       table,
@@ -236,7 +239,7 @@ async function openTables(
       blocks: new Map(),
       blockOf: blockOf(table),
       bufferedBytes: 0,
-      where: storage.describe(writers[0]?.path ?? table),
+      where: storage.describe(writers[0]?.file.path ?? table),
     });
   });
   const failure = opened.flat().find((result) => result.status === 'rejected');
@@ -260,8 +263,8 @@ function closeTables(
       await enqueue(state, async () => {
         for (const key of [...state.blocks.keys()]) await writeBlock(state, key);
       });
-      await allSettled(state.writers.map((writer) => writer.close()));
-      return { table, rows: state.rows, files: state.writers.map((w) => w.path) };
+      await allSettled(state.writers.map((writer) => writer.file.close()));
+      return { table, rows: state.rows, files: state.writers.map((writer) => writer.file.path) };
     }),
   );
 }
@@ -283,6 +286,6 @@ async function abortAll(states: Map<TableName, TableState>): Promise<void> {
   for (const state of states.values()) {
     // Let writes in flight settle (their errors no longer matter) before removing files.
     await state.queue.catch(() => {});
-    for (const writer of state.writers) await writer.abort();
+    for (const writer of state.writers) await writer.file.abort();
   }
 }

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { formulaPattern } from '../../src/output/formats/csv.ts';
-import { ParquetFile } from '../../src/output/formats/parquet.ts';
+import type { StudyCopy } from '../../src/output/formats/index.ts';
+import { type EncodedRowGroup, ParquetFile } from '../../src/output/formats/parquet.ts';
 import { createTableWriters } from '../../src/output/table-writers.ts';
 import { columnNames, type Row, runTableNames } from '../../src/tables/index.ts';
 import { withTempDir } from '../helpers/environment.ts';
@@ -144,9 +145,11 @@ describe('createTableWriters', () => {
         for (const study of studies) {
           const copy = own.get(study)!;
           writers.copyStudy(study, {
-            rowGroup: (table, group) =>
-              table === 'answers' ? copy.parquet.append(group) : Promise.resolve(),
-            csvText: async (_table, text) => void copy.csv.push(Buffer.from(text).toString('utf8')),
+            async block(table, format, block) {
+              if (table !== 'answers') return;
+              if (format === 'parquet') await copy.parquet.append(block.encoded as EncodedRowGroup);
+              if (format === 'csv') copy.csv.push(Buffer.from(block.encoded as Uint8Array).toString('utf8'));
+            },
           });
         }
         for (let i = 0; i < rows.length; i += 7) await writers.write('answers', rows.slice(i, i + 7));
@@ -196,8 +199,7 @@ describe('createTableWriters', () => {
         });
         const copied: string[] = [];
         writers.copyStudy('s-b', {
-          rowGroup: async (_table, group) => void copied.push(String(group.metadata.num_rows)),
-          csvText: async () => {},
+          block: async (_table, _format, block) => void copied.push(String(block.values.rows)),
         });
         for (let i = 0; i < rows.length; i += 7) await writers.write('answers', rows.slice(i, i + 7));
         for (const study of studies) await writers.endStudy(study);
@@ -219,10 +221,9 @@ describe('createTableWriters', () => {
           perStudy: ['answers'],
         });
         const copied: number[] = [];
-        const copy = {
-          rowGroup: async (_table: string, group: { metadata: { num_rows: bigint } }) =>
-            void copied.push(Number(group.metadata.num_rows)),
-          csvText: async () => {},
+        const copy: StudyCopy = {
+          block: async (_table, _format, block) =>
+            void copied.push(Number((block.encoded as EncodedRowGroup).metadata.num_rows)),
         };
         writers.copyStudy('s-a', copy, 'bucket-1');
         writers.copyStudy('s-c', copy, 'bucket-1');
@@ -270,10 +271,7 @@ describe('createTableWriters', () => {
           rowGroupBytes: 10_000,
         });
         for (const study of studies) {
-          writers.copyStudy(study, {
-            rowGroup: async () => void written.push(study),
-            csvText: async () => {},
-          });
+          writers.copyStudy(study, { block: async () => void written.push(study) });
         }
         // Each study alone stays under 10 000 bytes (about 4 000); the three together pass it.
         const big = (study: string, i: number) => ({ ...answerRow(i, 'y'.repeat(700)), study_id: study });

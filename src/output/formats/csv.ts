@@ -107,6 +107,8 @@ export async function createTableCsvWriter<T extends TableName>(
    * written, encoded once for another file to take as well.
    */
   writeValues(buffers: ColumnBuffers): Promise<Uint8Array>;
+  /** Writes records writeValues encoded (of another file with the same options), as they are. */
+  writeText(bytes: Uint8Array): Promise<void>;
   close(): Promise<number>;
   abort(): Promise<void>;
 }> {
@@ -119,6 +121,7 @@ export async function createTableCsvWriter<T extends TableName>(
       await writer.writeText(bytes);
       return bytes;
     },
+    writeText: (bytes) => writer.writeText(bytes),
     close: () => writer.close(),
     abort: () => writer.abort(),
   };
@@ -227,10 +230,8 @@ export const csvFormat = {
     const writer = await createTableCsvWriter(storage, path, table, { ...options.csv, bom: false });
     return {
       path,
-      async writeBlock(buffers) {
-        const text = await writer.writeValues(buffers);
-        return (copy) => copy.csvText(table, text);
-      },
+      writeBlock: (buffers) => writer.writeValues(buffers),
+      appendEncoded: (text) => writer.writeText(text as Uint8Array),
       close: () => writer.close(),
       abort: () => writer.abort(),
     };

@@ -58,18 +58,34 @@ interface FormatBase {
   codebookLine(holder: Holder): string;
 }
 
-/** Receives a group's bytes of the tables, as they are written into the run's files (current/'s parts). */
+/** A block of a table as the run wrote it into one format's file. */
+export interface WrittenBlock {
+  /**
+   * What the file's writeBlock returned: the block as that format encoded it (a Parquet row
+   * group, CSV text), which a file of the same format takes as it is (appendEncoded).
+   */
+  readonly encoded: unknown;
+  /** The block's values, for a file of a format that takes no encoded block. */
+  readonly values: ColumnBuffers;
+}
+
+/** Receives a group's blocks of the tables, as they are written into the run's files (current/'s parts). */
 export interface StudyCopy {
-  rowGroup(table: TableName, group: EncodedRowGroup): Promise<void>;
-  /** CSV records as UTF-8 bytes, without a header. */
-  csvText(table: TableName, text: Uint8Array): Promise<void>;
+  /** One block of `table`, written into the run's file in the format named `format`. */
+  block(table: TableName, format: string, block: WrittenBlock): Promise<void>;
 }
 
 /** One table's file being written. */
 export interface TableFileWriter {
   path: string;
-  /** Writes one block; returns what a copy of it (StudyCopy) takes of it. */
-  writeBlock(buffers: ColumnBuffers): Promise<(copy: StudyCopy) => Promise<void>>;
+  /** Writes one block; returns it as encoded, for a file of the format to take (appendEncoded). */
+  writeBlock(buffers: ColumnBuffers): Promise<unknown>;
+  /**
+   * Appends a block another file of this format encoded (writeBlock's result) without encoding
+   * it again: how a part of current/ takes the run's own bytes. Without it, such a part is
+   * written from the block's values (writeBlock).
+   */
+  appendEncoded?(encoded: unknown): Promise<void>;
   close(): Promise<unknown>;
   abort(): Promise<void>;
 }

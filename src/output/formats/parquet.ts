@@ -287,6 +287,8 @@ export interface ParquetTableWriter<T extends TableName> {
    * written before; returns it encoded, for another file to take as well.
    */
   writeGroup(buffers: ColumnBuffers): Promise<EncodedRowGroup>;
+  /** Appends a row group another writer encoded (writeGroup's result), as it is. */
+  appendGroup(group: EncodedRowGroup): Promise<void>;
   /** Writes the last row group and the footer; returns the number of row groups. */
   close(): Promise<number>;
   abort(): Promise<void>;
@@ -325,6 +327,7 @@ export async function createParquetWriter<T extends TableName>(
       }
     },
     writeGroup,
+    appendGroup: (group) => file.append(group),
     async close() {
       if (buffer.rows > 0) await writeBuffer();
       return await file.close();
@@ -359,10 +362,8 @@ export const parquetFormat = {
     const writer = await createParquetWriter(storage, path, table);
     return {
       path,
-      async writeBlock(buffers) {
-        const group = await writer.writeGroup(buffers);
-        return (copy) => copy.rowGroup(table, group);
-      },
+      writeBlock: (buffers) => writer.writeGroup(buffers),
+      appendEncoded: (group) => writer.appendGroup(group as EncodedRowGroup),
       close: () => writer.close(),
       abort: () => writer.abort(),
     };
