@@ -5,7 +5,8 @@
  * (`see`), and each kind's distinct things are then numbered in the order of their keyed
  * digests (HMAC-SHA-256 under the profile's secret), which says nothing about the things
  * themselves. So a study's texts are read twice (every one seen, then each replaced as it is
- * handed on), and what is kept between is the distinct things, never the texts. Pure.
+ * handed on); kept between are the distinct things, the texts that hold any (with where), and a
+ * 32-bit hash of each other text, so the second pass searches none again. Pure.
  */
 import { createHash } from 'node:crypto';
 import { type DetectorSet, findMatches, type Match, type TagKind, tagKinds } from './detect.ts';
@@ -13,22 +14,29 @@ import { keyedDigest } from './pseudonym.ts';
 
 export type KindCounts = Record<TagKind, number>;
 
-/** Texts whose matches are kept: enough for a study's repeated questions and lines. */
-const cachedTexts = 4096;
+/** Recent texts kept (a study's repeated questions and lines), and the longest kept by itself. */
+const recentTexts = 4096;
+const longText = 512;
 
 export function zeroCounts(): KindCounts {
   return Object.fromEntries(tagKinds.map((kind) => [kind, 0])) as KindCounts;
 }
 
 export class StudyTags {
-  /** The distinct things tagged: what numbering needs, whatever the study's size. */
+  /** The distinct things tagged: what numbering needs. */
   readonly #seen = new Map<string, { kind: TagKind; key: string }>();
+  /** The matches of each text that has any, by the text (a digest of a long one). */
+  readonly #found = new Map<string, Match[]>();
   /**
-   * The matches of the texts searched most recently, by a digest of the text: a text repeated
-   * (a question in every answer, a moderator's line in every conversation) is searched once,
-   * while memory stays bounded; any other text is searched again when it is replaced.
+   * The texts seen that hold no match, by a 32-bit hash: the second pass takes them as they are
+   * without searching them again (a text it did not see is searched, and tagged, as any other).
    */
-  readonly #matches = new Map<string, Match[]>();
+  readonly #clean = new Set<number>();
+  /**
+   * The matches of the short texts searched most recently: a text repeated (a question in every
+   * answer, a moderator's line in every conversation) is searched once in the first pass.
+   */
+  readonly #recent = new Map<string, Match[]>();
   #numbers: Map<string, number> | null = null;
   /** Replacements made in the study's texts, by kind: each occurrence once. */
   readonly occurrences: KindCounts = zeroCounts();
@@ -42,7 +50,10 @@ export class StudyTags {
   see(text: string | null | undefined): void {
     if (!text) return;
     if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
-    for (const match of this.#matchesOf(text)) {
+    const matches = this.#searched(text);
+    if (matches.length === 0) this.#clean.add(hashOf(text));
+    else this.#found.set(keyOf(text), matches);
+    for (const match of matches) {
       this.occurrences[match.kind] += 1;
       this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
     }
@@ -61,26 +72,29 @@ export class StudyTags {
   replace(text: string | null): string | null {
     if (!text) return text;
     const numbers = this.numbers();
+    const matches =
+      this.#found.get(keyOf(text)) ??
+      (this.#clean.has(hashOf(text)) ? [] : findMatches(text, this.detectors));
     let out = '';
     let at = 0;
-    for (const match of this.#matchesOf(text)) {
+    for (const match of matches) {
       out += `${text.slice(at, match.start)}[${match.kind}-${this.numberOf(numbers, match)}]`;
       at = match.end;
     }
     return at === 0 ? text : out + text.slice(at);
   }
 
-  /** The text's matches, from the cache of recent texts or searched (and then kept in it). */
-  #matchesOf(text: string): Match[] {
-    const digest = digestOf(text);
-    let matches = this.#matches.get(digest);
+  /** The text's matches, from the recent texts or searched (and then kept among them). */
+  #searched(text: string): Match[] {
+    if (text.length > longText) return findMatches(text, this.detectors);
+    let matches = this.#recent.get(text);
     if (matches) return matches;
     matches = findMatches(text, this.detectors);
-    if (this.#matches.size >= cachedTexts) {
-      const oldest = this.#matches.keys().next().value;
-      if (oldest !== undefined) this.#matches.delete(oldest);
+    if (this.#recent.size >= recentTexts) {
+      const oldest = this.#recent.keys().next().value;
+      if (oldest !== undefined) this.#recent.delete(oldest);
     }
-    this.#matches.set(digest, matches);
+    this.#recent.set(text, matches);
     return matches;
   }
 
@@ -113,10 +127,18 @@ export class StudyTags {
   }
 }
 
-function digestOf(text: string): string {
-  return createHash('sha1').update(text).digest('base64');
-}
-
 function idOf(match: { kind: TagKind; key: string }): string {
   return `${match.kind}\u0000${match.key}`;
+}
+
+/** A text as a key: itself, or a digest of a long one. */
+function keyOf(text: string): string {
+  return text.length > longText ? `\u0000${createHash('sha1').update(text).digest('base64')}` : text;
+}
+
+/** FNV-1a of the text's UTF-16 code units. */
+function hashOf(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
 }

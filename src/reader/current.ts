@@ -53,9 +53,18 @@ export class CurrentReader {
   }
 
   /** current/'s rows of `table`, a row group at a time; `studyId`: only that study's. */
-  async *rows<T extends TableName>(table: T, studyId?: string): AsyncIterable<Row<T>[]> {
+  rows<T extends TableName>(table: T, studyId?: string): AsyncIterable<Row<T>[]> {
+    return this.rowsIn(this.parts(table, studyId), table, studyId);
+  }
+
+  /** The rows of `table` in these parts (as `parts` listed them), a row group at a time. */
+  async *rowsIn<T extends TableName>(
+    parts: Promise<CurrentFile[]>,
+    table: T,
+    studyId?: string,
+  ): AsyncIterable<Row<T>[]> {
     const studies = studyId === undefined ? undefined : new Set([studyId]);
-    for (const part of await this.parts(table, studyId))
+    for (const part of await parts)
       yield* readPart(this.storage, part.path, part.bytes, table, studies ? { studies } : {});
   }
 

@@ -60,7 +60,9 @@ export class HandoffReader {
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
-    for (const table of tableNames) for await (const group of source.rows(table)) study.see(table, group);
+    // Every table with a text to tag, or what the package says it did (ids, URL parameters).
+    for (const table of tableNames)
+      if (table !== 'media') for await (const group of source.rows(table)) study.see(table, group);
     const excluded = this.profile.config.recordings === 'exclude';
     if (excluded) for await (const group of source.rows('media')) study.recordingsExcluded += group.length;
     const rows = <T extends TableName>(table: T) => deidentified(source.rows(table), table, study);

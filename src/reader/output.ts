@@ -20,7 +20,7 @@ import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 import { byResponse } from './by-response.ts';
-import { CurrentReader } from './current.ts';
+import { type CurrentFile, CurrentReader } from './current.ts';
 import { type Recording, RecordingFinder } from './recordings.ts';
 import { openRun, type RunReader } from './run.ts';
 
@@ -147,7 +147,18 @@ export class OutputReader {
   async study(idOrLinkId: string): Promise<StudyReader> {
     const study = await this.resolveStudy(idOrLinkId);
     const id = study.study_id;
-    const rows = <T extends TableName>(table: T) => this.current.rows(table, id);
+    // Each table's parts listed once: every read of the study reads the same files, even while a
+    // run publishes (a handoff reads its texts twice, and tags only what it saw).
+    const parts = new Map<TableName, Promise<CurrentFile[]>>();
+    const partsOf = (table: TableName) => {
+      let listed = parts.get(table);
+      if (!listed) {
+        listed = this.current.parts(table, id);
+        parts.set(table, listed);
+      }
+      return listed;
+    };
+    const rows = <T extends TableName>(table: T) => this.current.rowsIn(partsOf(table), table, id);
     const all = async <T extends TableName>(table: T) => {
       const list: Row<T>[] = [];
       for await (const group of rows(table)) list.push(...group);
