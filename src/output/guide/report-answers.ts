@@ -5,6 +5,7 @@
  */
 import { conceptName, questionLabel } from '../../concept-name.ts';
 import { escapeHtml as e } from '../codecs/escape.ts';
+import { tableFormats } from '../formats/index.ts';
 import { SAMPLE_SIZE, SAMPLE_TEXT_CHARS } from './answer-sample.ts';
 import type { GuideSubject } from './codebook.ts';
 import type { QuestionStats, StudyStats } from './run-stats.ts';
@@ -18,7 +19,10 @@ export function answersSection(stats: StudyStats, id: string, kind: GuideSubject
   const list = orderedQuestions(stats);
   const parts = [`<h3 id="${id}-said">What people said</h3>`];
   if (list.length === 0) return `${parts[0]}<p>No answers.</p>`;
-  const table = kind === 'current' ? 'answers/ (Parquet parts)' : 'answers.csv or answers.parquet';
+  const table =
+    kind === 'current'
+      ? 'answers/ (Parquet parts)'
+      : tableFormats.map((format) => format.tableFile('answers')).join(' or ');
   parts.push(
     `<p class="note">Up to ${SAMPLE_SIZE} answers per question, the same ones every time the report is made`,
     ' (picked by a hash of their ids, not by what they say or when). Every answer is in the answers',

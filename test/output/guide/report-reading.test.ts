@@ -193,6 +193,8 @@ describe('report.html for reading', () => {
       // The page stays self-contained and printable: no script, nothing fetched.
       const html = await readFile(join(runDir!, 'report.html'), 'utf8');
       expect(html).not.toMatch(/<script|<link|(src|href)="?https?:/);
+      // Where every answer is: the answers table's file in each table format.
+      expect(html.match(/answers\s+table \([^)]*\)/)?.[0]).toMatch(/\(answers\.csv or answers\.parquet\)$/);
     });
   });
 });
