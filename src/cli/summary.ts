@@ -1,9 +1,11 @@
 /** The final summary of a run (or the plan of a dry run), printed on stdout. */
 
-import type { FormatsFilled } from '../current/index.ts';
+import { type FormatsFilled, filledParts } from '../current/index.ts';
+import { type TableFormatModule, tableFormats } from '../output/formats/index.ts';
 import { sampleNote } from '../output/guide/sample.ts';
 import type { NothingNew, RunResult } from '../pipeline/run.ts';
 import { schemaChangeLines } from '../pipeline/schema-drift.ts';
+import type { TableName } from '../tables/index.ts';
 import { alignRows, formatBytes, formatCount, formatDuration, truncate } from './format.ts';
 
 export function formatSummary(result: RunResult): string {
@@ -69,9 +71,9 @@ function filledLine(filled: FormatsFilled): string {
     ...(filled.workbooks > 0
       ? [`${formatCount(filled.workbooks)} xlsx workbook${filled.workbooks === 1 ? '' : 's'}`]
       : []),
-    ...(filled.csvParts > 0
-      ? [`${formatCount(filled.csvParts)} CSV part${filled.csvParts === 1 ? '' : 's'}`]
-      : []),
+    ...filledParts(filled).flatMap(({ format, parts }) =>
+      parts > 0 ? [`${formatCount(parts)} ${format.toUpperCase()} part${parts === 1 ? '' : 's'}`] : [],
+    ),
   ];
   return `current/: added ${parts.join(' and ')} for the formats added since it was written, from its own data (no request to the service)`;
 }
@@ -137,30 +139,31 @@ function planTotals(plan: NonNullable<RunResult['plan']>): string {
 
 /** One line per table: rows, then the bytes of each format's file. */
 function tableLines(result: RunResult): string[] {
-  const formatsSeen = [...new Set(result.files.map((file) => tableFileFormat(file.path)).filter(isString))];
-  const header = ['  table', 'rows', ...formatsSeen];
+  const paths = new Set(result.files.map((file) => file.path));
+  const formatsSeen = tableFormats.filter((format) =>
+    result.tables.some((table) => paths.has(tableFileOf(format, table.table))),
+  );
+  const header = ['  table', 'rows', ...formatsSeen.map((format) => format.name)];
   const rows = result.tables.map((table) => [
     `  ${table.table}`,
     formatCount(table.rows),
     ...formatsSeen.map((format) => {
-      const file = result.files.find((f) => f.path === `${table.table}.${format}`);
+      const file = result.files.find((f) => f.path === tableFileOf(format, table.table));
       return file ? formatBytes(file.bytes) : '-';
     }),
   ]);
   return alignRows([header, ...rows], ['left', 'right', ...formatsSeen.map(() => 'right' as const)]);
 }
 
-function tableFileFormat(path: string): string | undefined {
-  return /^[^/\\]+\.(csv|parquet)$/.exec(path)?.[1];
+/** The file a table of the run has in `format`: the run's tables are declared ones (src/tables). */
+function tableFileOf(format: TableFormatModule, table: string): string {
+  return format.tableFile(table as TableName);
 }
 
 function isTableFile(path: string, result: RunResult): boolean {
-  const format = tableFileFormat(path);
-  return format !== undefined && result.tables.some((table) => path === `${table.table}.${format}`);
-}
-
-function isString(value: string | undefined): value is string {
-  return value !== undefined;
+  return result.tables.some((table) =>
+    tableFormats.some((format) => tableFileOf(format, table.table) === path),
+  );
 }
 
 /** Files in the run's top folder one per line; sub-folders (wide/, raw/) summed. */

@@ -1,7 +1,8 @@
 /**
- * Formats added to a pipeline after current/ was written (xlsx, or csv where it held Parquet
- * only), filled in from current/'s own Parquet parts, without asking the service again: a
- * partition's newest part gets its CSV beside it under the same name, and a study with a wide
+ * Formats added to a pipeline after current/ was written (xlsx, or a table format such as csv
+ * where it held the store's parts only), filled in from current/'s own parts in the store format
+ * (storeFormat: Parquet), without asking the service again: a partition's newest part gets its
+ * file in each such format beside it under the same name, and a study with a wide
  * sheet gets its whole workbook, the ones a run would have written had the format been there
  * from the start. A run adds them for what it did not touch itself (its own studies' files are
  * written in every format as they are prepared), and a run with nothing new adds them too
@@ -16,6 +17,13 @@ import { join } from 'node:path';
 import { bucketOf } from '../buckets.ts';
 import type { Format } from '../config/schema.ts';
 import type { CsvOptions } from '../output/formats/csv.ts';
+import {
+  storeFormat,
+  type TableFormat,
+  type TableFormatModule,
+  tableFormats,
+  tableFormatsOf,
+} from '../output/formats/index.ts';
 import { readPart, studyIdIn } from '../output/formats/parquet-read.ts';
 import { wideFormat } from '../output/formats/wide.ts';
 import { wantsWorkbooks, xlsxFormat } from '../output/formats/xlsx.ts';
@@ -34,22 +42,30 @@ import {
 import type { CurrentStore } from './store.ts';
 import { prepareCurrentWorkbook } from './wide.ts';
 
-/** What current/ lacks of the formats asked for: CSV parts, and studies' workbooks. */
+/** What current/ lacks of the formats asked for: parts in table formats, and studies' workbooks. */
 export interface FormatGaps {
-  csv: { table: TableName; folder: string; parquet: PartSource; runId: string }[];
+  /** A partition's newest part (`source`, in the store format) without its file in `format`. */
+  parts: { format: TableFormatModule; table: TableName; folder: string; source: PartSource; runId: string }[];
   /** Study folders (study_id=...) of wide sheets with no workbook beside them. */
   xlsx: string[];
 }
 
-/** What a fill added. */
-export interface FormatsFilled {
-  csvParts: number;
-  workbooks: number;
+/** The table formats whose parts a fill adds: all but the store's, which every part has. */
+const filledFormats = tableFormats.filter((format) => !format.currentStore);
+
+/** What a fill added: the parts of each table format under `<format>Parts` (csvParts), and workbooks. */
+export type FormatsFilled = { readonly [parts: `${string}Parts`]: number } & { readonly workbooks: number };
+
+const partsKey = (format: string): `${string}Parts` => `${format}Parts`;
+
+/** The parts a fill added, by table format, in the registry's order. */
+export function filledParts(filled: FormatsFilled): { format: string; parts: number }[] {
+  return filledFormats.map((format) => ({ format: format.name, parts: filled[partsKey(format.name)] ?? 0 }));
 }
 
 /** Whether there is anything to fill. */
 export function hasGaps(gaps: FormatGaps): boolean {
-  return gaps.csv.length > 0 || gaps.xlsx.length > 0;
+  return gaps.parts.length > 0 || gaps.xlsx.length > 0;
 }
 
 /**
@@ -61,9 +77,10 @@ export async function findFormatGaps(
   formats: readonly Format[],
   owns: { bucket: (folder: string) => boolean; study: (folder: string) => boolean },
 ): Promise<FormatGaps> {
-  const gaps: FormatGaps = { csv: [], xlsx: [] };
+  const gaps: FormatGaps = { parts: [], xlsx: [] };
   const workbooks = wantsWorkbooks(formats);
-  if (!formats.includes('csv') && !workbooks) return gaps;
+  const added = tableFormatsOf(formats).filter((format) => !format.currentStore);
+  if (added.length === 0 && !workbooks) return gaps;
   const folders = new Map<string, { name: string; bytes: number }[]>();
   for await (const file of store.list(CURRENT_DIR)) {
     const slash = file.path.lastIndexOf('/');
@@ -76,18 +93,17 @@ export async function findFormatGaps(
   }
   for (const [folder, files] of folders) {
     const [top, partition] = folder.split('/');
-    if (
-      formats.includes('csv') &&
-      tableNames.includes(top as DataTableName) &&
-      partition?.startsWith('bucket=')
-    ) {
+    if (added.length > 0 && tableNames.includes(top as DataTableName) && partition?.startsWith('bucket=')) {
       const newest = newestPart(files.map((file) => file.name));
       const run = newest === null ? null : parsePartName(newest);
       if (newest === null || run === null || !owns.bucket(partition)) continue;
-      if (files.some((file) => file.name === partFileName(run.runId, 'csv'))) continue;
       const bytes = files.find((file) => file.name === newest)?.bytes ?? 0;
-      const parquet = { store, path: `${CURRENT_DIR}/${folder}/${newest}`, bytes };
-      gaps.csv.push({ table: top as TableName, folder: partition, parquet, runId: run.runId });
+      const source = { store, path: `${CURRENT_DIR}/${folder}/${newest}`, bytes };
+      for (const format of added) {
+        const name = partFileName(run.runId, format.name as TableFormat);
+        if (files.some((file) => file.name === name)) continue;
+        gaps.parts.push({ format, table: top as TableName, folder: partition, source, runId: run.runId });
+      }
     }
     if (workbooks && top === wideFormat.folder && partition !== undefined && owns.study(partition)) {
       if (!folders.has(`${xlsxFormat.folder}/${partition}`)) gaps.xlsx.push(partition);
@@ -102,34 +118,38 @@ export async function fillFormatGaps(
   gaps: FormatGaps,
   options: { csv: CsvOptions; scratchDir: string },
 ): Promise<FormatsFilled> {
-  const filled: FormatsFilled = { csvParts: 0, workbooks: 0 };
-  for (const gap of gaps.csv) {
-    const dir = await mkdtemp(join(options.scratchDir, 'csv-'));
+  const parts = new Map(filledFormats.map((format) => [format.name, 0]));
+  for (const gap of gaps.parts) {
+    const dir = await mkdtemp(join(options.scratchDir, `${gap.format.name}-`));
     const bucket = Number(gap.folder.slice('bucket='.length));
     const writer = await createPartWriter(gap.table, bucket, gap.runId, {
-      formats: ['csv'],
+      formats: [gap.format.name as TableFormat],
       csv: options.csv,
       dir,
     });
     try {
-      for await (const rows of readPart(store, gap.parquet.path, gap.parquet.bytes, gap.table))
+      for await (const rows of storeFormat.read(store, gap.source.path, gap.source.bytes, gap.table))
         await writer.write(rows);
     } catch (error) {
       await writer.abort();
       throw error;
     }
     await publishPart(store, await writer.finish());
-    filled.csvParts += 1;
+    parts.set(gap.format.name, (parts.get(gap.format.name) ?? 0) + 1);
   }
+  let workbooks = 0;
   for (const folder of gaps.xlsx) {
     const studyId = studyIdIn(`${folder}/`);
     if (studyId === null) continue;
     const book = await workbookOf(store, studyId, options.scratchDir);
     if (book === null) continue;
     await publishPart(store, book);
-    filled.workbooks += 1;
+    workbooks += 1;
   }
-  return filled;
+  return {
+    ...Object.fromEntries([...parts].map(([format, count]) => [partsKey(format), count])),
+    workbooks,
+  };
 }
 
 /** A study's whole workbook from its bucket's newest parts; null when they do not hold the study. */

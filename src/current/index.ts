@@ -9,7 +9,7 @@
 export type { CurrentContext, CurrentOutput, CurrentStudy, PreparedBucket } from './context.ts';
 export { descriptorShard, writeCurrentDescriptor } from './descriptor.ts';
 export { type CurrentErased, type CurrentErasure, currentHolders, eraseFromCurrent } from './erase.ts';
-export { type FormatsFilled, fillFormatGaps, findFormatGaps, hasGaps } from './formats.ts';
+export { type FormatsFilled, filledParts, fillFormatGaps, findFormatGaps, hasGaps } from './formats.ts';
 export { countCurrent, writeCurrentGuide } from './guide.ts';
 export { heldResponses } from './held.ts';
 export {

@@ -152,6 +152,33 @@ describe('formatSummary', () => {
     );
   });
 
+  it("gives each table format's files a column, and counts them apart from the other files", () => {
+    const files = [
+      ...result.files,
+      { path: 'responses.parquet', bytes: 4096 },
+      { path: 'studies.parquet', bytes: 512 },
+    ];
+    const text = formatSummary({ ...result, files });
+    expect(text).toMatch(/table\s+rows\s+csv\s+parquet\n/);
+    expect(text).toMatch(/responses\s+1,234\s+2.0 KB\s+4.0 KB\n/);
+    expect(text).toMatch(/studies\s+3\s+-\s+512 B\n/);
+    expect(text).toMatch(/wide\/\s+2 files\s+2.0 KB/);
+    expect(text).not.toMatch(/parquet\s+\d+ files?/);
+  });
+
+  it('says what a fill added to current/ for formats added since, each count in its words', () => {
+    const line = (filled: { csvParts: number; workbooks: number }) =>
+      formatSummary({ ...result, filled })
+        .split('\n')
+        .find((text) => text.startsWith('current/: added'));
+    const end = 'for the formats added since it was written, from its own data (no request to the service)';
+    expect(line({ csvParts: 1_234, workbooks: 1 })).toBe(
+      `current/: added 1 xlsx workbook and 1,234 CSV parts ${end}`,
+    );
+    expect(line({ csvParts: 1, workbooks: 0 })).toBe(`current/: added 1 CSV part ${end}`);
+    expect(line({ csvParts: 0, workbooks: 2 })).toBe(`current/: added 2 xlsx workbooks ${end}`);
+  });
+
   it('prints the plan of a dry run', () => {
     const text = formatSummary({
       ...result,

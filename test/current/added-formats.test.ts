@@ -12,9 +12,8 @@ import { bucketOf } from '../../src/buckets.ts';
 import { partitionName, workbookFolder } from '../../src/current/index.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { tableNames } from '../../src/tables/index.ts';
-import { partitions } from '../helpers/current.ts';
+import { csvParts, partitions } from '../helpers/current.ts';
 import { withTempDir } from '../helpers/environment.ts';
-import { readCsv } from '../helpers/readers.ts';
 import { detailRequests, runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { workbookXmlProblems } from '../helpers/workbook.ts';
 
@@ -25,27 +24,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await sandbox.close();
 });
-
-/**
- * Every CSV part of current/, by table and bucket, as its header and its records in order
- * (names differ by run id, contents must not; a bucket's studies come in the order its run
- * finished them, so the records are sorted).
- */
-async function csvParts(currentDir: string): Promise<Record<string, string[][]>> {
-  const parts: Record<string, string[][]> = {};
-  for (const table of tableNames) {
-    for (const [bucket, names] of Object.entries(await partitions(currentDir, table))) {
-      for (const name of names.filter((n) => n.endsWith('.csv'))) {
-        const [header = [], ...records] = (await readCsv(join(currentDir, table, bucket, name))).records;
-        parts[`${table}/${bucket}`] = [
-          header,
-          ...records.sort((a, b) => (a.join('\u0000') < b.join('\u0000') ? -1 : 1)),
-        ];
-      }
-    }
-  }
-  return parts;
-}
 
 /**
  * A study's current workbook: its sheets but About (which dates the export), as a header and

@@ -5,14 +5,23 @@
  */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { bucketOf } from '../../src/buckets.ts';
 import { newestPart, parsePartName, partitionName, publishCurrent } from '../../src/current/index.ts';
+import { csvFormat } from '../../src/output/formats/csv.ts';
+import type { TableFileWriter, TableFormatModule } from '../../src/output/formats/index.ts';
 import { readPart } from '../../src/output/formats/parquet-read.ts';
+import { startSandbox } from '../../src/sandbox/index.ts';
 import type { Row } from '../../src/tables/index.ts';
+import { csvParts } from '../helpers/current.ts';
 import { currentOutputIn, prepareStudyRun } from '../helpers/current-runs.ts';
 import { withTempDir } from '../helpers/environment.ts';
+import { runAgainst, sandboxConfig } from '../helpers/run.ts';
 import { awkwardAnswers, responseRow } from '../helpers/samples.ts';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('parts', () => {
   it('are named by run, and the newest Parquet part is the partition', () => {
@@ -60,5 +69,38 @@ describe('parts', () => {
       for await (const group of readPart(output.store, path, bytes, 'answers')) rows.push(...group);
       expect(rows).toEqual(awkwardAnswers);
     });
+  });
+  it("of a bucket new to current/ take the run's blocks: encoded where the format appends them, else from their values", async () => {
+    const sandbox = await startSandbox({ seed: 47, studies: 4, responses: 5 });
+    try {
+      await withTempDir(async (out) => {
+        const formats = { output: { formats: ['csv', 'parquet'] } };
+        await runAgainst(sandbox, sandboxConfig(sandbox, join(out, 'a'), formats));
+        const appended = await csvParts(join(out, 'a', 'test', 'current'));
+        expect(Object.keys(appended).length).toBeGreaterThan(0);
+
+        // The same run with a CSV whose files take no encoded block: its parts come from values.
+        const open = csvFormat.open.bind(csvFormat);
+        let fromValues = 0;
+        vi.spyOn(csvFormat as TableFormatModule, 'open').mockImplementation(
+          async (storage, table, options) => {
+            const { appendEncoded: _, ...file }: TableFileWriter = await open(storage, table, options);
+            if (!options.path?.endsWith('.csv') || !options.path.includes('part-')) return file;
+            return {
+              ...file,
+              writeBlock: (buffers) => {
+                fromValues += 1;
+                return file.writeBlock(buffers);
+              },
+            };
+          },
+        );
+        await runAgainst(sandbox, sandboxConfig(sandbox, join(out, 'b'), formats));
+        expect(fromValues).toBeGreaterThan(0);
+        expect(await csvParts(join(out, 'b', 'test', 'current'))).toEqual(appended);
+      });
+    } finally {
+      await sandbox.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { type TableName, tableNames, tables } from '../../src/tables/index.ts';
 import { withTempDir } from './environment.ts';
-import { duckdb } from './readers.ts';
+import { duckdb, readCsv } from './readers.ts';
 import { runAgainst, sandboxConfig } from './run.ts';
 
 /** Every row of every table of current/ (or of a run's files), sorted by primary key, as JSON text. */
@@ -45,6 +45,27 @@ export async function partitions(currentDir: string, table: TableName): Promise<
   }
   for (const name of names) out[name] = (await readdir(join(currentDir, table, name))).sort();
   return out;
+}
+
+/**
+ * Every CSV part of current/, by table and bucket, as its header and its records in order
+ * (names differ by run id, contents must not; a bucket's studies come in the order its run
+ * finished them, so the records are sorted).
+ */
+export async function csvParts(currentDir: string): Promise<Record<string, string[][]>> {
+  const parts: Record<string, string[][]> = {};
+  for (const table of tableNames) {
+    for (const [bucket, names] of Object.entries(await partitions(currentDir, table))) {
+      for (const name of names.filter((n) => n.endsWith('.csv'))) {
+        const [header = [], ...records] = (await readCsv(join(currentDir, table, bucket, name))).records;
+        parts[`${table}/${bucket}`] = [
+          header,
+          ...records.sort((a, b) => (a.join('\u0000') < b.join('\u0000') ? -1 : 1)),
+        ];
+      }
+    }
+  }
+  return parts;
 }
 
 /**

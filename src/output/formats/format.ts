@@ -116,7 +116,7 @@ export interface TableFormatModule extends FormatBase {
   ): Promise<TableFileWriter>;
   /** A table's file read back, a row group (or the whole file) at a time. */
   read<T extends TableName>(
-    storage: Storage,
+    storage: Pick<Storage, 'read' | 'readStream'>,
     path: string,
     bytes: number,
     table: T,
