@@ -5,10 +5,9 @@
  * (`see`), and each kind's distinct things are then numbered in the order of their keyed
  * digests (HMAC-SHA-256 under the profile's secret), which says nothing about the things
  * themselves. So a study's texts are read twice (every one seen, then each replaced as it is
- * handed on); kept between are the distinct things, the texts that hold any (with where), and a
- * 32-bit hash of each other text, so the second pass searches none again. Pure.
+ * handed on); kept between are the distinct things and a 32-bit hash of each text that holds
+ * none, so the second pass searches again only the texts that hold one. Pure.
  */
-import { createHash } from 'node:crypto';
 import { type DetectorSet, findMatches, type Match, type TagKind, tagKinds } from './detect.ts';
 import { keyedDigest } from './pseudonym.ts';
 
@@ -25,13 +24,12 @@ export function zeroCounts(): KindCounts {
 export class StudyTags {
   /** The distinct things tagged: what numbering needs. */
   readonly #seen = new Map<string, { kind: TagKind; key: string }>();
-  /** The matches of each text that has any, by the text (a digest of a long one). */
-  readonly #found = new Map<string, Match[]>();
   /**
    * The texts seen that hold no match, by a 32-bit hash: the second pass takes them as they are
-   * without searching them again (a text it did not see is searched, and tagged, as any other).
+   * without searching them again; a text that holds one, or one it did not see, is searched
+   * again (and tagged, as any other). Four bytes a text, never the text.
    */
-  readonly #clean = new Set<number>();
+  readonly #clean = new HashSet32();
   /**
    * The matches of the short texts searched most recently: a text repeated (a question in every
    * answer, a moderator's line in every conversation) is searched once in the first pass.
@@ -52,7 +50,6 @@ export class StudyTags {
     if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
     const matches = this.#searched(text);
     if (matches.length === 0) this.#clean.add(hashOf(text));
-    else this.#found.set(keyOf(text), matches);
     for (const match of matches) {
       this.occurrences[match.kind] += 1;
       this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
@@ -72,9 +69,7 @@ export class StudyTags {
   replace(text: string | null): string | null {
     if (!text) return text;
     const numbers = this.numbers();
-    const matches =
-      this.#found.get(keyOf(text)) ??
-      (this.#clean.has(hashOf(text)) ? [] : findMatches(text, this.detectors));
+    const matches = this.#clean.has(hashOf(text)) ? [] : findMatches(text, this.detectors);
     let out = '';
     let at = 0;
     for (const match of matches) {
@@ -131,14 +126,55 @@ function idOf(match: { kind: TagKind; key: string }): string {
   return `${match.kind}\u0000${match.key}`;
 }
 
-/** A text as a key: itself, or a digest of a long one. */
-function keyOf(text: string): string {
-  return text.length > longText ? `\u0000${createHash('sha1').update(text).digest('base64')}` : text;
-}
-
 /** FNV-1a of the text's UTF-16 code units. */
 function hashOf(text: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
   return hash >>> 0;
+}
+
+/** A set of 32-bit numbers in one typed array (open addressing): 4 to 8 bytes a number. */
+class HashSet32 {
+  #slots = new Uint32Array(1024);
+  #size = 0;
+  /** Whether 0, which marks an empty slot, is in the set. */
+  #zero = false;
+
+  add(value: number): void {
+    if (value === 0) {
+      this.#zero = true;
+      return;
+    }
+    if ((this.#size + 1) * 2 > this.#slots.length) this.#grow();
+    if (insert(this.#slots, value)) this.#size += 1;
+  }
+
+  has(value: number): boolean {
+    if (value === 0) return this.#zero;
+    const mask = this.#slots.length - 1;
+    for (let i = value & mask; ; i = (i + 1) & mask) {
+      const slot = this.#slots[i];
+      if (slot === value) return true;
+      if (slot === 0) return false;
+    }
+  }
+
+  #grow(): void {
+    const slots = new Uint32Array(this.#slots.length * 2);
+    for (const value of this.#slots) if (value !== 0) insert(slots, value);
+    this.#slots = slots;
+  }
+}
+
+/** Puts `value` (not 0) in the first free slot from its own; false when it is there already. */
+function insert(slots: Uint32Array, value: number): boolean {
+  const mask = slots.length - 1;
+  for (let i = value & mask; ; i = (i + 1) & mask) {
+    const slot = slots[i];
+    if (slot === value) return false;
+    if (slot === 0) {
+      slots[i] = value;
+      return true;
+    }
+  }
 }

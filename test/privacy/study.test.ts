@@ -97,6 +97,27 @@ describe('a study de-identified', () => {
     expect(a.study.counts().distinct).toMatchObject({ NAME: 2, EMAIL: 1, PHONE: 1 });
   });
 
+  it('tags thousands of texts alike in the second pass, seen or not, holding no text between the passes', () => {
+    const study = new StudyDeidentifier(profile('secret'));
+    const texts = Array.from({ length: 5000 }, (_, i) =>
+      i % 7 === 0 ? `row ${i}: write to person${i % 3}@example.org` : `row ${i}: nothing to see`,
+    );
+    study.see(
+      'answers',
+      texts.map((text) => answer('r1', text)),
+    );
+    const tagged = texts.map((text) => study.tags.replace(text));
+    for (const [i, text] of tagged.entries()) {
+      if (i % 7 === 0) expect(text).toMatch(new RegExp(`^row ${i}: write to \\[EMAIL-[123]\\]$`));
+      else expect(text).toBe(texts[i]);
+    }
+    expect(new Set(tagged.filter((_, i) => i % 7 === 0).map((t) => t.split(' ').at(-1))).size).toBe(3);
+    // A text the first pass did not see is still searched, and what it holds tagged.
+    expect(study.tags.replace('unseen: ring +44 20 7946 0958 or mail person0@example.org')).toMatch(
+      /^unseen: ring \[PHONE-1\] or mail \[EMAIL-[123]\]$/,
+    );
+  });
+
   it('pseudonymises ids by the secret: the same id the same pseudonym, another secret another', () => {
     const a = deidentify('secret', 'forward');
     const b = deidentify('another', 'forward');

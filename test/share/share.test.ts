@@ -8,7 +8,7 @@
  * afterwards.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -149,6 +149,18 @@ describe('study-export share', () => {
     for (const study of studies) await checkPackage(join(to, nameOf(study.link_id)), study);
     expect(result.stdout.trim().split('\n')).toHaveLength(studies.length);
     expect(await rawOutput()).toEqual(before);
+    // verify checks a package against its datapackage.json; one made without a profile is not scanned.
+    const pkg = join(to, nameOf(studies[0]!.link_id));
+    const verified = await runCli(['verify', pkg]);
+    expect(verified.stdout).toContain(`${pkg}: a valid package`);
+    expect(verified.stdout).toContain('identified, not scanned');
+    expect(verified.code).toBe(0);
+    await writeFile(join(pkg, 'notes.txt'), 'mine');
+    await appendFile(join(pkg, 'questions.csv'), 'x\r\n');
+    const failed = await runCli(['verify', pkg]);
+    expect(failed.stdout).toContain('problem: notes.txt: in the package but not in datapackage.json');
+    expect(failed.stdout).toMatch(/problem: questions\.csv: \d+ bytes, datapackage\.json says \d+/);
+    expect(failed.code).toBe(1);
   }, 120_000);
 
   it('takes the studies --study names, as zips that unzip checks and that hold the same package', async () => {
