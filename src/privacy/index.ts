@@ -28,5 +28,11 @@ export {
   RECORDINGS_NOTICE,
   UNPROFILED,
 } from './statement.ts';
-export { type LinkageEntry, StudyDeidentifier, type StudyPrivacyCounts, textColumns } from './study.ts';
+export {
+  type LinkageEntry,
+  StudyDeidentifier,
+  type StudyPrivacyCounts,
+  seenColumns,
+  textColumns,
+} from './study.ts';
 export { type KindCounts, StudyTags, zeroCounts } from './tags.ts';

@@ -23,6 +23,16 @@ export const textColumns: { readonly [T in TableName]: readonly (keyof Row<T> & 
   deletions: [],
 };
 
+/**
+ * The columns the first pass (`see`) reads of each table: its texts, and what the package's
+ * counts and linkage name (response ids, URL parameters); a table with none is not read.
+ */
+export const seenColumns: { readonly [T in TableName]: readonly (keyof Row<T> & string)[] } = {
+  ...textColumns,
+  responses: [...textColumns.responses, 'response_id'],
+  attributes: ['response_id', 'key', 'value'],
+};
+
 /** Per study, what the profile did: never an original value. */
 export interface StudyPrivacyCounts {
   /** Responses whose id was pseudonymised (0 with ids: keep). */

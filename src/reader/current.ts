@@ -1,24 +1,17 @@
 /**
  * current/ of an output, read: each table's newest part per partition (a bucket of studies,
  * or a study's folder of the earlier layout that the next run moves into buckets), only the
- * partitions a study can be in when one is asked for, and a study's wide sheet and workbook.
+ * partitions a study can be in when one is asked for.
  */
 import { bucketOf } from '../buckets.ts';
 import { newestPart, parsePartName, partitionName, studyFolderName } from '../current/index.ts';
-import { type StudyFormatModule, studyFormats } from '../output/formats/index.ts';
-import { readPart } from '../output/formats/parquet-read.ts';
+import { type PartReadOptions, readPart } from '../output/formats/parquet-read.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { ListedFile, Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 
 /** A file of current/: its path in the output (current/...) and size. */
-/** A study's files in current/ of one study format. */
-export interface StudyFormatFiles {
-  format: StudyFormatModule;
-  files: CurrentFile[];
-}
-
 export interface CurrentFile {
   path: string;
   bytes: number;
@@ -57,15 +50,20 @@ export class CurrentReader {
     return this.rowsIn(this.parts(table, studyId), table, studyId);
   }
 
-  /** The rows of `table` in these parts (as `parts` listed them), a row group at a time. */
+  /**
+   * The rows of `table` in these parts (as `parts` listed them), a row group at a time;
+   * `columns`: only these read, the others null.
+   */
   async *rowsIn<T extends TableName>(
     parts: Promise<CurrentFile[]>,
     table: T,
     studyId?: string,
+    columns?: readonly (keyof Row<T> & string)[],
   ): AsyncIterable<Row<T>[]> {
-    const studies = studyId === undefined ? undefined : new Set([studyId]);
-    for (const part of await parts)
-      yield* readPart(this.storage, part.path, part.bytes, table, studies ? { studies } : {});
+    const options: PartReadOptions = {};
+    if (studyId !== undefined) options.studies = new Set([studyId]);
+    if (columns) options.columns = columns;
+    for (const part of await parts) yield* readPart(this.storage, part.path, part.bytes, table, options);
   }
 
   /** The run that wrote the newest of the parts (studies' parts, which every run writes). */
@@ -86,23 +84,6 @@ export class CurrentReader {
   /** A file of current/ (a sheet, a workbook, a part) as a stream, by its path in the output. */
   open(path: string) {
     return this.storage.readStream(path);
-  }
-
-  /**
-   * The study's files of every study format current/ holds
-   * (current/<folder>/study_id=<id>/<link_id><extension>), in the registry's order.
-   */
-  async studyFiles(studyId: string): Promise<StudyFormatFiles[]> {
-    const found: StudyFormatFiles[] = [];
-    for (const format of studyFormats) {
-      const folder = `${CURRENT_DIR}/${format.folder}/${studyFolderName(studyId)}`;
-      const files = (await listAll(this.storage, folder))
-        .filter((file) => !file.path.includes('/') && file.path.endsWith(format.extension))
-        .map((file) => ({ path: `${folder}/${file.path}`, bytes: file.bytes }))
-        .sort((a, b) => a.path.localeCompare(b.path));
-      if (files.length > 0) found.push({ format, files });
-    }
-    return found;
   }
 }
 

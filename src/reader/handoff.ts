@@ -14,6 +14,7 @@ import {
   type PrivacyProfile,
   profileStatement,
   StudyDeidentifier,
+  seenColumns,
 } from '../privacy/index.ts';
 import { type Row, type TableName, tableNames } from '../tables/index.ts';
 import type { OutputReader, StudyReader } from './output.ts';
@@ -60,12 +61,18 @@ export class HandoffReader {
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
-    // Every table with a text to tag, or what the package says it did (ids, URL parameters).
-    for (const table of tableNames)
-      if (table !== 'media') for await (const group of source.rows(table)) study.see(table, group);
+    // Every table with a text to tag, or what the package says it did (ids, URL parameters):
+    // only those columns read.
+    for (const table of tableNames) {
+      const columns = seenColumns[table] as readonly (keyof Row<typeof table> & string)[];
+      if (columns.length > 0) for await (const group of source.rows(table, columns)) study.see(table, group);
+    }
     const excluded = this.profile.config.recordings === 'exclude';
-    if (excluded) for await (const group of source.rows('media')) study.recordingsExcluded += group.length;
-    const rows = <T extends TableName>(table: T) => deidentified(source.rows(table), table, study);
+    if (excluded)
+      for await (const group of source.rows('media', ['response_id']))
+        study.recordingsExcluded += group.length;
+    const rows = <T extends TableName>(table: T, columns?: readonly (keyof Row<T> & string)[]) =>
+      deidentified(source.rows(table, columns), table, study);
     return {
       study: study.row('studies', source.study) as Row<'studies'>,
       rows,

@@ -17,7 +17,6 @@ export {
   CURRENT_REPORT,
   type CurrentFile,
   CurrentReader,
-  type StudyFormatFiles,
 } from './current.ts';
 export {
   type HandoffPrivacy,

@@ -32,8 +32,11 @@ export interface LatestPointer {
 
 export interface StudyReader {
   study: Row<'studies'>;
-  /** current/'s rows of the study, a row group at a time. */
-  rows<T extends TableName>(table: T): AsyncIterable<Row<T>[]>;
+  /**
+   * current/'s rows of the study, a row group at a time; `columns`: only these read (the
+   * others null), for a pass that needs a few.
+   */
+  rows<T extends TableName>(table: T, columns?: readonly (keyof Row<T> & string)[]): AsyncIterable<Row<T>[]>;
   /** current/'s rows of the study, all in memory. */
   all<T extends TableName>(table: T): Promise<Row<T>[]>;
   /** Every recording of the study, response by response (turn, then kind, order). */
@@ -158,7 +161,8 @@ export class OutputReader {
       }
       return listed;
     };
-    const rows = <T extends TableName>(table: T) => this.current.rowsIn(partsOf(table), table, id);
+    const rows = <T extends TableName>(table: T, columns?: readonly (keyof Row<T> & string)[]) =>
+      this.current.rowsIn(partsOf(table), table, id, columns);
     const all = async <T extends TableName>(table: T) => {
       const list: Row<T>[] = [];
       for await (const group of rows(table)) list.push(...group);

@@ -110,17 +110,8 @@ describe('the output reader', () => {
         expect(rows.length).toBeGreaterThan(0);
         expect(rows.every((row) => row.study_id === audio.id)).toBe(true);
       }
-      const studyFiles = await output.current.studyFiles(audio.id);
-      expect(studyFiles.map(({ format, files }) => [format.name, files.map((f) => f.path)])).toEqual([
-        ['wide', [expect.stringMatching(/^current\/wide\/study_id=.+\/.+\.csv$/)]],
-      ]);
-
       expect((await output.current.guide(CURRENT_README))?.toString('utf8')).toContain(`\`${audio.id}\``);
       expect((await output.current.guide(CURRENT_REPORT))?.toString('utf8')).toContain('<html');
-      const [sheet] = studyFiles[0]?.files ?? [];
-      const sheetBytes: Buffer[] = [];
-      for await (const chunk of await output.current.open(sheet!.path)) sheetBytes.push(chunk as Buffer);
-      expect(Buffer.concat(sheetBytes).length).toBe(sheet!.bytes);
 
       const recordings = await allRecordings(output, audio.id);
       const byResponse = (id: string) => recordings.filter((r) => r.response_id === id);

@@ -49,6 +49,14 @@ export function storeBuffer(
   };
 }
 
+/** Which rows and columns of a part to read. */
+export interface PartReadOptions {
+  /** Only the rows of these studies. */
+  studies?: ReadonlySet<string>;
+  /** Only these columns (study_id too); the others come back null, their pages never decoded. */
+  columns?: readonly string[];
+}
+
 /**
  * The rows of a part, one row group at a time, as the table's row values. `studies`: only
  * the rows of these studies (a row group whose study_id statistics name one other study is
@@ -59,13 +67,16 @@ export async function* readPart<T extends TableName>(
   path: string,
   byteLength: number,
   table: T,
-  options: { studies?: ReadonlySet<string> } = {},
+  options: PartReadOptions = {},
 ): AsyncIterable<Row<T>[]> {
   const file = storeBuffer(store, path, byteLength);
   const metadata = await parquetMetadataAsync(file);
-  const column = metadata.schema.slice(1).findIndex((element) => element.name === STUDY_COLUMN);
+  const names = metadata.schema.slice(1).map((element) => element.name);
+  const column = names.indexOf(STUDY_COLUMN);
   const folderStudy = column === -1 ? studyIdIn(path) : null;
   const { studies } = options;
+  const wanted = options.columns && new Set([...options.columns, STUDY_COLUMN]);
+  const columns = wanted && names.filter((name) => wanted.has(name));
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);
@@ -75,6 +86,7 @@ export async function* readPart<T extends TableName>(
       const records = await parquetReadObjects({
         file,
         metadata,
+        ...(columns ? { columns } : {}),
         rowStart,
         rowEnd,
         parsers: exactTimestamps,
