@@ -5,8 +5,9 @@
  * (`see`), and each kind's distinct things are then numbered in the order of their keyed
  * digests (HMAC-SHA-256 under the profile's secret), which says nothing about the things
  * themselves. So a study's texts are read twice (every one seen, then each replaced as it is
- * handed on); kept between are the distinct things and a 32-bit hash of each text that holds
- * none, so the second pass searches again only the texts that hold one. Pure.
+ * handed on); kept between are the distinct things, a 32-bit hash of each text that holds
+ * none, and the matches of the texts that hold one (up to `matchedTexts` of them), so the
+ * second pass searches no text the first searched, unless a study has more such texts. Pure.
  */
 import { type DetectorSet, findMatches, type Match, type TagKind, tagKinds } from './detect.ts';
 import { keyedDigest } from './pseudonym.ts';
@@ -16,6 +17,18 @@ export type KindCounts = Record<TagKind, number>;
 /** Recent texts kept (a study's repeated questions and lines), and the longest kept by itself. */
 const recentTexts = 4096;
 const longText = 512;
+/**
+ * Texts holding a match whose matches are kept for the second pass: what they hold grows with
+ * them (about 200 bytes a text), so beyond this many the second pass searches the others again.
+ */
+const matchedTexts = 100_000;
+
+/** A text's matches as the first pass found them, and the matched spans that confirm the text. */
+interface KeptMatches {
+  length: number;
+  matches: Match[];
+  spans: string[];
+}
 
 export function zeroCounts(): KindCounts {
   return Object.fromEntries(tagKinds.map((kind) => [kind, 0])) as KindCounts;
@@ -30,6 +43,11 @@ export class StudyTags {
    * again (and tagged, as any other). Four bytes a text, never the text.
    */
   readonly #clean = new HashSet32();
+  /**
+   * The matches of the texts seen that hold one, by a 53-bit hash, confirmed by the text's
+   * length and the spans matched: the second pass does not search them again.
+   */
+  readonly #matched = new Map<number, KeptMatches>();
   /**
    * The matches of the short texts searched most recently: a text repeated (a question in every
    * answer, a moderator's line in every conversation) is searched once in the first pass.
@@ -49,7 +67,14 @@ export class StudyTags {
     if (!text) return;
     if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
     const matches = this.#searched(text);
-    if (matches.length === 0) this.#clean.add(hashOf(text));
+    const hash = hashOf(text);
+    if (matches.length === 0) this.#clean.add(hash >>> 0);
+    else if (this.#matched.size < matchedTexts && !this.#matched.has(hash))
+      this.#matched.set(hash, {
+        length: text.length,
+        matches,
+        spans: matches.map((match) => text.slice(match.start, match.end)),
+      });
     for (const match of matches) {
       this.occurrences[match.kind] += 1;
       this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
@@ -69,7 +94,7 @@ export class StudyTags {
   replace(text: string | null): string | null {
     if (!text) return text;
     const numbers = this.numbers();
-    const matches = this.#clean.has(hashOf(text)) ? [] : findMatches(text, this.detectors);
+    const matches = this.#matchesSeen(text) ?? findMatches(text, this.detectors);
     let out = '';
     let at = 0;
     for (const match of matches) {
@@ -77,6 +102,19 @@ export class StudyTags {
       at = match.end;
     }
     return at === 0 ? text : out + text.slice(at);
+  }
+
+  /** The matches the first pass found in `text`; undefined when it did not keep them. */
+  #matchesSeen(text: string): Match[] | undefined {
+    const hash = hashOf(text);
+    const kept = this.#matched.get(hash);
+    if (kept) {
+      const same =
+        kept.length === text.length &&
+        kept.matches.every((match, i) => text.slice(match.start, match.end) === kept.spans[i]);
+      return same ? kept.matches : undefined;
+    }
+    return this.#clean.has(hash >>> 0) ? [] : undefined;
   }
 
   /** The text's matches, from the recent texts or searched (and then kept among them). */
@@ -126,11 +164,18 @@ function idOf(match: { kind: TagKind; key: string }): string {
   return `${match.kind}\u0000${match.key}`;
 }
 
-/** FNV-1a of the text's UTF-16 code units. */
+/** A 53-bit hash of the text's UTF-16 code units (cyrb53); its low 32 bits are a hash too. */
 function hashOf(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ unit, 2654435761);
+    h2 = Math.imul(h2 ^ unit, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
 /** A set of 32-bit numbers in one typed array (open addressing): 4 to 8 bytes a number. */

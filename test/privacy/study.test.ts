@@ -97,7 +97,7 @@ describe('a study de-identified', () => {
     expect(a.study.counts().distinct).toMatchObject({ NAME: 2, EMAIL: 1, PHONE: 1 });
   });
 
-  it('tags thousands of texts alike in the second pass, seen or not, holding no text between the passes', () => {
+  it('tags thousands of texts alike in the second pass, seen or not, holding no whole text between the passes', () => {
     const study = new StudyDeidentifier(profile('secret'));
     const texts = Array.from({ length: 5000 }, (_, i) =>
       i % 7 === 0 ? `row ${i}: write to person${i % 3}@example.org` : `row ${i}: nothing to see`,
