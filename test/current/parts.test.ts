@@ -68,6 +68,17 @@ describe('parts', () => {
       const rows: Row<'answers'>[] = [];
       for await (const group of readPart(output.store, path, bytes, 'answers')) rows.push(...group);
       expect(rows).toEqual(awkwardAnswers);
+      // Only the columns asked for (and study_id) are read; the others come back null.
+      const few: Row<'answers'>[] = [];
+      for await (const group of readPart(output.store, path, bytes, 'answers', { columns: ['answer'] }))
+        few.push(...group);
+      expect(few).toEqual(
+        awkwardAnswers.map((row) => ({
+          ...Object.fromEntries(Object.keys(row).map((column) => [column, null])),
+          answer: row.answer,
+          study_id: row.study_id,
+        })),
+      );
     });
   });
   it("of a bucket new to current/ take the run's blocks: encoded where the format appends them, else from their values", async () => {
