@@ -199,11 +199,11 @@ async function rewriteTables(rewrite: Rewrite, listed: readonly string[]): Promi
     }
     const csv = recordedPipeline(manifest).output.csv;
     // CSV files are filtered as bytes (csv-records.ts); the other formats written again.
-    const filtered = files.filter((file) => file.format.name === 'csv');
+    const filtered = files.filter((file) => file.format.erasedBy === 'csv-records');
     const writers: TableFileWriter[] = [];
     // The Parquet file read: its row groups without an erased response copied as they lie.
     const groups =
-      source.format.name === 'parquet'
+      source.format.erasedBy === 'row-groups'
         ? await parquetGroupsWriter(
             from,
             rewrite.to,

@@ -23,6 +23,8 @@ export interface TableFormat {
   readonly name: string;
   /** Whether its values read back exactly as written (the registry's word): the one to read from. */
   readonly exact: boolean;
+  /** How the format's file loses rows without the others written again (the registry's word). */
+  readonly erasedBy: TableFormatModule['erasedBy'];
   /** The file's rows, a batch at a time, as the table's row values. */
   read(storage: Storage, path: string, table: TableName, bytes: number): AsyncIterable<Row<TableName>[]>;
   /** A new file of the table in the same format, in `storage` under the run's name for it. */
@@ -36,6 +38,7 @@ function throughRegistry(module: TableFormatModule): TableFormat {
   return {
     name: module.name,
     exact: module.exact,
+    erasedBy: module.erasedBy,
     read: (storage, path, table, bytes) => module.read(storage, path, bytes, table),
     async create(storage, table, csv) {
       const file = await module.open(storage, table, { csv });

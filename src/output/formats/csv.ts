@@ -213,6 +213,7 @@ export const csvFormat = {
   help: 'every table as <table>.csv',
   datapackage: { format: 'csv', mediatype: 'text/csv' },
   exact: false,
+  erasedBy: 'csv-records',
   currentStore: false,
   codebookRank: 4,
   resourceSuffix: '',

@@ -98,6 +98,13 @@ export interface TableFormatModule extends FormatBase {
   /** Whether its values read back exactly as written (a CSV cell may carry a formula escape). */
   readonly exact: boolean;
   /**
+   * How erase takes the erased responses' rows out of a run's file without encoding the others
+   * again: 'csv-records', its records filtered as bytes (erase/csv-records.ts); 'row-groups', its
+   * row groups without an erased row copied as they lie (erase/parquet-groups.ts). Without it,
+   * the file is read back and written again.
+   */
+  readonly erasedBy?: 'csv-records' | 'row-groups';
+  /**
    * Whether current/ keeps its parts in this format whatever output.formats says: its merges
    * read them (one format does; the others are written beside it when asked for).
    */

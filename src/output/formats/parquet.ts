@@ -346,6 +346,7 @@ export const parquetFormat = {
   help: 'every table as <table>.parquet, typed',
   datapackage: { format: 'parquet', mediatype: 'application/vnd.apache.parquet' },
   exact: true,
+  erasedBy: 'row-groups',
   currentStore: true,
   codebookRank: 3,
   resourceSuffix: '-parquet',
