@@ -37,7 +37,10 @@ export async function outputRuns(storage: Storage): Promise<OutputRun[]> {
   return runs;
 }
 
-/** The rows of one of the run's tables (Parquet where the run has it, else CSV). */
+/**
+ * The rows of one of the run's tables, from its file in a format whose values read back exactly
+ * (Parquet) where the run has one, else from another.
+ */
 async function* tableRows(
   storage: Storage,
   run: OutputRun,
@@ -45,7 +48,7 @@ async function* tableRows(
 ): AsyncIterable<Record<string, unknown>> {
   const files = run.manifest.files
     .filter((file) => tableFormatOf(file.path)?.table === table)
-    .sort((a, b) => Number(b.path.endsWith('.parquet')) - Number(a.path.endsWith('.parquet')));
+    .sort((a, b) => Number(exactFile(b.path)) - Number(exactFile(a.path)));
   const file = files[0];
   if (!file) return;
   const of = tableFormatOf(file.path);
@@ -145,4 +148,8 @@ export async function chosenIds(
     );
   }
   return { ids: new Set([...asked].filter((id) => found.has(id))), held };
+}
+
+function exactFile(path: string): boolean {
+  return tableFormatOf(path)?.format.exact === true;
 }
