@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import Papa from 'papaparse';
 import { ZipIndex } from '../output/codecs/zip-index.ts';
 import { walkStoredZip } from '../output/codecs/zip-reader.ts';
-import { PackageScan } from '../privacy/index.ts';
+import { PackageScan, scannable } from '../privacy/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 import {
@@ -42,8 +42,7 @@ const keptWhole = (path: string) =>
   !path.startsWith('data/') || path === 'data/recordings.csv' || path === RUNS_JSON;
 const RUNS_JSON = 'data/provenance/runs.json';
 /** Payload files whose texts a bag made with a privacy profile must hold no personal data in. */
-const scanned = (path: string) =>
-  path.startsWith('data/') && /\.(csv|txt|md|html?|json|parquet|xlsx|sav|dta|gz)$/i.test(path);
+const scanned = (path: string) => path.startsWith('data/') && scannable(path);
 
 /**
  * Whether `location` is a bag: a .tar file, a .zip file whose one folder holds bagit.txt (or

@@ -16,7 +16,7 @@ export {
 export { loadPrivacyProfile, type ProfileSource } from './load.ts';
 export { attributeRule, type PrivacyProfile, type ProfileStatement, profileStatement } from './profile.ts';
 export { keyedDigest, type PseudonymSubject, pseudonymOf } from './pseudonym.ts';
-export { hostOf, type Leftover, PackageScan } from './scan.ts';
+export { hostOf, type Leftover, PackageScan, scannable } from './scan.ts';
 export {
   DEIDENTIFIED_MARK,
   type HandoffPrivacy,

@@ -1,14 +1,15 @@
 /**
  * What `verify` looks for in a package made with a privacy profile: any match of the built-in
- * detectors left in any text it holds (tables in CSV, Parquet and workbooks, pages, sources,
- * metadata, SPSS and Stata files), named by file and kind, never by value. The tool's own addresses are not personal
- * data: the XML namespaces and schemas its formats declare, and the service the package says it
- * came from. Pure: the bytes are decoded here, not read.
+ * detectors left in any text it holds (its files in every registered output format, each
+ * format saying how its texts are read; pages, sources, metadata, zips and gzip), named by file
+ * and kind, never by value. The tool's own addresses are not personal data: the XML namespaces
+ * and schemas its formats declare, and the service the package says it came from. Pure: the
+ * bytes are decoded here, not read.
  */
 import { gunzipSync } from 'node:zlib';
-import { parquetReadObjects } from 'hyparquet';
 import { privacyDetectors } from '../config/schema.ts';
 import { bufferedZipEntries } from '../output/codecs/zip-reader.ts';
+import { formatOfFile } from '../output/formats/index.ts';
 import { findMatches, type TagKind } from './detect.ts';
 
 export interface Leftover {
@@ -26,7 +27,17 @@ const formatHosts = new Set([
   'purl.org',
 ]);
 
-const textFile = /\.(csv|tsv|txt|md|html?|json|xml|qde|rels|m3u8)$/i;
+/** Files that are text and no output format's: guides, pages, metadata, QDA sources. */
+const textFile = /\.(tsv|txt|md|html?|json|xml|qde|rels|m3u8)$/i;
+/** Containers whose entries are scanned as files of their own. */
+const container = /\.(zip|qdpx)$/i;
+
+/** Whether the scan reads texts out of a file named `path`. */
+export function scannable(path: string): boolean {
+  return (
+    formatOfFile(path) !== undefined || textFile.test(path) || container.test(path) || /\.gz$/i.test(path)
+  );
+}
 
 export class PackageScan {
   readonly #found: { file: string; kind: TagKind; host: string | null }[] = [];
@@ -35,25 +46,18 @@ export class PackageScan {
   async add(file: string, bytes: Buffer): Promise<void> {
     if (bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b)
       return this.add(file.replace(/\.gz$/, ''), gunzipSync(bytes));
-    if (/\.(xlsx|zip|qdpx)$/i.test(file)) {
-      for (const entry of await bufferedZipEntries(bytes, (name) =>
-        /\.(xml|rels|txt|csv|json|html?|qde)$/i.test(name),
-      ))
+    const format = formatOfFile(file);
+    if (format !== undefined) {
+      for (const { part, text } of await format.texts(bytes))
+        this.text(part === undefined ? file : `${file}!${part}`, text);
+      return;
+    }
+    if (container.test(file)) {
+      for (const entry of await bufferedZipEntries(bytes, scannable))
         await this.add(`${file}!${entry.name}`, entry.data);
       return;
     }
-    if (/\.parquet$/i.test(file)) {
-      const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-      const rows = await parquetReadObjects({ file: buffer });
-      const cells = rows.flatMap((row) =>
-        Object.values(row).filter((value): value is string => typeof value === 'string'),
-      );
-      this.text(file, cells.join('\n'));
-      return;
-    }
-    // An SPSS or Stata file keeps its strings as UTF-8 among binary numbers: read as text, a
-    // match inside a value is found (one a very long value splits across segments may not be).
-    if (textFile.test(file) || /\.(sav|dta)$/i.test(file)) this.text(file, bytes.toString('utf8'));
+    if (textFile.test(file)) this.text(file, bytes.toString('utf8'));
   }
 
   text(file: string, text: string): void {

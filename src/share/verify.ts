@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { ZipIndex } from '../output/codecs/zip-index.ts';
 import { walkStoredZip } from '../output/codecs/zip-reader.ts';
 import { DATAPACKAGE_FILE, MANIFEST_FILE } from '../output/layout.ts';
-import { hostOf, PackageScan } from '../privacy/index.ts';
+import { hostOf, PackageScan, scannable } from '../privacy/index.ts';
 import { isObjectStorage, openStorage, type S3Settings } from '../storage/index.ts';
 import type { Storage } from '../storage/types.ts';
 
@@ -35,8 +35,8 @@ interface Descriptor {
   privacy?: { identified?: unknown };
 }
 
-/** Files whose texts are scanned: every format a share package writes. */
-const scanned = (path: string) => /\.(csv|txt|md|html?|json|parquet|xlsx|sav|dta)$/i.test(path);
+/** Files whose texts are scanned: every file of an output format, and every text file. */
+const scanned = scannable;
 
 /**
  * Whether `location`, known not to be a bag (verify asks archive first), is a share package: a

@@ -17,7 +17,7 @@ import Papa from 'papaparse';
 import type { Storage } from '../../storage/types.ts';
 import { columnNames, type Row, type TableName, tables } from '../../tables/index.ts';
 import type { ColumnBuffers } from './column-buffers.ts';
-import type { CsvOptions, TableFormatModule, VerifyRow } from './format.ts';
+import { type CsvOptions, type TableFormatModule, type VerifyRow, wholeText } from './format.ts';
 
 /** Cells that a spreadsheet could take for a formula. No g flag: RegExp.test must stay stateless. */
 export const formulaPattern = /^[=+\-@\t\r\0]/;
@@ -219,6 +219,7 @@ export const csvFormat = {
   resourceSuffix: '',
   resource: { profile: 'tabular-data-resource', encoding: 'utf-8', dialect: csvDialect },
   tableFile: tableFileOf,
+  texts: wholeText,
   codebookLine: (holder) =>
     holder !== 'current'
       ? "- **<table>.csv**: the same tables as CSV (UTF-8, comma, CRLF; an empty cell is a missing value; a cell a spreadsheet would run as a formula may start with an added ')."

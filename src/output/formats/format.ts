@@ -56,6 +56,22 @@ interface FormatBase {
   readonly codebookRank: number;
   /** Its line of the codebook (README.md) under "Which file is for whom". */
   codebookLine(holder: Holder): string;
+  /**
+   * Every text a file of it holds, for verify's privacy scan of a package (matches are searched
+   * in them): the file itself when it is text, its strings when it is binary.
+   */
+  texts(bytes: Buffer): Promise<readonly FileText[]>;
+}
+
+/** A text a file holds; `part` names the entry of a container it came from. */
+export interface FileText {
+  readonly part?: string;
+  readonly text: string;
+}
+
+/** The texts of a file that is text itself (UTF-8). */
+export async function wholeText(bytes: Buffer): Promise<readonly FileText[]> {
+  return [{ text: bytes.toString('utf8') }];
 }
 
 /** A block of a table as the run wrote it into one format's file. */

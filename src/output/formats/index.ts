@@ -76,6 +76,14 @@ export const storeFormat: TableFormatModule = (() => {
   return stores[0] as TableFormatModule;
 })();
 
+/** The format a file named `path` is written in, by its extension; undefined for another file. */
+export function formatOfFile(path: string): FormatModule | undefined {
+  const lower = path.toLowerCase();
+  return outputFormats.find((format) =>
+    lower.endsWith(format.kind === 'table' ? `.${format.name}` : format.extension),
+  );
+}
+
 export function isTableFormat(name: string): name is TableFormat {
   return tableFormats.some((format) => format.name === name);
 }

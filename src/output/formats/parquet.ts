@@ -16,7 +16,7 @@
  * and the footer's version is rewritten (footerVersion1). Its pages are DataPage V2, which
  * those readers do read, and parquet-mr, the reference writer, also writes version 1 with them.
  */
-import { parquetMetadataAsync, type RowGroup, type SchemaElement } from 'hyparquet';
+import { parquetMetadataAsync, parquetReadObjects, type RowGroup, type SchemaElement } from 'hyparquet';
 import type { ColumnSource } from 'hyparquet-writer';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { OutputFile, Storage } from '../../storage/types.ts';
@@ -353,6 +353,14 @@ export const parquetFormat = {
   // v1 reserves the tabular profile for CSV: a Parquet file is a data resource with a schema.
   resource: { profile: 'data-resource' },
   tableFile: tableFileOf,
+  async texts(bytes) {
+    const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    const rows = await parquetReadObjects({ file });
+    const cells = rows.flatMap((row) =>
+      Object.values(row).filter((value): value is string => typeof value === 'string'),
+    );
+    return [{ text: cells.join('\n') }];
+  },
   codebookLine: (holder) =>
     holder !== 'current'
       ? '- **<table>.parquet** (DuckDB, pandas, Spark, R arrow): the tidy tables below, typed.'

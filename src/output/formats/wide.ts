@@ -19,7 +19,7 @@ import {
   csvText,
   textAsWritten,
 } from './csv.ts';
-import type { StudyFormatModule } from './format.ts';
+import { type StudyFormatModule, wholeText } from './format.ts';
 
 const batchSize = 1000;
 
@@ -162,6 +162,7 @@ export const wideFormat = {
   fileNoun: 'wide sheet',
   description: 'One row per response, one column per question and attribute.',
   studyFile: studyFileOf,
+  texts: wholeText,
   codebookLine: (holder) =>
     `- **${holder !== 'current' ? 'wide/<link_id>.csv' : 'wide/study_id=<id>/<link_id>.csv'}** (spreadsheet): one row per response with its status and modality, one column per question, then one per attribute (URL parameter); opens in Excel, LibreOffice, Numbers.`,
   // Its bytes and sha256 are checked as every file's; a CSV has no structure to check beyond.

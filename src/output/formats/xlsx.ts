@@ -17,7 +17,7 @@ import { copyInto } from '../../storage/copy.ts';
 import { openLocalFile } from '../../storage/local-file.ts';
 import type { OutputFile, Storage } from '../../storage/types.ts';
 import { type TableName, tables, wideColumnDescription, wideSheet } from '../../tables/index.ts';
-import { zipEntryNames } from '../codecs/zip-reader.ts';
+import { bufferedZipEntries, zipEntryNames } from '../codecs/zip-reader.ts';
 import type { StudyFormatModule, StudyRows } from './format.ts';
 import { scratchName, spreadsheetTime, wideRowSpill } from './wide.ts';
 import type { CutCell, SheetColumn, SheetSource, SheetValue, WorkbookProperties } from './xlsx-workbook.ts';
@@ -283,6 +283,10 @@ export const xlsxFormat = {
   fileNoun: 'workbook',
   description: 'The workbook of one study: sheets About, wide, answers and transcript (times UTC).',
   studyFile: studyFileOf,
+  async texts(bytes) {
+    const parts = await bufferedZipEntries(bytes, (name) => /\.(xml|rels)$/i.test(name));
+    return parts.map((part) => ({ part: part.name, text: part.data.toString('utf8') }));
+  },
   codebookLine: (holder) =>
     `- **${holder !== 'current' ? 'xlsx/<link_id>.xlsx' : 'xlsx/study_id=<id>/<link_id>.xlsx'}** (spreadsheet): per study, sheets About (what each sheet and column is; times are UTC), wide, answers and transcript.`,
   async verifyFile(storage, path, bytes) {
