@@ -6,6 +6,7 @@ import { access, mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { nameOf } from '../names.ts';
 import { type Format, storeFormat } from '../output/formats/index.ts';
+import { wideFormat } from '../output/formats/wide.ts';
 import { LocalStorage } from '../storage/local.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
@@ -54,7 +55,7 @@ export async function startBucket(
 /**
  * Where a bucket new to the current dataset has its copies: its parts (<table>/part-<run
  * id>.parquet and .csv, a folder each) and its studies' run wide sheets written again
- * (sheets/wide/<name>.csv; the sheet of its parts is that sheet, which the run builds anyway).
+ * (sheets/ + the wide format's file of <name>; the sheet of its parts is that sheet, which the run builds anyway).
  */
 function copiesDir(bucketDir: string): string {
   return join(bucketDir, 'copies');
@@ -71,9 +72,9 @@ export async function copiedWide(
   studyId: string,
   linkId: string,
 ): Promise<PreparedPart | null> {
-  const local = join(copiesDir(start.dir), 'sheets', 'wide', `${sheetName}.csv`);
+  const local = join(copiesDir(start.dir), 'sheets', wideFormat.studyFile(sheetName));
   if (!(await exists(local))) return null;
-  return { files: [{ local, target: `${wideFolder(studyId)}/${nameOf(linkId)}.csv` }] };
+  return { files: [{ local, target: `${wideFolder(studyId)}/${nameOf(linkId)}${wideFormat.extension}` }] };
 }
 
 async function exists(path: string): Promise<boolean> {
