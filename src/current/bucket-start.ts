@@ -54,8 +54,9 @@ export async function startBucket(
 
 /**
  * Where a bucket new to the current dataset has its copies: its parts (<table>/part-<run
- * id>.parquet and .csv, a folder each) and its studies' run wide sheets written again
- * (sheets/ + the wide format's file of <name>; the sheet of its parts is that sheet, which the run builds anyway).
+ * id>.parquet and .csv, a folder each) and its studies' run wide sheets written again (under
+ * sheets/, as the wide format names a study's file; the sheet of its parts is that sheet,
+ * which the run builds anyway).
  */
 function copiesDir(bucketDir: string): string {
   return join(bucketDir, 'copies');
