@@ -347,8 +347,19 @@ export type TableRows = { [T in DataTableName]: Row<T>[] };
 
 /** Rows in key order: the same rows give the same files whatever order they were read in. */
 export function sortByKey<T extends TableName>(table: T, rows: Row<T>[]): Row<T>[] {
-  const key = keyOf(table);
-  return rows.sort((a, b) => compareKeys(key(a), key(b)));
+  // Compared column by column in place: a sort makes n log n comparisons, so building each
+  // row's key values there (keyOf) would allocate two arrays per comparison.
+  const columns = tables[table].primaryKey as readonly string[];
+  return rows.sort((a, b) => {
+    for (const column of columns) {
+      const order = compareValues(
+        (a as Record<string, unknown>)[column],
+        (b as Record<string, unknown>)[column],
+      );
+      if (order !== 0) return order;
+    }
+    return 0;
+  });
 }
 
 /** A row's primary key values, in the order its table declares them. */
@@ -363,11 +374,15 @@ export function keyOf<T extends TableName>(table: T): (row: Row<T>) => KeyValues
 /** Key order: numbers as numbers, anything else as text, column by column. */
 export function compareKeys(a: KeyValues, b: KeyValues): number {
   for (let i = 0; i < a.length; i++) {
-    const x = a[i];
-    const y = b[i];
-    if (x === y) continue;
-    if (typeof x === 'number' && typeof y === 'number') return x - y;
-    return String(x ?? '') < String(y ?? '') ? -1 : 1;
+    const order = compareValues(a[i], b[i]);
+    if (order !== 0) return order;
   }
   return 0;
+}
+
+/** One key column's order: numbers as numbers, anything else as text (null as ''). */
+function compareValues(x: unknown, y: unknown): number {
+  if (x === y) return 0;
+  if (typeof x === 'number' && typeof y === 'number') return x - y;
+  return String(x ?? '') < String(y ?? '') ? -1 : 1;
 }
