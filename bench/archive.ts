@@ -16,15 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot, runStep, startSandboxProcess, videoStudy } from './processes.ts';
-import { machine, medianBy, round, writeResults } from './report.ts';
+import { machine, medianBy, option, round, writeResults } from './report.ts';
 
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`[bench:archive] ${message}\n`);
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : Number(process.argv[at + 1]);
-}
 
 interface ArchiveStepResult {
   ms: number;

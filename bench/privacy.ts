@@ -19,15 +19,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { personalTerms } from '../src/sandbox/personal.ts';
 import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
-import { machine, medianBy, round, writeResults } from './report.ts';
+import { machine, medianBy, option, round, writeResults } from './report.ts';
 
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`[bench:privacy] ${message}\n`);
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : Number(process.argv[at + 1]);
-}
 
 interface Step {
   ms: number;

@@ -4,6 +4,12 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './processes.ts';
 
+/** A number given on the command line as `--name N`, or `fallback`. */
+export function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+}
+
 export function round(value: number, digits: number): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;

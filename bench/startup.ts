@@ -12,14 +12,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './processes.ts';
-import { machine, round, writeResults } from './report.ts';
+import { machine, option, round, writeResults } from './report.ts';
 
 const exec = promisify(execFile);
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : Number(process.argv[at + 1]);
-}
 
 /** Wall time of one process, start to exit, in milliseconds. */
 function timed(file: string, args: string[], env: NodeJS.ProcessEnv): number {

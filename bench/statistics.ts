@@ -9,14 +9,9 @@
  * in the responses). Writes bench/results/<UTC time>-statistics.json and latest-statistics.json.
  */
 import { runStep } from './processes.ts';
-import { machine, medianBy, round, writeResults } from './report.ts';
+import { machine, medianBy, option, round, writeResults } from './report.ts';
 
 const log = (message: string) => process.stderr.write(`[bench:statistics] ${message}\n`);
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : Number(process.argv[at + 1]);
-}
 
 interface StepResult {
   ms: number;

@@ -60,11 +60,7 @@ export function verifyCommand(context: CliContext): CommandModule<object, Verify
         context.stdout.write(`${args.run_dir}: ok (checked ${checked})\n`);
         return;
       }
-      context.stdout.write(`${result.problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
-      context.stderr.write(
-        `study-export: ${args.run_dir}: ${result.problems.length} problem${result.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
-      );
-      context.exitCode = verifyExitCode(result.problems.length);
+      reportProblems(context, args.run_dir, result.problems, checked);
     },
   };
 }
@@ -87,15 +83,25 @@ function reportProject(context: CliContext, location: string, check: ProjectChec
   context.exitCode = verifyExitCode(check.leftovers.length);
 }
 
+/** A run's, package's or bag's problems, one a line, and the count on stderr: verify fails (exit 1). */
+function reportProblems(
+  context: CliContext,
+  location: string,
+  problems: readonly string[],
+  checked: string,
+): void {
+  context.stdout.write(`${problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
+  context.stderr.write(
+    `study-export: ${location}: ${problems.length} problem${problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
+  );
+  context.exitCode = verifyExitCode(problems.length);
+}
+
 /** A share package's check: problems, personal data left under a profile among them, fail it (exit 1). */
 function reportPackage(context: CliContext, location: string, check: PackageCheck): void {
   const checked = `${check.checked.files} files, ${check.checked.bytes} bytes`;
   if (!check.ok) {
-    context.stdout.write(`${check.problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
-    context.stderr.write(
-      `study-export: ${location}: ${check.problems.length} problem${check.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
-    );
-    context.exitCode = verifyExitCode(check.problems.length);
+    reportProblems(context, location, check.problems, checked);
     return;
   }
   context.stdout.write(
@@ -108,11 +114,7 @@ function reportBag(context: CliContext, location: string, check: BagCheck): void
   const checked = `${check.checked.files} files, ${check.checked.bytes} payload bytes`;
   for (const note of check.notes) context.stdout.write(`note: ${note}\n`);
   if (!check.ok) {
-    context.stdout.write(`${check.problems.map((problem) => `problem: ${problem}`).join('\n')}\n`);
-    context.stderr.write(
-      `study-export: ${location}: ${check.problems.length} problem${check.problems.length === 1 ? '' : 's'} (checked ${checked})\n`,
-    );
-    context.exitCode = verifyExitCode(check.problems.length);
+    reportProblems(context, location, check.problems, checked);
     return;
   }
   context.stdout.write(`${location}: a valid bag (checked ${checked})\n`);
