@@ -93,10 +93,7 @@ export async function prepareCurrentWorkbook(input: CurrentWorkbookInput): Promi
   const spill = wideRowSpill(work, 'workbook');
   try {
     await mkdir(work);
-    const sliceCount = Math.max(
-      1,
-      Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
-    );
+    const sliceCount = slicesOf(input);
     const keys = new AttributeKeys();
     for await (const rows of wideRows(input, sliceCount, work, keys)) {
       for (const row of rows) await spill.add(row);
@@ -160,10 +157,7 @@ export async function prepareCurrentWide(input: CurrentWideInput): Promise<Prepa
     const local = new LocalStorage(dir, { unseen: true });
     const sheet = createWideWriter(local, work, nameOf(input.linkId), input.csv);
     try {
-      const sliceCount = Math.max(
-        1,
-        Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
-      );
+      const sliceCount = slicesOf(input);
       const keys = new AttributeKeys();
       for await (const rows of wideRows(input, sliceCount, work, keys)) {
         for (const row of rows) await sheet.add(row);
@@ -205,10 +199,7 @@ export async function prepareCurrentStatistics(
       createStatisticsWriter(format, local, work, study, nameOf(input.linkId)),
     );
     try {
-      const sliceCount = Math.max(
-        1,
-        Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)),
-      );
+      const sliceCount = slicesOf(input);
       const keys = new AttributeKeys();
       for await (const rows of wideRows(input, sliceCount, work, keys)) {
         for (const row of rows) for (const writer of writers) await writer.add(row);
@@ -323,4 +314,9 @@ async function spill<T>(
 async function* lines<T>(path: string): AsyncIterable<T> {
   const reader = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
   for await (const line of reader) if (line !== '') yield JSON.parse(line) as T;
+}
+
+/** How many slices a study's answers are read in: one per SLICE_PARQUET_BYTES of Parquet, at least one. */
+function slicesOf(input: { answers: { bytes: number }; sliceBytes?: number }): number {
+  return Math.max(1, Math.ceil(input.answers.bytes / (input.sliceBytes ?? SLICE_PARQUET_BYTES)));
 }
