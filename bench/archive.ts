@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot, runStep, startSandboxProcess, videoStudy } from './processes.ts';
-import { machine, medianBy, option, round, writeResults } from './report.ts';
+import { machine, medianBy, option, publishResults, round } from './report.ts';
 
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`[bench:archive] ${message}\n`);
@@ -151,9 +151,7 @@ async function main(): Promise<void> {
       rss_10x_vs_1x: round((rss['10x'] ?? 0) / (rss['1x'] ?? 1), 3),
       sizes,
     };
-    const files = await writeResults(result, '-archive');
-    log(`wrote ${files.join(', ')}`);
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    await publishResults(result, '-archive', log);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
-import { machine, medianBy, option, round, writeResults } from './report.ts';
+import { machine, medianBy, option, publishResults, round } from './report.ts';
 
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`[bench:erase] ${message}\n`);
@@ -110,9 +110,7 @@ async function main(): Promise<void> {
       rows_erased: median.rows,
       rounds: measured.map((m) => round(m.erase_ms / m.cp_ms, 3)),
     };
-    const files = await writeResults(result, '-erase');
-    log(`wrote ${files.join(', ')}`);
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    await publishResults(result, '-erase', log);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

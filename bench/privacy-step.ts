@@ -3,10 +3,10 @@
  * privacy profile or identified.
  */
 import { join } from 'node:path';
-import { archiveOutput } from '../src/archive/index.ts';
 import { PrivacyConfig } from '../src/config/schema.ts';
 import { loadPrivacyProfile } from '../src/privacy/index.ts';
 import { shareOutput } from '../src/share/index.ts';
+import { archiveStep } from './archive-step.ts';
 
 export async function privacyHandoffStep(input: {
   command: 'archive' | 'share';
@@ -39,14 +39,6 @@ export async function privacyHandoffStep(input: {
     });
     return { ms: performance.now() - started, bytes: shared?.bytes ?? 0, files: shared?.files ?? 0 };
   }
-  const result = await archiveOutput({
-    output: input.output,
-    studies: [input.study],
-    to: input.to,
-    form: 'tar',
-    info: {},
-    profile,
-  });
-  const bag = result.bags[0];
-  return { ms: performance.now() - started, bytes: bag?.bytes ?? 0, files: bag?.files ?? 0 };
+  const bag = await archiveStep({ output: input.output, study: input.study, to: input.to, profile });
+  return { ms: performance.now() - started, bytes: bag.bytes, files: bag.files };
 }

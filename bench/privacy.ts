@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { personalTerms } from '../src/sandbox/personal.ts';
 import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
-import { machine, medianBy, option, round, writeResults } from './report.ts';
+import { machine, medianBy, option, publishResults, round } from './report.ts';
 
 const exec = promisify(execFile);
 const log = (message: string) => process.stderr.write(`[bench:privacy] ${message}\n`);
@@ -164,9 +164,7 @@ async function main(): Promise<void> {
     const archive = figures(measured.archive, responses);
     const share = figures(measured.share, responses);
     const result = { machine: machine(), ...archive, share };
-    const files = await writeResults(result, '-privacy');
-    log(`wrote ${files.join(', ')}`);
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    await publishResults(result, '-privacy', log);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -51,3 +51,15 @@ export async function writeResults(
   for (const file of files) await writeFile(file, text);
   return files;
 }
+
+/** writeResults, then the files named on stderr (through `log`) and the result as one JSON line on stdout. */
+export async function publishResults(
+  result: object,
+  suffix: Parameters<typeof writeResults>[1],
+  log: (message: string) => void,
+): Promise<void> {
+  const files = await writeResults(result, suffix);
+  log(`wrote ${files.join(', ')}`);
+  process.stdout.write(`${JSON.stringify(result)}
+`);
+}

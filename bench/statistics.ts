@@ -9,7 +9,7 @@
  * in the responses). Writes bench/results/<UTC time>-statistics.json and latest-statistics.json.
  */
 import { runStep } from './processes.ts';
-import { machine, medianBy, option, round, writeResults } from './report.ts';
+import { machine, medianBy, option, publishResults, round } from './report.ts';
 
 const log = (message: string) => process.stderr.write(`[bench:statistics] ${message}\n`);
 
@@ -73,9 +73,7 @@ async function main(): Promise<void> {
     rss_10x_vs_1x: { wide: rssRatio('wide'), sav: rssRatio('sav'), dta: rssRatio('dta') },
     sizes,
   };
-  const files = await writeResults(result, '-statistics');
-  log(`wrote ${files.join(', ')}`);
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  await publishResults(result, '-statistics', log);
 }
 
 await main();
