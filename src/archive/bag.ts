@@ -15,7 +15,7 @@ import type { Format } from '../output/formats/index.ts';
 import { type HandoffFiles, type ResponseRows, writeHandoffFiles } from '../output/handoff-files.ts';
 import { createSortedSpill } from '../output/sorted-spill.ts';
 import { privacySummary } from '../privacy/index.ts';
-import { byResponse, type HandoffStudy, type OutputReader, type RunReader } from '../reader/index.ts';
+import { byResponse, type HandoffStudy, type RunReader } from '../reader/index.ts';
 import { redact } from '../redact.ts';
 import { openLocalFile } from '../storage/local-file.ts';
 import type { Row } from '../tables/index.ts';
@@ -45,7 +45,8 @@ export interface BagInfoSettings {
 }
 
 export interface StudyBagInput {
-  output: OutputReader;
+  /** The output's pipeline name: the bag names itself and its source by it. */
+  pipeline: string;
   /** The study as the bag carries it: through the handoff reader, de-identified by its profile or identified. */
   study: HandoffStudy;
   /** The study's file name (src/names.ts): its sheets' and its bag's. */
@@ -107,7 +108,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
     await payload.add(await diskFile(`data/${file.path}`, join(files, file.path)));
   const newest = input.runs.at(-1);
   const facts: GuideFacts = {
-    pipeline: input.output.name,
+    pipeline: input.pipeline,
     service: redact(newest?.manifest.config?.source?.base_url ?? ''),
     runId: newest?.id ?? '',
     baggedAt: input.time.toISOString(),
@@ -153,7 +154,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
 function descriptor(input: StudyBagInput, payload: Payload, handed: HandoffFiles, facts: GuideFacts) {
   const { study } = facts;
   return dataPackage({
-    name: `${input.output.name}-${study.link_id}`,
+    name: `${input.pipeline}-${study.link_id}`,
     title: study.title,
     description: `One study exported by study-export: ${facts.responses} responses. Privacy: ${privacySummary(input.study.privacy, { recordings: true })} (see privacy).`,
     created: facts.baggedAt,

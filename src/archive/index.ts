@@ -87,7 +87,7 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
     try {
       const handed = await handoff.study(study.study_id);
       const result = await writeStudyBag({
-        output,
+        pipeline: output.name,
         study: handed,
         name: bagName,
         runs: ofStudy,
