@@ -147,7 +147,7 @@ async function* readRun<T, K>(path: string, options: SortedSpillOptions<T, K>): 
 /**
  * A run's lines, read a small chunk at a time, each line a string of its own. The merge holds
  * one line per run: readline would queue up to 1,024 lines a run, each a slice that keeps its
- * 64 KiB chunk alive, so memory grew with the number of runs (with the responses).
+ * whole chunk alive, so memory would grow with the number of runs (with the responses).
  */
 async function* fileLines(path: string): AsyncGenerator<string> {
   const input = createReadStream(path, { highWaterMark: READ_CHUNK_BYTES });
