@@ -13,6 +13,7 @@ import { removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
 import { killPoint } from '../util/kill-point.ts';
 import { diskFullError } from '../util/system-errors.ts';
+import { localChunks } from './local-chunks.ts';
 import { openLocalFile } from './local-file.ts';
 import { acquireLock, lockState } from './local-lock.ts';
 import { hiddenPathFor, temporariesLeftBehind } from './local-temporaries.ts';
@@ -188,6 +189,14 @@ export class LocalStorage implements Storage {
       stream.once('error', reject);
     });
     return stream;
+  }
+
+  readChunks(
+    path: string,
+    range: { start: number; end: number },
+    chunkBytes: number,
+  ): AsyncIterable<Uint8Array> {
+    return localChunks(this.describe(path), range, chunkBytes);
   }
 
   async *list(prefix: string): AsyncIterable<ListedFile> {

@@ -220,6 +220,10 @@ class S3Storage implements Storage {
     return object.Body as Readable;
   }
 
+  async *readChunks(path: string, range: { start: number; end: number }): AsyncIterable<Uint8Array> {
+    for await (const chunk of await this.readStream(path, range)) yield chunk as Uint8Array;
+  }
+
   async *list(prefix: string): AsyncIterable<ListedFile> {
     const base = `${this.key(prefix)}${this.key(prefix) ? '/' : ''}`;
     let token: string | undefined;

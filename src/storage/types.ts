@@ -111,6 +111,16 @@ export interface Storage {
   size(path: string): Promise<number | null>;
   /** The file's bytes as a stream; `end` is exclusive. */
   readStream(path: string, range?: { start: number; end: number }): Promise<Readable>;
+  /**
+   * A range of the file in chunks of up to `chunkBytes` (`end` exclusive), each valid only
+   * until the next is asked for: a local file is read into two buffers in turn; object
+   * storage gives its body's chunks.
+   */
+  readChunks(
+    path: string,
+    range: { start: number; end: number },
+    chunkBytes: number,
+  ): AsyncIterable<Uint8Array>;
   /** Every file under `prefix` (recursively), paths relative to it. */
   list(prefix: string): AsyncIterable<ListedFile>;
   /** The names of the folders directly under `prefix`. */
