@@ -6,10 +6,13 @@
  * with their new offsets. Nothing is inflated, deflated or parsed beyond the directory, so the
  * cost is that of copying the file. A zip that holds no erased recording is left as it is.
  */
+
+import type { HashingThread } from '../media/hashing-thread.ts';
 import { nameOf } from '../names.ts';
 import { endRecords } from '../output/codecs/zip-format.ts';
 import { type CentralRecord, readCentralDirectory, recordAtOffset } from '../output/codecs/zip-index.ts';
-import type { RunningSha256, Storage } from '../storage/types.ts';
+import { isObjectStorage } from '../storage/index.ts';
+import type { CreateOptions, Storage } from '../storage/types.ts';
 
 export interface ZipKept {
   entries: number;
@@ -40,8 +43,8 @@ export async function rewriteMediaZip(
   path: string,
   bytes: number,
   ids: ReadonlySet<string>,
-  /** Where the new zip's SHA-256 is computed; by default as it is written, on this thread. */
-  sha256?: () => RunningSha256,
+  /** Where the new zip's SHA-256 is computed; without it as it is written, on this thread. */
+  hashing?: HashingThread,
 ): Promise<ZipKept | null> {
   const folders = new Set([...ids].map((id) => nameOf(id)));
   const directory = await readCentralDirectory(from, path, bytes);
@@ -69,17 +72,37 @@ export async function rewriteMediaZip(
     if (last && last.end === span.start) last.end = span.end;
     else stretches.push({ start: span.start, end: span.end });
   }
-  const output = await to.create(path, sha256 ? { sha256: sha256() } : {});
+  const centralBytes = Buffer.concat(central);
+  const tail = Buffer.concat([centralBytes, endRecords(central.length, offset, centralBytes.length)]);
+  const output = await to.create(path, sha256Of(from, path, stretches, tail, hashing));
   try {
     for (const stretch of stretches)
       for await (const chunk of from.readChunks(path, stretch, copyChunkBytes)) await output.write(chunk);
-    const centralBytes = Buffer.concat(central);
-    await output.write(centralBytes);
-    await output.write(endRecords(central.length, offset, centralBytes.length));
+    await output.write(tail);
     const stored = await output.close();
     return { entries: central.length, bytes: stored.bytes, removed };
   } catch (error) {
     await output.abort();
     throw error;
   }
+}
+
+/**
+ * Where the new zip's SHA-256 comes from: from a local zip, the hashing thread reads the kept
+ * stretches itself while this thread copies them (the bytes never cross to it, and this
+ * thread does nothing but copy); from a bucket it hashes the bytes as they are written.
+ */
+function sha256Of(
+  from: Storage,
+  path: string,
+  stretches: readonly { start: number; end: number }[],
+  tail: Uint8Array,
+  hashing: HashingThread | undefined,
+): CreateOptions {
+  if (!hashing) return {};
+  if (isObjectStorage(from.location)) return { sha256: hashing.runningSha256() };
+  const digest = hashing.digestOfRanges(from.describe(path), stretches, tail);
+  // Settled here too: a write that fails first leaves the digest unasked for.
+  digest.catch(() => {});
+  return { sha256: { update: () => {}, digest: () => digest } };
 }

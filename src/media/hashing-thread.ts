@@ -29,19 +29,30 @@ function update(stream, bytes) {
   stream.hash.update(bytes);
   if (stream.crc !== null) stream.crc = crc32(bytes, stream.crc);
 }
-function updateFromFile(stream, path) {
+function updateFromFile(stream, path, ranges) {
   const fd = openSync(path, 'r');
   try {
-    for (;;) {
-      const read = readSync(fd, readBuffer, 0, readBuffer.length, null);
-      if (read === 0) break;
-      update(stream, readBuffer.subarray(0, read));
+    if (!ranges) {
+      for (;;) {
+        const read = readSync(fd, readBuffer, 0, readBuffer.length, null);
+        if (read === 0) break;
+        update(stream, readBuffer.subarray(0, read));
+      }
+      return;
+    }
+    for (const [start, end] of ranges) {
+      for (let at = start; at < end; ) {
+        const read = readSync(fd, readBuffer, 0, Math.min(readBuffer.length, end - at), at);
+        if (read === 0) throw new Error(path + ' ends at ' + at + ', before ' + end);
+        update(stream, readBuffer.subarray(0, read));
+        at += read;
+      }
     }
   } finally {
     closeSync(fd);
   }
 }
-parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, digest }) => {
+parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, ranges, tail, digest }) => {
   if (open) streams.set(id, { hash: createHash('sha256'), crc: open.crc ? 0 : null });
   const stream = streams.get(id);
   const reply = { id };
@@ -57,13 +68,14 @@ parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, dige
   }
   if (file) {
     try {
-      updateFromFile(stream, file);
+      updateFromFile(stream, file, ranges);
     } catch (error) {
       streams.delete(id);
       parentPort.postMessage({ id, error: error.message });
       return;
     }
   }
+  if (tail) update(stream, tail);
   if (digest) {
     streams.delete(id);
     reply.sha256 = stream.hash.digest('hex');
@@ -100,6 +112,10 @@ interface Batch {
   length?: number;
   /** A local file the thread reads and hashes itself. */
   file?: string;
+  /** Only these ranges of the file ([start, end), in order). */
+  ranges?: [number, number][];
+  /** Bytes hashed after the file's. */
+  tail?: Uint8Array;
   digest?: true;
 }
 
@@ -160,6 +176,26 @@ export class HashingThread {
   async digestFile(path: string): Promise<BodyDigest> {
     const { sha256, crc32 } = await this.ask({ id: this.#nextId++, open: { crc: true }, file: path });
     return { sha256, crc32: crc32 ?? 0 };
+  }
+
+  /**
+   * SHA-256 of ranges of a local file followed by `tail`, read by the thread itself: a file
+   * made by copying those ranges and writing `tail` (media.zip without some entries: its kept
+   * entries, then its new directory) is hashed while the event loop copies, no byte crossing.
+   */
+  async digestOfRanges(
+    path: string,
+    ranges: readonly { start: number; end: number }[],
+    tail: Uint8Array,
+  ): Promise<string> {
+    const batch = {
+      id: this.#nextId++,
+      open: { crc: false },
+      file: path,
+      ranges: ranges.map((range): [number, number] => [range.start, range.end]),
+      tail,
+    };
+    return (await this.ask(batch)).sha256;
   }
 
   /** A running SHA-256 of a file written in order (media.zip, for the manifest). */
