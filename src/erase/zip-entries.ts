@@ -4,15 +4,16 @@
  * header, data and data descriptor, which name no offset) are copied as they lie, a stretch of
  * adjacent kept entries in one ranged read, and the kept entries' central records are copied
  * with their new offsets. Nothing is inflated, deflated or parsed beyond the directory, so the
- * cost is that of copying the file. A zip that holds no erased recording is left as it is.
+ * cost is that of copying the file and hashing it, which the hashing thread does in one pass
+ * (Storage.copyRanges), leaving the event loop to the run's tables. A zip that holds no erased
+ * recording is left as it is.
  */
 
 import type { HashingThread } from '../media/hashing-thread.ts';
 import { nameOf } from '../names.ts';
 import { endRecords } from '../output/codecs/zip-format.ts';
 import { type CentralRecord, readCentralDirectory, recordAtOffset } from '../output/codecs/zip-index.ts';
-import { isObjectStorage } from '../storage/index.ts';
-import type { CreateOptions, Storage } from '../storage/types.ts';
+import type { Storage } from '../storage/types.ts';
 
 export interface ZipKept {
   entries: number;
@@ -25,9 +26,6 @@ export interface ZipKept {
 export function ofErased(entryName: string, folders: ReadonlySet<string>): boolean {
   return folders.has(entryName.split('/')[1] ?? '');
 }
-
-/** Kept entries are copied a mebibyte at a time: 64 KiB chunks spent more in round trips than in copying. */
-const copyChunkBytes = 1024 * 1024;
 
 interface Span {
   record: CentralRecord;
@@ -43,7 +41,7 @@ export async function rewriteMediaZip(
   path: string,
   bytes: number,
   ids: ReadonlySet<string>,
-  /** Where the new zip's SHA-256 is computed; without it as it is written, on this thread. */
+  /** The thread that copies and hashes the kept entries; without it, this thread. */
   hashing?: HashingThread,
 ): Promise<ZipKept | null> {
   const folders = new Set([...ids].map((id) => nameOf(id)));
@@ -74,35 +72,6 @@ export async function rewriteMediaZip(
   }
   const centralBytes = Buffer.concat(central);
   const tail = Buffer.concat([centralBytes, endRecords(central.length, offset, centralBytes.length)]);
-  const output = await to.create(path, sha256Of(from, path, stretches, tail, hashing));
-  try {
-    for (const stretch of stretches)
-      for await (const chunk of from.readChunks(path, stretch, copyChunkBytes)) await output.write(chunk);
-    await output.write(tail);
-    const stored = await output.close();
-    return { entries: central.length, bytes: stored.bytes, removed };
-  } catch (error) {
-    await output.abort();
-    throw error;
-  }
-}
-
-/**
- * Where the new zip's SHA-256 comes from: from a local zip, the hashing thread reads the kept
- * stretches itself while this thread copies them (the bytes never cross to it, and this
- * thread does nothing but copy); from a bucket it hashes the bytes as they are written.
- */
-function sha256Of(
-  from: Storage,
-  path: string,
-  stretches: readonly { start: number; end: number }[],
-  tail: Uint8Array,
-  hashing: HashingThread | undefined,
-): CreateOptions {
-  if (!hashing) return {};
-  if (isObjectStorage(from.location)) return { sha256: hashing.runningSha256() };
-  const digest = hashing.digestOfRanges(from.describe(path), stretches, tail);
-  // Settled here too: a write that fails first leaves the digest unasked for.
-  digest.catch(() => {});
-  return { sha256: { update: () => {}, digest: () => digest } };
+  const stored = await to.copyRanges(path, { storage: from, path, ranges: stretches }, tail, hashing);
+  return { entries: central.length, bytes: stored.bytes, removed };
 }
