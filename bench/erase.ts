@@ -1,18 +1,25 @@
 /**
- * `npm run bench:erase` (node --import tsx bench/erase.ts [--rounds 3] [--runs 6]): erasing one
- * response with recordings from an output of many runs (each a full export, so every run holds
- * it, with media, CSV and Parquet), against `cp -r` of those runs' folders, in the same rounds.
+ * `npm run bench:erase` (node --import tsx bench/erase.ts [--rounds 3] [--runs 4] [--scale 500]
+ * [--small-scale 40]): erasing one response with recordings from an output of many runs (each
+ * a full export, so every run holds it, with media, CSV and Parquet), against `cp -r` of those
+ * runs' folders, in the same rounds.
+ *
+ * Twice: at the media scale of the main benchmark (bench/media-rounds.ts: recordings of about
+ * 1 MB, so most of a run's bytes are media.zip, as in a study with audio or video), and at a
+ * small scale (recordings of about 80 KB), where the tables' share of the bytes is ten times
+ * larger and what erase does per run besides copying shows.
  *
  * Figures: erase_vs_cp = erase's time over cp's for the same runs (the median round; target at
- * most 2), erase_s_per_gb = erase's seconds per GB of the runs it rewrote, cp_s_per_gb beside it.
- * Each round works on a fresh copy of the output (made by that cp). Writes
- * bench/results/<UTC time>-erase.json and latest-erase.json.
+ * most 2), erase_s_per_gb = erase's seconds per GB of the runs it rewrote, cp_s_per_gb beside
+ * it; `small_media` the same at the small scale. Each round works on a fresh copy of the
+ * output (made by that cp). Writes bench/results/<UTC time>-erase.json and latest-erase.json.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { mediaScale } from './media-rounds.ts';
 import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
 import { machine, medianBy, option, publishResults, round } from './report.ts';
 
@@ -70,47 +77,68 @@ async function prepare(dir: string, runs: number, spec: { responses: number; sca
   return { output, response, runsBytes: await bytesUnder(join(output, 'runs')) };
 }
 
+interface Measured {
+  cp_ms: number;
+  erase_ms: number;
+  rows: number;
+}
+
+/** Rounds of cp then erase on an output of `runs` full exports at one media scale. */
+async function measureAt(
+  work: string,
+  spec: { runs: number; responses: number; scale: number; rounds: number },
+) {
+  const dir = join(work, `scale-${spec.scale}`);
+  await mkdir(dir);
+  log(
+    `exporting ${spec.runs} full runs of 4 studies x ${spec.responses} responses, media scale ${spec.scale}...`,
+  );
+  const prepared = await prepare(dir, spec.runs, spec);
+  log(`${prepared.runsBytes} bytes in runs/; erasing ${prepared.response}`);
+  const measured: Measured[] = [];
+  for (let round = 0; round < spec.rounds; round++) {
+    const copy = join(dir, `round-${round}`);
+    // The baseline: cp of the runs the erasure rewrites (every run holds the response).
+    const started = performance.now();
+    await exec('cp', ['-r', prepared.output, copy]);
+    const cpMs = performance.now() - started;
+    const erased = await runStep<{ ms: number; rows: number }>('erase', {
+      output: copy,
+      response: prepared.response,
+    });
+    log(
+      `scale ${spec.scale} round ${round + 1}: cp ${Math.round(cpMs)} ms, erase ${Math.round(erased.ms)} ms (${erased.rows} rows)`,
+    );
+    measured.push({ cp_ms: cpMs, erase_ms: erased.ms, rows: erased.rows });
+    await rm(copy, { recursive: true, force: true });
+  }
+  await rm(dir, { recursive: true, force: true });
+  const median = medianBy(measured, (m) => m.erase_ms / m.cp_ms);
+  if (!median) throw new Error('bench:erase: no round');
+  const gb = prepared.runsBytes / 1e9;
+  return {
+    erase_vs_cp: round(median.erase_ms / median.cp_ms, 3),
+    erase_s_per_gb: round(median.erase_ms / 1000 / gb, 2),
+    cp_s_per_gb: round(median.cp_ms / 1000 / gb, 2),
+    media_scale: spec.scale,
+    runs: spec.runs,
+    runs_bytes: prepared.runsBytes,
+    rows_erased: median.rows,
+    rounds: measured.map((m) => round(m.erase_ms / m.cp_ms, 3)),
+  };
+}
+
 async function main(): Promise<void> {
   const rounds = option('rounds', 3);
   const runs = option('runs', 4);
   const responses = option('responses', 50);
-  const scale = option('scale', 40);
+  const scale = option('scale', mediaScale);
+  const smallScale = option('small-scale', 40);
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-erase-'));
   try {
-    log(`exporting ${runs} full runs of 4 studies x ${responses} responses, media scale ${scale}...`);
-    const prepared = await prepare(work, runs, { responses, scale });
-    log(`${prepared.runsBytes} bytes in runs/; erasing ${prepared.response}`);
-    const measured: { cp_ms: number; erase_ms: number; rows: number }[] = [];
-    for (let round = 0; round < rounds; round++) {
-      const copy = join(work, `round-${round}`);
-      // The baseline: cp of the runs the erasure rewrites (every run holds the response).
-      const started = performance.now();
-      await exec('cp', ['-r', prepared.output, copy]);
-      const cpMs = performance.now() - started;
-      const erased = await runStep<{ ms: number; rows: number }>('erase', {
-        output: copy,
-        response: prepared.response,
-      });
-      log(
-        `round ${round + 1}: cp ${Math.round(cpMs)} ms, erase ${Math.round(erased.ms)} ms (${erased.rows} rows)`,
-      );
-      measured.push({ cp_ms: cpMs, erase_ms: erased.ms, rows: erased.rows });
-      await rm(copy, { recursive: true, force: true });
-    }
-    const median = medianBy(measured, (m) => m.erase_ms / m.cp_ms);
-    if (!median) throw new Error('bench:erase: no round');
-    const gb = prepared.runsBytes / 1e9;
-    const result = {
-      machine: machine(),
-      erase_vs_cp: round(median.erase_ms / median.cp_ms, 3),
-      erase_s_per_gb: round(median.erase_ms / 1000 / gb, 2),
-      cp_s_per_gb: round(median.cp_ms / 1000 / gb, 2),
-      runs,
-      runs_bytes: prepared.runsBytes,
-      rows_erased: median.rows,
-      rounds: measured.map((m) => round(m.erase_ms / m.cp_ms, 3)),
-    };
-    await publishResults(result, '-erase', log);
+    const realistic = await measureAt(work, { runs, responses, scale, rounds });
+    const small = await measureAt(work, { runs, responses, scale: smallScale, rounds });
+    await publishResults({ machine: machine(), ...realistic, small_media: small }, '-erase', log);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

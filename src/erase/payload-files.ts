@@ -5,7 +5,6 @@
  * (a reject's raw text, a payload of a shape not foreseen) goes whole: an audit line lost is
  * better than a respondent kept.
  */
-import { createInterface } from 'node:readline';
 import { PassThrough, type Readable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { copyInto } from '../storage/copy.ts';
@@ -44,12 +43,33 @@ export function keptLine(line: string, ids: ReadonlySet<string>): string | null 
   return null;
 }
 
-async function* lines(input: Readable): AsyncIterable<string> {
-  const reader = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
-  for await (const line of reader) if (line !== '') yield line;
+const LINE_FEED = 0x0a;
+
+/**
+ * A byte stream's lines in blocks: each chunk's complete lines at once (what follows its last
+ * line end is carried into the next), the last line given its line end.
+ */
+async function* lineBlocks(input: Readable): AsyncIterable<Buffer> {
+  let carry: Buffer = Buffer.alloc(0);
+  for await (const chunk of input) {
+    const bytes = carry.length === 0 ? (chunk as Buffer) : Buffer.concat([carry, chunk as Buffer]);
+    const end = bytes.lastIndexOf(LINE_FEED) + 1;
+    carry = bytes.subarray(end);
+    if (end > 0) yield bytes.subarray(0, end);
+  }
+  if (carry.length > 0) yield Buffer.concat([carry, Buffer.from('\n')]);
 }
 
-/** Copies `path` of `from` to `path` of `to` line by line, without the erased responses' lines. */
+function countLines(block: Buffer): number {
+  let lines = 0;
+  for (let at = block.indexOf(LINE_FEED); at >= 0; at = block.indexOf(LINE_FEED, at + 1)) lines += 1;
+  return lines;
+}
+
+/**
+ * Copies `input` to `output` without the erased responses' lines. A block of lines that names
+ * no erased id at all (most of them) is copied as its bytes; the others line by line.
+ */
 async function filterLines(
   input: Readable,
   output: PassThrough,
@@ -57,17 +77,31 @@ async function filterLines(
   counts: LinesKept,
   reasonOf?: (line: string) => string | undefined,
 ): Promise<void> {
+  const needles = [...ids].map((id) => Buffer.from(id, 'utf8'));
+  const write = async (bytes: string | Buffer) => {
+    if (!output.write(bytes)) await new Promise((resolve) => output.once('drain', resolve));
+  };
   try {
-    for await (const line of lines(input)) {
-      const kept = keptLine(line, ids);
-      if (kept === null) {
-        counts.removed += 1;
+    for await (const block of lineBlocks(input)) {
+      if (reasonOf === undefined && !needles.some((needle) => block.includes(needle))) {
+        counts.kept += countLines(block);
+        await write(block);
         continue;
       }
-      counts.kept += 1;
-      const reason = reasonOf?.(kept);
-      if (reason !== undefined) counts.reasons.push(reason);
-      if (!output.write(`${kept}\n`)) await new Promise((resolve) => output.once('drain', resolve));
+      const kept: string[] = [];
+      for (const line of block.toString('utf8').split('\n')) {
+        if (line === '') continue;
+        const left = keptLine(line, ids);
+        if (left === null) {
+          counts.removed += 1;
+          continue;
+        }
+        counts.kept += 1;
+        const reason = reasonOf?.(left);
+        if (reason !== undefined) counts.reasons.push(reason);
+        kept.push(`${left}\n`);
+      }
+      if (kept.length > 0) await write(kept.join(''));
     }
     output.end();
   } catch (error) {

@@ -285,15 +285,7 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
       manifest.rejects = { ...manifest.rejects, count: rejects.kept };
     } else if (path === MEDIA_ZIP) {
       const bytes = rewrite.bytesOf.get(path) ?? 0;
-      const { hashing } = rewrite.input;
-      const zip = await rewriteMediaZip(
-        from,
-        to,
-        path,
-        bytes,
-        ids,
-        hashing && (() => hashing.runningSha256()),
-      );
+      const zip = await rewriteMediaZip(from, to, path, bytes, ids, rewrite.input.hashing);
       if (zip === null) {
         await rewrite.copy(path);
         continue;

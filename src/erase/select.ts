@@ -45,6 +45,8 @@ async function* tableRows(
   storage: Storage,
   run: OutputRun,
   table: TableName,
+  /** The columns read (a Parquet file decodes no other). */
+  columns: readonly string[],
 ): AsyncIterable<Record<string, unknown>> {
   const files = run.manifest.files
     .filter((file) => tableFormatOf(file.path)?.table === table)
@@ -54,7 +56,7 @@ async function* tableRows(
   const of = tableFormatOf(file.path);
   if (!of) return;
   const runStorage = storage.at(runPath(run.id));
-  for await (const rows of of.format.read(runStorage, file.path, table, file.bytes))
+  for await (const rows of of.format.read(runStorage, file.path, table, file.bytes, { columns }))
     yield* rows as Record<string, unknown>[];
 }
 
@@ -74,7 +76,7 @@ export async function whereHeld(
   const held: Held = { runs: new Map(), current: await currentHolders(storage, ids) };
   for (const run of runs) {
     const found = new Map<string, string>();
-    for await (const row of tableRows(storage, run, 'responses')) {
+    for await (const row of tableRows(storage, run, 'responses', ['response_id'])) {
       const id = String(row.response_id);
       if (ids.has(id)) found.set(id, String(row.study_id));
     }
@@ -93,7 +95,7 @@ async function idsByAttribute(
     choices.some((choice) => row.key === choice.key && row.value === choice.value);
   const ids = new Set<string>();
   for (const run of runs) {
-    for await (const row of tableRows(storage, run, 'attributes'))
+    for await (const row of tableRows(storage, run, 'attributes', ['response_id', 'key', 'value']))
       if (matches(row)) ids.add(String(row.response_id));
   }
   const { readCurrentAttributes } = await import('./current-attributes.ts');

@@ -49,7 +49,14 @@ export interface RunSwitchInput {
 
 /** Erases `ids` from the run, whole or not at all; null when the run was already after. */
 export async function eraseRun(input: RunSwitchInput): Promise<RunErased | null> {
-  return isObjectStorage(input.storage.location) ? eraseObjectRun(input) : eraseFolderRun(input);
+  // A scratch folder of the run's own: runs erased at once spill studies of the same names.
+  const scratchDir = await mkdtemp(join(input.scratchDir, 'run-'));
+  try {
+    const own = { ...input, scratchDir };
+    return await (isObjectStorage(input.storage.location) ? eraseObjectRun(own) : eraseFolderRun(own));
+  } finally {
+    await rm(scratchDir, { recursive: true, force: true });
+  }
 }
 
 async function eraseFolderRun(input: RunSwitchInput): Promise<RunErased | null> {

@@ -25,8 +25,14 @@ export interface TableFormat {
   readonly exact: boolean;
   /** How the format's file loses rows without the others written again (the registry's word). */
   readonly erasedBy: TableFormatModule['erasedBy'];
-  /** The file's rows, a batch at a time, as the table's row values. */
-  read(storage: Storage, path: string, table: TableName, bytes: number): AsyncIterable<Row<TableName>[]>;
+  /** The file's rows, a batch at a time, as the table's row values (`columns`: at least these). */
+  read(
+    storage: Storage,
+    path: string,
+    table: TableName,
+    bytes: number,
+    options?: { columns?: readonly string[] },
+  ): AsyncIterable<Row<TableName>[]>;
   /** A new file of the table in the same format, in `storage` under the run's name for it. */
   create(storage: Storage, table: TableName, csv: CsvOptions): Promise<TableFileWriter>;
 }
@@ -39,7 +45,7 @@ function throughRegistry(module: TableFormatModule): TableFormat {
     name: module.name,
     exact: module.exact,
     erasedBy: module.erasedBy,
-    read: (storage, path, table, bytes) => module.read(storage, path, bytes, table),
+    read: (storage, path, table, bytes, options) => module.read(storage, path, bytes, table, options),
     async create(storage, table, csv) {
       const file = await module.open(storage, table, { csv });
       let block = new ColumnBuffers(table, storage.describe(file.path));

@@ -4,12 +4,16 @@
  * header, data and data descriptor, which name no offset) are copied as they lie, a stretch of
  * adjacent kept entries in one ranged read, and the kept entries' central records are copied
  * with their new offsets. Nothing is inflated, deflated or parsed beyond the directory, so the
- * cost is that of copying the file. A zip that holds no erased recording is left as it is.
+ * cost is that of copying the file and hashing it, which the hashing thread does in one pass
+ * (Storage.copyRanges), leaving the event loop to the run's tables. A zip that holds no erased
+ * recording is left as it is.
  */
+
+import type { HashingThread } from '../media/hashing-thread.ts';
 import { nameOf } from '../names.ts';
 import { endRecords } from '../output/codecs/zip-format.ts';
 import { type CentralRecord, readCentralDirectory, recordAtOffset } from '../output/codecs/zip-index.ts';
-import type { RunningSha256, Storage } from '../storage/types.ts';
+import type { Storage } from '../storage/types.ts';
 
 export interface ZipKept {
   entries: number;
@@ -37,8 +41,8 @@ export async function rewriteMediaZip(
   path: string,
   bytes: number,
   ids: ReadonlySet<string>,
-  /** Where the new zip's SHA-256 is computed; by default as it is written, on this thread. */
-  sha256?: () => RunningSha256,
+  /** The thread that copies and hashes the kept entries; without it, this thread. */
+  hashing?: HashingThread,
 ): Promise<ZipKept | null> {
   const folders = new Set([...ids].map((id) => nameOf(id)));
   const directory = await readCentralDirectory(from, path, bytes);
@@ -66,17 +70,8 @@ export async function rewriteMediaZip(
     if (last && last.end === span.start) last.end = span.end;
     else stretches.push({ start: span.start, end: span.end });
   }
-  const output = await to.create(path, sha256 ? { sha256: sha256() } : {});
-  try {
-    for (const stretch of stretches)
-      for await (const chunk of await from.readStream(path, stretch)) await output.write(chunk as Buffer);
-    const centralBytes = Buffer.concat(central);
-    await output.write(centralBytes);
-    await output.write(endRecords(central.length, offset, centralBytes.length));
-    const stored = await output.close();
-    return { entries: central.length, bytes: stored.bytes, removed };
-  } catch (error) {
-    await output.abort();
-    throw error;
-  }
+  const centralBytes = Buffer.concat(central);
+  const tail = Buffer.concat([centralBytes, endRecords(central.length, offset, centralBytes.length)]);
+  const stored = await to.copyRanges(path, { storage: from, path, ranges: stretches }, tail, hashing);
+  return { entries: central.length, bytes: stored.bytes, removed };
 }

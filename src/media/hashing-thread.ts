@@ -11,23 +11,54 @@
  * the thread and back (a message per megabyte, not per write); at most `maxInFlightBytes` of
  * buffers are sent and not yet back, beyond that `update` waits.
  *
+ * It also copies: erase's media.zip without some entries is the old zip's kept stretches and a
+ * new directory, which the thread reads, hashes and writes in one pass (`copyRanges`).
+ *
  * The thread's code is a few lines of plain JavaScript evaluated as a worker: it runs the
  * same under tsx (the tests, the bench) and from the bundle the CLI runs.
  */
 import { Worker } from 'node:worker_threads';
 import { MediaError } from '../errors.ts';
-import type { RunningSha256 } from '../storage/types.ts';
+import type { RangeCopier, RunningSha256 } from '../storage/types.ts';
 
 const workerSource = `
 const { parentPort } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const { crc32 } = require('node:zlib');
-const { openSync, readSync, closeSync } = require('node:fs');
+const { openSync, readSync, writeSync, closeSync } = require('node:fs');
 const streams = new Map();
 const readBuffer = Buffer.allocUnsafe(1024 * 1024);
 function update(stream, bytes) {
   stream.hash.update(bytes);
   if (stream.crc !== null) stream.crc = crc32(bytes, stream.crc);
+}
+function writeAll(fd, bytes) {
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+}
+function copyRanges(stream, path, ranges, tail, to) {
+  const input = openSync(path, 'r');
+  let output = null;
+  let bytes = 0;
+  try {
+    output = openSync(to, 'w');
+    for (const [start, end] of ranges) {
+      for (let at = start; at < end; ) {
+        const read = readSync(input, readBuffer, 0, Math.min(readBuffer.length, end - at), at);
+        if (read === 0) throw new Error(path + ' ends at ' + at + ', before ' + end);
+        const chunk = readBuffer.subarray(0, read);
+        update(stream, chunk);
+        writeAll(output, chunk);
+        at += read;
+        bytes += read;
+      }
+    }
+    update(stream, tail);
+    writeAll(output, tail);
+    return bytes + tail.length;
+  } finally {
+    closeSync(input);
+    if (output !== null) closeSync(output);
+  }
 }
 function updateFromFile(stream, path) {
   const fd = openSync(path, 'r');
@@ -41,7 +72,7 @@ function updateFromFile(stream, path) {
     closeSync(fd);
   }
 }
-parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, digest }) => {
+parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, ranges, tail, copyTo, digest }) => {
   if (open) streams.set(id, { hash: createHash('sha256'), crc: open.crc ? 0 : null });
   const stream = streams.get(id);
   const reply = { id };
@@ -57,10 +88,11 @@ parentPort.on('message', ({ id, open, buffer, shared, offset, length, file, dige
   }
   if (file) {
     try {
-      updateFromFile(stream, file);
+      if (copyTo) reply.bytes = copyRanges(stream, file, ranges, tail, copyTo);
+      else updateFromFile(stream, file);
     } catch (error) {
       streams.delete(id);
-      parentPort.postMessage({ id, error: error.message });
+      parentPort.postMessage({ id, error: error.message, code: error.code, copying: Boolean(copyTo) });
       return;
     }
   }
@@ -87,6 +119,7 @@ export interface BodyDigest {
 interface Digest {
   sha256: string;
   crc32: number | null;
+  bytes?: number;
 }
 
 /** One message to the thread: a stream's next buffer of bytes, its opening, its end. */
@@ -100,6 +133,10 @@ interface Batch {
   length?: number;
   /** A local file the thread reads and hashes itself. */
   file?: string;
+  /** With `copyTo`: these ranges of the file ([start, end), in order), then `tail`, written to `copyTo` as they are hashed. */
+  ranges?: [number, number][];
+  tail?: Uint8Array;
+  copyTo?: string;
   digest?: true;
 }
 
@@ -110,8 +147,13 @@ interface Reply {
   released?: true;
   sha256?: string;
   crc32?: number | null;
-  /** Why the thread could not read a file. */
+  /** Why the thread could not read (or write) a file, and the system's code for it. */
   error?: string;
+  code?: string;
+  /** Whether the error came while copying (copyTo). */
+  copying?: boolean;
+  /** Bytes the thread wrote (copyTo). */
+  bytes?: number;
 }
 
 interface Pending<T> {
@@ -119,7 +161,7 @@ interface Pending<T> {
   reject(error: Error): void;
 }
 
-export class HashingThread {
+export class HashingThread implements RangeCopier {
   #worker: Worker | null = null;
   #failure: Error | null = null;
   #closed = false;
@@ -160,6 +202,27 @@ export class HashingThread {
   async digestFile(path: string): Promise<BodyDigest> {
     const { sha256, crc32 } = await this.ask({ id: this.#nextId++, open: { crc: true }, file: path });
     return { sha256, crc32: crc32 ?? 0 };
+  }
+
+  /**
+   * Writes `to` as ranges of the local file `path` followed by `tail`, hashing as it copies,
+   * on the thread: a large copy (erase's media.zip) that leaves the event loop to other files.
+   */
+  async copyRanges(
+    path: string,
+    ranges: readonly { start: number; end: number }[],
+    tail: Uint8Array,
+    to: string,
+  ): Promise<{ bytes: number; sha256: string }> {
+    const digest = await this.ask({
+      id: this.#nextId++,
+      open: { crc: false },
+      file: path,
+      ranges: ranges.map((range): [number, number] => [range.start, range.end]),
+      tail,
+      copyTo: to,
+    });
+    return { bytes: digest.bytes ?? 0, sha256: digest.sha256 };
   }
 
   /** A running SHA-256 of a file written in order (media.zip, for the manifest). */
@@ -241,10 +304,17 @@ export class HashingThread {
     const pending = this.#digests.get(reply.id);
     if (pending && reply.error !== undefined) {
       this.#digests.delete(reply.id);
-      pending.reject(new MediaError(`the hashing thread could not read a file: ${reply.error}`));
+      const error = new MediaError(
+        `the hashing thread could not ${reply.copying ? 'copy' : 'read'} a file: ${reply.error}`,
+      );
+      pending.reject(reply.code === undefined ? error : Object.assign(error, { code: reply.code }));
     } else if (pending && reply.sha256 !== undefined) {
       this.#digests.delete(reply.id);
-      pending.resolve({ sha256: reply.sha256, crc32: reply.crc32 ?? null });
+      pending.resolve({
+        sha256: reply.sha256,
+        crc32: reply.crc32 ?? null,
+        ...(reply.bytes === undefined ? {} : { bytes: reply.bytes }),
+      });
     }
     if (this.#digests.size === 0 && this.#reading.size === 0 && this.#sentBytes === 0) this.#worker?.unref();
   }

@@ -12,17 +12,21 @@ import { ConfigError } from '../errors.ts';
 import { removeIfExitingFirst } from '../util/exit-cleanup.ts';
 import { makeDirectory } from '../util/fs.ts';
 import { killPoint } from '../util/kill-point.ts';
-import { diskFullError } from '../util/system-errors.ts';
+import { describeSystemError, diskFullError } from '../util/system-errors.ts';
+import { copyRangesThrough } from './copy-ranges.ts';
+import { localChunks } from './local-chunks.ts';
 import { openLocalFile } from './local-file.ts';
 import { acquireLock, lockState } from './local-lock.ts';
 import { hiddenPathFor, temporariesLeftBehind } from './local-temporaries.ts';
 import type {
+  ByteRange,
   CreateOptions,
   Lease,
   LeaseState,
   LeftoverOptions,
   ListedFile,
   OutputFile,
+  RangeCopier,
   StagedFolder,
   Storage,
   StoredFile,
@@ -188,6 +192,37 @@ export class LocalStorage implements Storage {
       stream.once('error', reject);
     });
     return stream;
+  }
+
+  async copyRanges(
+    path: string,
+    source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
+    tail: Uint8Array,
+    copier?: RangeCopier,
+  ): Promise<StoredFile> {
+    if (!copier || !(source.storage instanceof LocalStorage))
+      return copyRangesThrough(this, path, source, tail, copier?.runningSha256());
+    const absolute = this.describe(path);
+    // Under a hidden name until complete, as `create` writes.
+    const written = this.options.unseen ? absolute : hiddenPathFor(absolute);
+    const from = source.storage.describe(source.path);
+    try {
+      await makeDirectory(dirname(absolute));
+      const copied = await copier.copyRanges(from, source.ranges, tail, written);
+      if (written !== absolute) await rename(written, absolute);
+      return { path, bytes: copied.bytes, sha256: copied.sha256 };
+    } catch (error) {
+      await rm(written, { force: true });
+      throw describeSystemError(Object.assign(error as Error, { path: absolute }));
+    }
+  }
+
+  readChunks(
+    path: string,
+    range: { start: number; end: number },
+    chunkBytes: number,
+  ): AsyncIterable<Uint8Array> {
+    return localChunks(this.describe(path), range, chunkBytes);
   }
 
   async *list(prefix: string): AsyncIterable<ListedFile> {

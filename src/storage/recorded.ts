@@ -26,6 +26,9 @@ export function recordWrites(storage: Storage): RecordedStorage {
     read: (path) => storage.read(path),
     size: (path) => storage.size(path),
     readStream: (path, range) => storage.readStream(path, range),
+    readChunks: (path, range, chunkBytes) => storage.readChunks(path, range, chunkBytes),
+    copyRanges: async (path, source, tail, copier) =>
+      record(await storage.copyRanges(path, source, tail, copier)),
     list: (prefix) => storage.list(prefix),
     listFolders: (prefix) => storage.listFolders(prefix),
     stage: (prefix) => storage.stage(prefix),

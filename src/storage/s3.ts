@@ -30,17 +30,20 @@ import {
 import { ConfigError } from '../errors.ts';
 import { isProcessAlive } from '../util/exit-cleanup.ts';
 import { copyInto } from './copy.ts';
+import { copyRangesThrough } from './copy-ranges.ts';
 import { HashedOutputFile } from './output-file.ts';
 import { isMissing, type Operation, storageError } from './s3-errors.ts';
 import { leaseStateOf, takeLease } from './s3-lease.ts';
 import { PartSpool, S3Output } from './s3-output.ts';
 import type {
+  ByteRange,
   CreateOptions,
   Lease,
   LeaseState,
   LeftoverOptions,
   ListedFile,
   OutputFile,
+  RangeCopier,
   StagedFolder,
   Storage,
   StoredFile,
@@ -218,6 +221,19 @@ class S3Storage implements Storage {
       ),
     );
     return object.Body as Readable;
+  }
+
+  copyRanges(
+    path: string,
+    source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
+    tail: Uint8Array,
+    copier?: RangeCopier,
+  ): Promise<StoredFile> {
+    return copyRangesThrough(this, path, source, tail, copier?.runningSha256());
+  }
+
+  async *readChunks(path: string, range: { start: number; end: number }): AsyncIterable<Uint8Array> {
+    for await (const chunk of await this.readStream(path, range)) yield chunk as Uint8Array;
   }
 
   async *list(prefix: string): AsyncIterable<ListedFile> {

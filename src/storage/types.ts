@@ -31,6 +31,26 @@ export interface RunningSha256 {
   digest(): string | Promise<string>;
 }
 
+/** A byte range of a file, `end` exclusive. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * Another thread that copies ranges of a local file into a new one and hashes them as it goes
+ * (src/media/hashing-thread.ts), or hashes bytes written on this one.
+ */
+export interface RangeCopier {
+  copyRanges(
+    path: string,
+    ranges: readonly ByteRange[],
+    tail: Uint8Array,
+    to: string,
+  ): Promise<{ bytes: number; sha256: string }>;
+  runningSha256(): RunningSha256;
+}
+
 /** How a file is written. */
 export interface CreateOptions {
   /** Where its SHA-256 is computed; by default on this thread as the bytes pass. */
@@ -111,6 +131,27 @@ export interface Storage {
   size(path: string): Promise<number | null>;
   /** The file's bytes as a stream; `end` is exclusive. */
   readStream(path: string, range?: { start: number; end: number }): Promise<Readable>;
+  /**
+   * Writes `path` as `ranges` of `source`'s file followed by `tail`; gives it as stored. With
+   * `copier` and a local source on a local storage the copier's thread reads, hashes and writes
+   * (this thread stays free for other files); otherwise the bytes pass through this thread.
+   */
+  copyRanges(
+    path: string,
+    source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
+    tail: Uint8Array,
+    copier?: RangeCopier,
+  ): Promise<StoredFile>;
+  /**
+   * A range of the file in chunks of up to `chunkBytes` (`end` exclusive), each valid only
+   * until the next is asked for: a local file is read into two buffers in turn; object
+   * storage gives its body's chunks.
+   */
+  readChunks(
+    path: string,
+    range: { start: number; end: number },
+    chunkBytes: number,
+  ): AsyncIterable<Uint8Array>;
   /** Every file under `prefix` (recursively), paths relative to it. */
   list(prefix: string): AsyncIterable<ListedFile>;
   /** The names of the folders directly under `prefix`. */

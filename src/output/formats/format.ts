@@ -137,13 +137,16 @@ export interface TableFormatModule extends FormatBase {
     table: TableName,
     options: { csv: CsvOptions; path?: string },
   ): Promise<TableFileWriter>;
-  /** A table's file read back, a row group (or the whole file) at a time. */
+  /**
+   * A table's file read back, a row group (or the whole file) at a time. `studies`: only their
+   * rows; `columns`: at least these (and study_id) hold their values, others may be null.
+   */
   read<T extends TableName>(
     storage: Pick<Storage, 'read' | 'readStream'>,
     path: string,
     bytes: number,
     table: T,
-    options?: { studies?: ReadonlySet<string> },
+    options?: { studies?: ReadonlySet<string>; columns?: readonly string[] },
   ): AsyncIterable<Row<T>[]>;
   /** The column names a file holds, in order (a Parquet footer's, a CSV's header row). */
   columns(storage: Pick<Storage, 'readStream'>, path: string, bytes: number): Promise<string[]>;
