@@ -14,7 +14,7 @@
  * it; floor_vs_cp and erase_vs_floor against the floor of any erasure that rewrites the runs
  * (bench/copy-floor.ts: every byte read, written and SHA-256'd, a thread per core); `small_media`
  * the same at the small scale. Each round works on a fresh copy of the output (made by that
- * cp); dirty pages are written out (sync) before each timed step. Writes
+ * cp); before each timed step dirty pages are written out and what it reads is read once. Writes
  * bench/results/<UTC time>-erase.json and latest-erase.json.
  */
 import { execFile } from 'node:child_process';
@@ -87,9 +87,14 @@ interface Measured {
   rows: number;
 }
 
-/** Dirty pages written out before each timed step, so no step pays for the last one's writes. */
-async function settle(): Promise<void> {
+/**
+ * Before each timed step: dirty pages written out (no step pays for the last one's writes) and
+ * what the step reads read once (this machine's kernel reclaims idle page cache, so a step
+ * that first touches a folder would read it from the disk where the others read memory).
+ */
+async function settle(reads: string): Promise<void> {
   await exec('sync');
+  await exec('sh', ['-c', 'find "$1" -type f -exec cat {} + > /dev/null', 'sh', reads]);
 }
 
 /** Rounds of cp then erase on an output of `runs` full exports at one media scale. */
@@ -109,17 +114,17 @@ async function measureAt(
     const copy = join(dir, `round-${round}`);
     const floorCopy = join(dir, `floor-${round}`);
     // The baseline: cp of the runs the erasure rewrites (every run holds the response).
-    await settle();
+    await settle(prepared.output);
     const started = performance.now();
     await exec('cp', ['-r', prepared.output, copy]);
     const cpMs = performance.now() - started;
-    await settle();
+    await settle(prepared.output);
     const floor = await runStep<{ ms: number }>('copy-floor', {
       from: join(prepared.output, 'runs'),
       to: floorCopy,
     });
     await rm(floorCopy, { recursive: true, force: true });
-    await settle();
+    await settle(copy);
     const erased = await runStep<{ ms: number; rows: number }>('erase', {
       output: copy,
       response: prepared.response,
