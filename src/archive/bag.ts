@@ -83,7 +83,7 @@ export interface StudyBagResult {
 }
 
 export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResult> {
-  const payload = new Payload(input.sink);
+  const payload = new Payload(input.sink, input.scratch);
   const planned = await addRecordings(payload, input.study, input.scratch);
   const index = conversationIndex(input.scratch);
   const files = join(input.scratch, 'files');
@@ -105,7 +105,7 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
     },
   });
   for (const file of [...handed.tables, ...handed.studyFiles])
-    await payload.add(await diskFile(`data/${file.path}`, join(files, file.path)));
+    await payload.add(await diskFile(`data/${file.path}`, join(files, file.path)), { described: true });
   const newest = input.runs.at(-1);
   const facts: GuideFacts = {
     pipeline: input.pipeline,
@@ -121,23 +121,23 @@ export async function writeStudyBag(input: StudyBagInput): Promise<StudyBagResul
     studyFiles: handed.studyFiles,
     rawFiles: 0,
   };
-  await payload.add(await diskFile('data/index.html', await index.write(facts)));
+  await payload.add(await diskFile('data/index.html', await index.write(facts)), { described: true });
   await addRecordingList(payload, input.scratch, planned);
   facts.rawFiles = await addProvenance(payload, input);
-  await payload.add(memoryFile('data/README.md', readme(facts)));
-  await payload.add(memoryFile('data/report.html', report(facts)));
+  await payload.add(memoryFile('data/README.md', readme(facts)), { described: true });
+  await payload.add(memoryFile('data/report.html', report(facts)), { described: true });
   await payload.add(
     memoryFile(
       'data/datapackage.json',
       `${JSON.stringify(descriptor(input, payload, handed, facts), null, 2)}\n`,
     ),
   );
-  await writeTagFiles(input.sink, payload.written, bagInfo(input));
+  await writeTagFiles(input.sink, payload, bagInfo(input));
   return {
     location: input.sink.location,
     responseIds: handed.responseIds,
-    files: payload.written.length,
-    bytes: payload.written.reduce((sum, file) => sum + file.digests.bytes, 0),
+    files: payload.files,
+    bytes: payload.bytes,
     recordings: planned.length,
     missing: planned
       .filter((p) => !p.path)
@@ -308,7 +308,7 @@ const recordingColumns = [
 
 /** recordings.csv: every recording, where it is in the bag and where it came from, or why it is missing. */
 async function addRecordingList(payload: Payload, scratch: string, planned: readonly PlannedRecording[]) {
-  const records = planned.map(({ recording, path, copyPath, note }) => {
+  const records = planned.map(({ recording, path, bytes, copyPath, note }) => {
     const found = 'reason' in recording.located ? null : recording.located;
     const row: Row<'media'> | null = found?.row ?? recording.row;
     return [
@@ -317,7 +317,7 @@ async function addRecordingList(payload: Payload, scratch: string, planned: read
       recording.kind,
       path ? 'yes' : 'no',
       path,
-      path ? (payload.digestsOf(path)?.bytes ?? null) : null,
+      path ? bytes : null,
       copyPath,
       found?.runId ?? null,
       found?.entry.name ?? null,
@@ -328,7 +328,7 @@ async function addRecordingList(payload: Payload, scratch: string, planned: read
   });
   const local = join(scratch, 'recordings.csv');
   await writeFile(local, csvText([[...recordingColumns], ...records], { bom: false, escape_formulae: true }));
-  await payload.add(await diskFile('data/recordings.csv', local));
+  await payload.add(await diskFile('data/recordings.csv', local), { described: true });
 }
 
 /** runs.json and the study's raw payloads; returns how many raw files the bag holds. */

@@ -99,7 +99,12 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
         csv,
         time,
       });
-      const bag = { ...result, study_id: study.study_id, link_id: study.link_id, linkage: handed.linkage() };
+      const bag = {
+        ...result,
+        study_id: study.study_id,
+        link_id: study.link_id,
+        linkage: await handed.linkage(),
+      };
       // The ledger (handoffs/) records the bag and the responses it holds, once it is whole.
       await appendHandoff(output.storage, {
         command: 'archive',

@@ -1,43 +1,111 @@
 /**
  * The payload as it is written: each file added to the sink as soon as it is ready (a
- * recording streamed, a table from the scratch file it was written to, a page from memory),
- * its digests kept for the manifests. Files come from memory or the local scratch folder.
+ * recording streamed, a table from the scratch file it was written to, a page from memory).
+ * Its manifests' lines go to scratch files as each file is added, so a bag of any number of
+ * files holds none of them in memory: only the counts (Payload-Oxum's), a 48-bit hash of each
+ * path (to refuse a case-only twin), and the digests of the few files datapackage.json describes.
  */
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import type { BagFile, BagSink, Digests } from './sink.ts';
 
-export interface Written {
-  /** Path inside the bag ('data/…'). */
-  path: string;
-  digests: Digests;
-}
+import { hash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { appendFile, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { BagFile, BagSink, Digests } from './sink.ts';
+import { ALGORITHMS, type Algorithm } from './tags.ts';
 
 /** Forbidden in a bag's names: the manifests would need percent-encoding (RFC 8493 2.1.3). */
 const unportable = /[%\r\n\\]/;
 
+/** Manifest lines gathered before they are written to their scratch file. */
+const manifestBatchBytes = 1 << 16;
+
 export class Payload {
-  readonly written: Written[] = [];
-  readonly #byPath = new Map<string, Digests>();
-  readonly #lowerCase = new Set<string>();
+  /** Files added, and their bytes. */
+  files = 0;
+  bytes = 0;
+  readonly #described = new Map<string, Digests>();
+  readonly #pathHashes = new Set<number>();
+  readonly #manifests: Record<Algorithm, ManifestSpill>;
 
-  constructor(private readonly sink: BagSink) {}
+  constructor(
+    private readonly sink: BagSink,
+    /** A local folder of the bag's own: the manifests are gathered there. */
+    scratch: string,
+  ) {
+    this.#manifests = {
+      sha256: new ManifestSpill(join(scratch, 'manifest-sha256.txt'), 'sha256'),
+      sha512: new ManifestSpill(join(scratch, 'manifest-sha512.txt'), 'sha512'),
+    };
+  }
 
-  /** Adds `file`; a name that is not portable, or a case-only twin of another, is a bug, not data. */
-  async add(file: BagFile): Promise<Digests> {
+  /**
+   * Adds `file`; a name that is not portable, or a case-only twin of another, is a bug, not data.
+   * `described`: its digests are kept for `digestsOf` (a file datapackage.json describes).
+   */
+  async add(file: BagFile, options: { described?: boolean } = {}): Promise<Digests> {
     const lower = file.path.toLowerCase();
-    if (unportable.test(file.path) || this.#lowerCase.has(lower) || !file.path.startsWith('data/'))
+    const pathHash = hash('sha1', lower, 'buffer').readUIntBE(0, 6);
+    if (
+      unportable.test(file.path) ||
+      !file.path.startsWith('data/') ||
+      (this.#pathHashes.has(pathHash) && (await this.#holds(lower)))
+    )
       throw new Error(`${file.path}: not a portable, distinct payload path`);
-    this.#lowerCase.add(lower);
+    this.#pathHashes.add(pathHash);
     const digests = await this.sink.add(file);
-    this.written.push({ path: file.path, digests });
-    this.#byPath.set(file.path, digests);
+    this.files += 1;
+    this.bytes += digests.bytes;
+    for (const algorithm of ALGORITHMS) await this.#manifests[algorithm].add(file.path, digests);
+    if (options.described) this.#described.set(file.path, digests);
     return digests;
   }
 
-  /** The digests of a file added, by its path under data/. */
+  /** The digests of a file added as described, by its path under data/. */
   digestsOf(dataPath: string): Digests | undefined {
-    return this.#byPath.get(`data/${dataPath}`);
+    return this.#described.get(`data/${dataPath}`);
+  }
+
+  /** Each manifest, whole: its local file (in the order the files were added). */
+  async manifests(): Promise<Record<Algorithm, string>> {
+    for (const algorithm of ALGORITHMS) await this.#manifests[algorithm].flush();
+    return { sha256: this.#manifests.sha256.path, sha512: this.#manifests.sha512.path };
+  }
+
+  /** Whether a file added has this lower-cased path: read back only when its hash was seen. */
+  async #holds(lower: string): Promise<boolean> {
+    const text = await this.#manifests.sha256.text();
+    return text.split('\n').some((line) => line.slice(line.indexOf('  ') + 2).toLowerCase() === lower);
+  }
+}
+
+/** A manifest's lines, "<hex digest>  <path>", appended to a scratch file in batches. */
+class ManifestSpill {
+  #pending = '';
+  #written = false;
+
+  constructor(
+    readonly path: string,
+    private readonly algorithm: Algorithm,
+  ) {}
+
+  async add(path: string, digests: Digests): Promise<void> {
+    this.#pending += `${digests[this.algorithm]}  ${path}\n`;
+    if (this.#pending.length >= manifestBatchBytes) await this.flush();
+  }
+
+  /** Every line so far. */
+  async text(): Promise<string> {
+    await this.flush();
+    return readFile(this.path, 'utf8');
+  }
+
+  /** Writes the lines gathered; the file exists afterwards, even empty. */
+  async flush(): Promise<void> {
+    if (this.#pending === '' && this.#written) return;
+    const lines = this.#pending;
+    this.#pending = '';
+    this.#written = true;
+    await appendFile(this.path, lines, 'utf8');
   }
 }
 

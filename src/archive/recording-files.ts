@@ -21,6 +21,8 @@ export interface PlannedRecording {
   recording: Recording;
   /** Under data/; null when missing. */
   path: string | null;
+  /** Its size in the bag; null when missing. */
+  bytes: number | null;
   /** A copy browsers play of an MPEG-TS original, under data/; null when there is none. */
   copyPath: string | null;
   /** Why it is missing, or notes on the copy included. */
@@ -37,7 +39,8 @@ export async function addRecording(
   copyTo: string | null,
 ): Promise<PlannedRecording> {
   const { located } = recording;
-  if ('reason' in located) return { recording, path: null, copyPath: null, note: located.reason };
+  if ('reason' in located)
+    return { recording, path: null, bytes: null, copyPath: null, note: located.reason };
   const folder = `${RECORDINGS_DIR}/${nameOf(recording.response_id)}`;
   const entries = recording.kind === 'hls' ? await hlsEntries(located) : [located.entry];
   const last = entries.at(-1)?.name ?? '';
@@ -46,7 +49,7 @@ export async function addRecording(
   const base = `${folder}/${recording.turn}-${nameOf(recording.kind)}`;
   const wantsCopy = copyTo !== null && recording.kind === 'hls' && extension === 'ts';
   let copy = null as BrowserCopy | null;
-  await payload.add({
+  const { bytes } = await payload.add({
     path: `data/${base}.${extension}`,
     size: entries.reduce((sum, entry) => sum + entry.size, 0),
     open: async () => {
@@ -54,7 +57,7 @@ export async function addRecording(
       return joined(located, entries, copy);
     },
   });
-  const planned = { recording, path: `${base}.${extension}`, copyPath: null, note: recording.note };
+  const planned = { recording, path: `${base}.${extension}`, bytes, copyPath: null, note: recording.note };
   return copy ? addCopy(payload, planned, copy, `${base}.mp4`) : planned;
 }
 

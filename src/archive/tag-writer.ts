@@ -3,7 +3,7 @@
  * given, then Payload-Oxum and Bag-Size counted from the payload), a manifest per algorithm,
  * and a tag manifest per algorithm over those four files; then ends the bag.
  */
-import type { Written } from './payload.ts';
+import { diskFile, type Payload } from './payload.ts';
 import type { BagSink, Digests } from './sink.ts';
 import {
   ALGORITHMS,
@@ -20,12 +20,15 @@ import {
 
 export async function writeTagFiles(
   sink: BagSink,
-  payload: readonly Written[],
+  payload: Payload,
   fields: readonly (readonly [string, string])[],
 ): Promise<void> {
-  const bytes = payload.reduce((sum, file) => sum + file.digests.bytes, 0);
-  const info = bagInfoTxt([...fields, ['Payload-Oxum', payloadOxum(payload)], ['Bag-Size', bagSize(bytes)]]);
-  const tags: Written[] = [];
+  const info = bagInfoTxt([
+    ...fields,
+    ['Payload-Oxum', payloadOxum(payload.bytes, payload.files)],
+    ['Bag-Size', bagSize(payload.bytes)],
+  ]);
+  const tags: { path: string; digests: Digests }[] = [];
   const add = async (path: string, text: string) => {
     const content = Buffer.from(text, 'utf8');
     const digests: Digests = await sink.add({ path, size: content.length, open: async () => [content] });
@@ -33,7 +36,11 @@ export async function writeTagFiles(
   };
   await add(BAGIT_TXT, bagitTxt());
   await add(BAG_INFO_TXT, info);
-  for (const algorithm of ALGORITHMS) await add(manifestName(algorithm), manifestTxt(payload, algorithm));
+  const manifests = await payload.manifests();
+  for (const algorithm of ALGORITHMS) {
+    const path = manifestName(algorithm);
+    tags.push({ path, digests: await sink.add(await diskFile(path, manifests[algorithm])) });
+  }
   const tagged = [...tags];
   for (const algorithm of ALGORITHMS) {
     const text = manifestTxt(tagged, algorithm);

@@ -24,9 +24,8 @@ export function bagInfoTxt(fields: readonly (readonly [string, string])[]): stri
 }
 
 /** "<bytes>.<files>", the payload's size and file count. */
-export function payloadOxum(files: readonly { digests: Digests }[]): string {
-  const bytes = files.reduce((sum, file) => sum + file.digests.bytes, 0);
-  return `${bytes}.${files.length}`;
+export function payloadOxum(bytes: number, files: number): string {
+  return `${bytes}.${files}`;
 }
 
 /** A size as people read it, in decimal units as the BagIt examples give it ("260 GB"). */

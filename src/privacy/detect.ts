@@ -81,6 +81,16 @@ export interface DetectorSet {
   patterns: readonly RegExp[];
 }
 
+/** A match's key from the text it spans, by kind: what two spellings of one thing share. */
+export const keyOfSpan: Readonly<Record<TagKind, (span: string) => string>> = {
+  EMAIL: (v) => v.toLowerCase(),
+  PHONE: (v) => `${/^(?:\+|00)/.test(v) ? '+' : ''}${v.replace(/^00/, '').replace(/\D/g, '')}`,
+  URL: (v) => v.toLowerCase().replace(/\/+$/, ''),
+  IP: (v) => v.toLowerCase(),
+  NAME: (v) => v.normalize('NFC').toLowerCase().replace(/\s+/g, ' '),
+  PATTERN: (v) => v,
+};
+
 const wordPattern = /[\p{L}\p{N}\p{M}_]+/gu;
 
 /**
@@ -156,12 +166,7 @@ export function termsPattern(terms: readonly string[]): TermIndex | null {
 /** Every match in `text`, left to right, overlaps resolved: the earlier, then the longer, wins. */
 export function findMatches(text: string, set: DetectorSet): Match[] {
   const found: Match[] = [];
-  const add = (
-    pattern: RegExp,
-    kind: TagKind,
-    key: (match: string) => string,
-    keep = (_: string) => true,
-  ) => {
+  const add = (pattern: RegExp, kind: TagKind, keep = (_: string) => true) => {
     pattern.lastIndex = 0;
     // exec on the one expression: matchAll would copy it for every text.
     for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
@@ -169,37 +174,20 @@ export function findMatches(text: string, set: DetectorSet): Match[] {
       let value = match[0];
       if (kind === 'URL') value = value.replace(/[.,;:!?]+$/, '');
       if (value === '' || !keep(value)) continue;
-      found.push({ kind, start: match.index, end: match.index + value.length, key: key(value) });
+      found.push({ kind, start: match.index, end: match.index + value.length, key: keyOfSpan[kind](value) });
     }
   };
   for (const detector of set.detect) {
     // Each expression only where a cheap search says it may match: most texts hold no "@".
-    if (detector === 'email' && text.includes('@')) add(emailPattern, 'EMAIL', (v) => v.toLowerCase());
-    if (detector === 'url' && mayHoldUrl.test(text))
-      add(urlPattern, 'URL', (v) => v.toLowerCase().replace(/\/+$/, ''));
+    if (detector === 'email' && text.includes('@')) add(emailPattern, 'EMAIL');
+    if (detector === 'url' && mayHoldUrl.test(text)) add(urlPattern, 'URL');
     if (detector === 'ip' && mayHoldIp.test(text))
-      add(
-        ipPattern,
-        'IP',
-        (v) => v.toLowerCase(),
-        (v) => v.includes('.') || hexGroups(v) >= 3,
-      );
-    if (detector === 'phone' && digitCount(text) >= 7)
-      add(
-        phonePattern,
-        'PHONE',
-        (v) => `${/^(?:\+|00)/.test(v) ? '+' : ''}${v.replace(/^00/, '').replace(/\D/g, '')}`,
-        isPhoneNumber,
-      );
+      add(ipPattern, 'IP', (v) => v.includes('.') || hexGroups(v) >= 3);
+    if (detector === 'phone' && digitCount(text) >= 7) add(phonePattern, 'PHONE', isPhoneNumber);
   }
   for (const { start, end } of set.terms?.find(text) ?? [])
-    found.push({
-      kind: 'NAME',
-      start,
-      end,
-      key: text.slice(start, end).normalize('NFC').toLowerCase().replace(/\s+/g, ' '),
-    });
-  for (const pattern of set.patterns) add(pattern, 'PATTERN', (v) => v);
+    found.push({ kind: 'NAME', start, end, key: keyOfSpan.NAME(text.slice(start, end)) });
+  for (const pattern of set.patterns) add(pattern, 'PATTERN');
   found.sort(
     (a, b) => a.start - b.start || b.end - a.end || tagKinds.indexOf(a.kind) - tagKinds.indexOf(b.kind),
   );

@@ -3,7 +3,9 @@
  * media paths built from them), URL parameters kept, dropped or pseudonymised by their key's
  * rule, every free text's personal data replaced by its tag, fields the service sent beyond its
  * specification (`extra`) left out. Every text of the study is seen first (`see`), so its tags
- * are numbered before any row is handed on. Pure.
+ * are numbered before any row is handed on. Nothing is kept per response: the linkage is made
+ * from the study's ids and attributes read again (`linkage`), and pseudonyms are computed as
+ * rows come (a table's rows come response by response, so the few most recent are kept). Pure.
  */
 import { idOf, nameOf } from '../names.ts';
 import type { Row, TableName } from '../tables/index.ts';
@@ -55,11 +57,13 @@ export interface LinkageEntry {
   value: string | null;
 }
 
+/** Response pseudonyms kept for the rows that follow: a table's rows of a response come together. */
+const recentPseudonyms = 1024;
+
 export class StudyDeidentifier {
   readonly tags: StudyTags;
-  readonly #responses = new Set<string>();
+  #responses = 0;
   readonly #attributes = { kept: 0, dropped: 0, pseudonymised: 0 };
-  readonly #linkage = new Map<string, LinkageEntry>();
   readonly #pseudonyms = new Map<string, string>();
   recordingsExcluded = 0;
 
@@ -73,19 +77,11 @@ export class StudyDeidentifier {
     for (const row of rows) {
       const cells = row as Record<string, unknown>;
       for (const column of columns) this.tags.see(cells[column] as string | null);
-      if (table === 'responses') this.#responses.add(cells.response_id as string);
+      // current/ holds a response once.
+      if (table === 'responses') this.#responses += 1;
       if (table === 'attributes') {
-        const attribute = row as Row<'attributes'>;
-        const rule = attributeRule(this.profile, attribute.key);
+        const rule = attributeRule(this.profile, (row as Row<'attributes'>).key);
         this.#attributes[rule === 'keep' ? 'kept' : rule === 'drop' ? 'dropped' : 'pseudonymised'] += 1;
-        if (rule === 'pseudonymise')
-          this.#linkage.set(`a\u0000${attribute.response_id}\u0000${attribute.key}`, {
-            kind: 'attribute',
-            pseudonym: this.attributeValue(attribute),
-            response_id: attribute.response_id,
-            key: attribute.key,
-            value: attribute.value,
-          });
       }
     }
   }
@@ -96,6 +92,7 @@ export class StudyDeidentifier {
     let pseudonym = this.#pseudonyms.get(id);
     if (pseudonym === undefined) {
       pseudonym = pseudonymOf(this.profile.secret, { kind: 'response', id });
+      if (this.#pseudonyms.size >= recentPseudonyms) this.#pseudonyms.clear();
       this.#pseudonyms.set(id, pseudonym);
     }
     return pseudonym;
@@ -153,7 +150,7 @@ export class StudyDeidentifier {
 
   counts(): StudyPrivacyCounts {
     return {
-      response_ids: this.profile.config.ids === 'keep' ? 0 : this.#responses.size,
+      response_ids: this.profile.config.ids === 'keep' ? 0 : this.#responses,
       attributes: { ...this.#attributes },
       text: { ...this.tags.occurrences },
       distinct: this.tags.distinct(),
@@ -161,27 +158,42 @@ export class StudyDeidentifier {
     };
   }
 
-  /** Every pseudonym of the study and what it stands for: for the data controller, never a package. */
-  linkage(): LinkageEntry[] {
+  /** An attribute's line of the linkage when the profile pseudonymises it; null otherwise. */
+  attributeLinkage(attribute: Pick<Row<'attributes'>, 'response_id' | 'key' | 'value'>): LinkageEntry | null {
+    if (attributeRule(this.profile, attribute.key) !== 'pseudonymise') return null;
+    return {
+      kind: 'attribute',
+      pseudonym: this.attributeValue(attribute),
+      response_id: attribute.response_id,
+      key: attribute.key,
+      value: attribute.value,
+    };
+  }
+
+  /**
+   * Every pseudonym of the study and what it stands for, for the data controller, never a
+   * package: from the study's response ids and its attributes' lines (`attributeLinkage`).
+   */
+  linkage(responseIds: readonly string[], attributes: readonly LinkageEntry[]): LinkageEntry[] {
     const responses: LinkageEntry[] =
       this.profile.config.ids === 'keep'
         ? []
-        : [...this.#responses].sort().map((id) => ({
+        : [...responseIds].sort().map((id) => ({
             kind: 'response',
             pseudonym: this.responseId(id),
             response_id: id,
             key: null,
             value: null,
           }));
-    const attributes = [...this.#linkage.values()].sort(
+    const sorted = [...attributes].sort(
       (a, b) =>
         (a.response_id < b.response_id ? -1 : a.response_id > b.response_id ? 1 : 0) ||
         ((a.key ?? '') < (b.key ?? '') ? -1 : 1),
     );
-    return [...responses, ...attributes];
+    return [...responses, ...sorted];
   }
 
-  private attributeValue(attribute: Row<'attributes'>): string {
+  private attributeValue(attribute: Pick<Row<'attributes'>, 'key' | 'value'>): string {
     return pseudonymOf(this.profile.secret, {
       kind: 'attribute',
       key: attribute.key,

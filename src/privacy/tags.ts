@@ -6,10 +6,12 @@
  * digests (HMAC-SHA-256 under the profile's secret), which says nothing about the things
  * themselves. So a study's texts are read twice (every one seen, then each replaced as it is
  * handed on); kept between are the distinct things, a 32-bit hash of each text that holds
- * none, and the matches of the texts that hold one (up to `matchedTexts` of them), so the
- * second pass searches no text the first searched, unless a study has more such texts. Pure.
+ * none, and where the matches are in each text that holds one (up to `matchedTexts` of them,
+ * as numbers that refer to the distinct things, never a piece of the text: a piece would keep
+ * its whole text alive), so the second pass searches no text the first searched, unless a
+ * study has more such texts. Pure.
  */
-import { type DetectorSet, findMatches, type Match, type TagKind, tagKinds } from './detect.ts';
+import { type DetectorSet, findMatches, keyOfSpan, type Match, type TagKind, tagKinds } from './detect.ts';
 import { keyedDigest } from './pseudonym.ts';
 
 export type KindCounts = Record<TagKind, number>;
@@ -18,16 +20,15 @@ export type KindCounts = Record<TagKind, number>;
 const recentTexts = 4096;
 const longText = 512;
 /**
- * Texts holding a match whose matches are kept for the second pass: what they hold grows with
- * them (about 200 bytes a text), so beyond this many the second pass searches the others again.
+ * Texts holding a match whose matches are kept for the second pass (about 60 bytes a text and
+ * 12 a match): beyond this many the second pass searches the others again.
  */
 const matchedTexts = 100_000;
 
-/** A text's matches as the first pass found them, and the matched spans that confirm the text. */
-interface KeptMatches {
-  length: number;
-  matches: Match[];
-  spans: string[];
+/** A thing tagged: its kind and the key its spellings share. */
+interface Thing {
+  kind: TagKind;
+  key: string;
 }
 
 export function zeroCounts(): KindCounts {
@@ -35,8 +36,9 @@ export function zeroCounts(): KindCounts {
 }
 
 export class StudyTags {
-  /** The distinct things tagged: what numbering needs. */
-  readonly #seen = new Map<string, { kind: TagKind; key: string }>();
+  /** The distinct things tagged (what numbering needs), and each one's place among them. */
+  readonly #things: Thing[] = [];
+  readonly #thingIndex = new Map<string, number>();
   /**
    * The texts seen that hold no match, by a 32-bit hash: the second pass takes them as they are
    * without searching them again; a text that holds one, or one it did not see, is searched
@@ -44,10 +46,10 @@ export class StudyTags {
    */
   readonly #clean = new HashSet32();
   /**
-   * The matches of the texts seen that hold one, by a 53-bit hash, confirmed by the text's
-   * length and the spans matched: the second pass does not search them again.
+   * Where the matches are in the texts seen that hold one, by a 53-bit hash of the text,
+   * confirmed by its length and by each span's key: the second pass does not search them again.
    */
-  readonly #matched = new Map<number, KeptMatches>();
+  readonly #matched = new MatchTable();
   /**
    * The matches of the short texts searched most recently: a text repeated (a question in every
    * answer, a moderator's line in every conversation) is searched once in the first pass.
@@ -68,23 +70,16 @@ export class StudyTags {
     if (this.#numbers) throw new Error('StudyTags: a text seen after the tags were numbered');
     const matches = this.#searched(text);
     const hash = hashOf(text);
+    const things = matches.map((match) => this.#thingOf(match));
+    for (const match of matches) this.occurrences[match.kind] += 1;
     if (matches.length === 0) this.#clean.add(hash >>> 0);
-    else if (this.#matched.size < matchedTexts && !this.#matched.has(hash))
-      this.#matched.set(hash, {
-        length: text.length,
-        matches,
-        spans: matches.map((match) => text.slice(match.start, match.end)),
-      });
-    for (const match of matches) {
-      this.occurrences[match.kind] += 1;
-      this.#seen.set(idOf(match), { kind: match.kind, key: match.key });
-    }
+    else if (this.#matched.size < matchedTexts) this.#matched.keep(hash, text.length, matches, things);
   }
 
   /** Distinct things tagged, by kind. */
   distinct(): KindCounts {
     const counts = zeroCounts();
-    for (const { kind } of this.#seen.values()) counts[kind] += 1;
+    for (const { kind } of this.#things) counts[kind] += 1;
     return counts;
   }
 
@@ -104,15 +99,33 @@ export class StudyTags {
     return at === 0 ? text : out + text.slice(at);
   }
 
+  /** The thing a match names, added when it is new (its key copied: see `detached`). */
+  #thingOf(match: Match): number {
+    const id = idOf(match);
+    let index = this.#thingIndex.get(id);
+    if (index === undefined) {
+      const key = detached(match.key);
+      index = this.#things.length;
+      this.#things.push({ kind: match.kind, key });
+      this.#thingIndex.set(idOf({ kind: match.kind, key }), index);
+    }
+    return index;
+  }
+
   /** The matches the first pass found in `text`; undefined when it did not keep them. */
   #matchesSeen(text: string): Match[] | undefined {
     const hash = hashOf(text);
-    const kept = this.#matched.get(hash);
+    const kept = this.#matched.get(hash, text.length);
     if (kept) {
-      const same =
-        kept.length === text.length &&
-        kept.matches.every((match, i) => text.slice(match.start, match.end) === kept.spans[i]);
-      return same ? kept.matches : undefined;
+      const matches: Match[] = [];
+      for (let i = 0; i < kept.length; i += 3) {
+        const start = kept[i] as number;
+        const end = kept[i + 1] as number;
+        const { kind, key } = this.#things[kept[i + 2] as number] as Thing;
+        if (keyOfSpan[kind](text.slice(start, end)) !== key) return undefined;
+        matches.push({ kind, start, end, key });
+      }
+      return matches;
     }
     return this.#clean.has(hash >>> 0) ? [] : undefined;
   }
@@ -135,10 +148,10 @@ export class StudyTags {
     if (this.#numbers) return this.#numbers;
     const numbers = new Map<string, number>();
     for (const kind of tagKinds) {
-      const ofKind = [...this.#seen].filter(([, thing]) => thing.kind === kind);
-      const ranked = ofKind
-        .map(([id, thing]) => ({
-          id,
+      const ranked = this.#things
+        .filter((thing) => thing.kind === kind)
+        .map((thing) => ({
+          id: idOf(thing),
           digest: keyedDigest(this.secret, ['tag', kind, thing.key]).toString('hex'),
         }))
         .sort((a, b) => (a.digest < b.digest ? -1 : a.digest > b.digest ? 1 : 0));
@@ -160,6 +173,15 @@ export class StudyTags {
   }
 }
 
+/**
+ * A copy of `text` that shares no memory with the string it was cut from: V8 cuts a substring
+ * of 13 characters or more as a view of the whole text (a match's key of a long answer would
+ * keep the answer alive). Concatenation makes a new string, which cutting then copies whole.
+ */
+function detached(text: string): string {
+  return ` ${text}`.slice(1);
+}
+
 function idOf(match: { kind: TagKind; key: string }): string {
   return `${match.kind}\u0000${match.key}`;
 }
@@ -176,6 +198,46 @@ function hashOf(text: string): number {
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
+/**
+ * Where each text's matches are, by the text's hash: one array of numbers, a text's entry
+ * [length, count, then start, end and thing for each match], found by its offset.
+ */
+class MatchTable {
+  readonly #offsets = new Map<number, number>();
+  #data = new Uint32Array(4096);
+  #used = 0;
+
+  get size(): number {
+    return this.#offsets.size;
+  }
+
+  keep(hash: number, length: number, matches: readonly Match[], things: readonly number[]): void {
+    if (this.#offsets.has(hash)) return;
+    const need = 2 + 3 * matches.length;
+    if (this.#used + need > this.#data.length) {
+      const data = new Uint32Array(Math.max(this.#data.length * 2, this.#used + need));
+      data.set(this.#data.subarray(0, this.#used));
+      this.#data = data;
+    }
+    const at = this.#used;
+    this.#data[at] = length;
+    this.#data[at + 1] = matches.length;
+    matches.forEach((match, i) => {
+      this.#data.set([match.start, match.end, things[i] as number], at + 2 + 3 * i);
+    });
+    this.#used += need;
+    this.#offsets.set(hash, at);
+  }
+
+  /** The text's [start, end, thing] triples, when a text of this hash and length was kept. */
+  get(hash: number, length: number): Uint32Array | undefined {
+    const at = this.#offsets.get(hash);
+    if (at === undefined || this.#data[at] !== length) return undefined;
+    const count = this.#data[at + 1] as number;
+    return this.#data.subarray(at + 2, at + 2 + 3 * count);
+  }
 }
 
 /** A set of 32-bit numbers in one typed array (open addressing): 4 to 8 bytes a number. */

@@ -83,7 +83,7 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       identified: handed.privacy.identified,
       responses: heldResponses(
         input.responses.map((response) => response.response.response_id),
-        handed.linkage(),
+        await handed.linkage(),
       ),
     });
     const all: QdpxWarning[] = [...warnings, ...result.warnings];
@@ -93,7 +93,7 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       study_id: study.study_id,
       link_id: study.link_id,
       file: where,
-      linkage: handed.linkage(),
+      linkage: await handed.linkage(),
     };
     done.push(entry);
     options.onStudy?.(entry);

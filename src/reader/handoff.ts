@@ -31,8 +31,11 @@ export type HandoffProfile = PrivacyProfile | 'identified' | 'unprofiled';
 
 export interface HandoffStudy extends StudyReader {
   privacy: HandoffPrivacy;
-  /** Every pseudonym of the study and what it stands for (for --linkage; none when identified). */
-  linkage(): LinkageEntry[];
+  /**
+   * Every pseudonym of the study and what it stands for (for --linkage and the ledger; none when
+   * identified): its ids and attributes read again, once.
+   */
+  linkage(): Promise<LinkageEntry[]>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -57,7 +60,7 @@ export class HandoffReader {
           identified: true,
           because: this.profile === 'identified' ? '--identified' : 'no privacy profile',
         },
-        linkage: () => [],
+        linkage: async () => [],
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
@@ -73,6 +76,7 @@ export class HandoffReader {
         study.recordingsExcluded += group.length;
     const rows = <T extends TableName>(table: T, columns?: readonly (keyof Row<T> & string)[]) =>
       deidentified(source.rows(table, columns), table, study);
+    let linkage: Promise<LinkageEntry[]> | null = null;
     return {
       study: study.row('studies', source.study) as Row<'studies'>,
       rows,
@@ -83,7 +87,10 @@ export class HandoffReader {
       },
       recordings: () => (excluded ? none() : deidentifiedRecordings(source.recordings(), study)),
       privacy: { identified: false, profile: profileStatement(this.profile), counts: study.counts() },
-      linkage: () => study.linkage(),
+      linkage: () => {
+        linkage ??= linkageOf(source, study);
+        return linkage;
+      },
       rawFiles: () => [],
     };
   }
@@ -92,6 +99,20 @@ export class HandoffReader {
 /** The reader every handoff command reads an output through. */
 export function openHandoff(output: OutputReader, profile: HandoffProfile): HandoffReader {
   return new HandoffReader(output, profile);
+}
+
+/** The study's linkage, from its response ids and attributes as current/ holds them. */
+async function linkageOf(source: StudyReader, study: StudyDeidentifier): Promise<LinkageEntry[]> {
+  const ids: string[] = [];
+  for await (const group of source.rows('responses', ['response_id']))
+    for (const row of group) ids.push(row.response_id);
+  const attributes: LinkageEntry[] = [];
+  for await (const group of source.rows('attributes', ['response_id', 'key', 'value']))
+    for (const row of group) {
+      const entry = study.attributeLinkage(row);
+      if (entry) attributes.push(entry);
+    }
+  return study.linkage(ids, attributes);
 }
 
 async function* deidentified<T extends TableName>(

@@ -113,7 +113,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         location,
         studies: [{ study_id: study.study_id, link_id: study.link_id }],
         identified: handed.privacy.identified,
-        responses: heldResponses(responseIds, handed.linkage()),
+        responses: heldResponses(responseIds, await handed.linkage()),
       });
       const done: SharedStudy = {
         study_id: study.study_id,
@@ -122,7 +122,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
         responses: responseIds.length,
-        linkage: handed.linkage(),
+        linkage: await handed.linkage(),
       };
       shared.push(done);
       options.onProgress?.({ step: 'done', ...done });

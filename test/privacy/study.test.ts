@@ -140,7 +140,18 @@ describe('a study de-identified', () => {
     expect(rows[1]?.value).toMatch(/^attr-/);
     expect(rows[2]).toBeNull();
     expect(study.counts().attributes).toEqual({ kept: 1, dropped: 1, pseudonymised: 1 });
-    const linkage = study.linkage();
+    const lines = [
+      attribute('r1', 'utm_source', 'mail'),
+      attribute('r1', 'panel_id', 'P-77'),
+      attribute('r1', 'email', 'maria@example.org'),
+    ].map((row) => study.attributeLinkage(row));
+    // Only the pseudonymised attribute has a line: a kept value is in the package, a dropped one nowhere.
+    expect(lines.map((line) => line?.key ?? null)).toEqual([null, 'panel_id', null]);
+    const linkage = study.linkage(
+      ['r2', 'r1'],
+      lines.flatMap((line) => (line ? [line] : [])),
+    );
+    expect(linkage.map((entry) => entry.response_id)).toEqual(['r1', 'r2', 'r1']);
     expect(linkage).toContainEqual({
       kind: 'response',
       pseudonym: study.responseId('r2'),
