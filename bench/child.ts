@@ -20,6 +20,7 @@ const steps: Record<string, () => Promise<Step>> = {
   'privacy-handoff': async () => (await import('./privacy-step.ts')).privacyHandoffStep,
   statistics: async () => (await import('./statistics-step.ts')).statisticsStep,
   erase: async () => (await import('./erase-step.ts')).eraseStep,
+  'copy-floor': async () => (await import('./copy-floor.ts')).copyFloorStep,
 };
 
 async function main(): Promise<void> {

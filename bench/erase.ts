@@ -1,8 +1,8 @@
 /**
- * `npm run bench:erase` (node --import tsx bench/erase.ts [--rounds 3] [--runs 4] [--scale 500]
- * [--small-scale 40]): erasing one response with recordings from an output of many runs (each
- * a full export, so every run holds it, with media, CSV and Parquet), against `cp -r` of those
- * runs' folders, in the same rounds.
+ * `npm run bench:erase` (node --import tsx bench/erase.ts [--rounds 3] [--runs 4]
+ * [--responses 25] [--scale 500] [--small-responses 50] [--small-scale 40]): erasing one
+ * response with recordings from an output of many runs (each a full export, so every run holds
+ * it, with media, CSV and Parquet), against `cp -r` of those runs' folders, in the same rounds.
  *
  * Twice: at the media scale of the main benchmark (bench/media-rounds.ts: recordings of about
  * 1 MB, so most of a run's bytes are media.zip, as in a study with audio or video), and at a
@@ -11,8 +11,11 @@
  *
  * Figures: erase_vs_cp = erase's time over cp's for the same runs (the median round; target at
  * most 2), erase_s_per_gb = erase's seconds per GB of the runs it rewrote, cp_s_per_gb beside
- * it; `small_media` the same at the small scale. Each round works on a fresh copy of the
- * output (made by that cp). Writes bench/results/<UTC time>-erase.json and latest-erase.json.
+ * it; floor_vs_cp and erase_vs_floor against the floor of any erasure that rewrites the runs
+ * (bench/copy-floor.ts: every byte read, written and SHA-256'd, a thread per core); `small_media`
+ * the same at the small scale. Each round works on a fresh copy of the output (made by that
+ * cp); before each timed step dirty pages are written out and what it reads is read once. Writes
+ * bench/results/<UTC time>-erase.json and latest-erase.json.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
@@ -79,8 +82,19 @@ async function prepare(dir: string, runs: number, spec: { responses: number; sca
 
 interface Measured {
   cp_ms: number;
+  floor_ms: number;
   erase_ms: number;
   rows: number;
+}
+
+/**
+ * Before each timed step: dirty pages written out (no step pays for the last one's writes) and
+ * what the step reads read once (this machine's kernel reclaims idle page cache, so a step
+ * that first touches a folder would read it from the disk where the others read memory).
+ */
+async function settle(reads: string): Promise<void> {
+  await exec('sync');
+  await exec('sh', ['-c', 'find "$1" -type f -exec cat {} + > /dev/null', 'sh', reads]);
 }
 
 /** Rounds of cp then erase on an output of `runs` full exports at one media scale. */
@@ -98,18 +112,27 @@ async function measureAt(
   const measured: Measured[] = [];
   for (let round = 0; round < spec.rounds; round++) {
     const copy = join(dir, `round-${round}`);
+    const floorCopy = join(dir, `floor-${round}`);
     // The baseline: cp of the runs the erasure rewrites (every run holds the response).
+    await settle(prepared.output);
     const started = performance.now();
     await exec('cp', ['-r', prepared.output, copy]);
     const cpMs = performance.now() - started;
+    await settle(prepared.output);
+    const floor = await runStep<{ ms: number }>('copy-floor', {
+      from: join(prepared.output, 'runs'),
+      to: floorCopy,
+    });
+    await rm(floorCopy, { recursive: true, force: true });
+    await settle(copy);
     const erased = await runStep<{ ms: number; rows: number }>('erase', {
       output: copy,
       response: prepared.response,
     });
     log(
-      `scale ${spec.scale} round ${round + 1}: cp ${Math.round(cpMs)} ms, erase ${Math.round(erased.ms)} ms (${erased.rows} rows)`,
+      `scale ${spec.scale} round ${round + 1}: cp ${Math.round(cpMs)} ms, copy and hash ${Math.round(floor.ms)} ms, erase ${Math.round(erased.ms)} ms (${erased.rows} rows)`,
     );
-    measured.push({ cp_ms: cpMs, erase_ms: erased.ms, rows: erased.rows });
+    measured.push({ cp_ms: cpMs, floor_ms: floor.ms, erase_ms: erased.ms, rows: erased.rows });
     await rm(copy, { recursive: true, force: true });
   }
   await rm(dir, { recursive: true, force: true });
@@ -120,6 +143,9 @@ async function measureAt(
     erase_vs_cp: round(median.erase_ms / median.cp_ms, 3),
     erase_s_per_gb: round(median.erase_ms / 1000 / gb, 2),
     cp_s_per_gb: round(median.cp_ms / 1000 / gb, 2),
+    floor_vs_cp: round(median.floor_ms / median.cp_ms, 3),
+    erase_vs_floor: round(median.erase_ms / median.floor_ms, 3),
+    floor_s_per_gb: round(median.floor_ms / 1000 / gb, 2),
     media_scale: spec.scale,
     runs: spec.runs,
     runs_bytes: prepared.runsBytes,
@@ -131,13 +157,17 @@ async function measureAt(
 async function main(): Promise<void> {
   const rounds = option('rounds', 3);
   const runs = option('runs', 4);
-  const responses = option('responses', 50);
+  // 4 runs of 4 studies x 25 responses at the realistic scale hold 1.4 GB: each step's writes
+  // stay below the kernel's background write-back threshold (10% of memory), so the disk
+  // does not throttle one step more than another.
+  const responses = option('responses', 25);
   const scale = option('scale', mediaScale);
+  const smallResponses = option('small-responses', 50);
   const smallScale = option('small-scale', 40);
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-erase-'));
   try {
     const realistic = await measureAt(work, { runs, responses, scale, rounds });
-    const small = await measureAt(work, { runs, responses, scale: smallScale, rounds });
+    const small = await measureAt(work, { runs, responses: smallResponses, scale: smallScale, rounds });
     await publishResults({ machine: machine(), ...realistic, small_media: small }, '-erase', log);
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -43,7 +43,7 @@ import { namesAny, rewriteRaw, rewriteRejects } from './payload-files.ts';
 import { rewriteWideSheet, rewriteWorkbook } from './sheets.ts';
 import { rewriteStatisticsFiles, statisticsFormatOf, studyColumns } from './study-files.ts';
 import { type TableFileWriter, type TableFormat, tableFormatOf } from './table-formats.ts';
-import { rewriteMediaZip } from './zip-entries.ts';
+import { rewriteMediaZip, type ZipKept } from './zip-entries.ts';
 
 /** What an erasure says of itself in each run's manifest: never an id. */
 export interface ManifestErasure {
@@ -140,8 +140,19 @@ export async function rewriteRun(input: RunRewriteInput): Promise<RunErased> {
     },
   };
   const listed = manifest.files.map((file) => file.path);
-  await rewriteTables(rewrite, listed);
-  await rewriteOtherFiles(rewrite, listed);
+  // media.zip, most of a run's bytes, copied on the hashing thread while this one does the rest.
+  const zipping = listed.includes(MEDIA_ZIP)
+    ? rewriteMediaZip(from, to, MEDIA_ZIP, bytesOf.get(MEDIA_ZIP) ?? 0, ids, input.hashing)
+    : null;
+  try {
+    await rewriteTables(rewrite, listed);
+    await rewriteOtherFiles(rewrite, listed);
+  } catch (error) {
+    // Not left writing into a folder the caller is about to remove.
+    await zipping?.catch(() => {});
+    throw error;
+  }
+  if (zipping) await keptMediaZip(rewrite, await zipping);
 
   // The manifest this rewrite starts from is the run's before the erasure: the plan's counts apply.
   const studies = manifest.studies.map((study) => ({
@@ -257,7 +268,7 @@ function countErased(rewrite: Rewrite, table: TableName, row: Row<TableName>): v
   }
 }
 
-/** The study files, raw/, rejects.jsonl and media.zip; anything else copied. */
+/** The study files, raw/ and rejects.jsonl; anything else but media.zip (rewriteRun's) copied. */
 async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): Promise<void> {
   const { from, ids, manifest } = rewrite.input;
   const { to } = rewrite;
@@ -283,21 +294,7 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
       const rejects = await rewriteRejects(from, to, path, ids);
       for (const reason of rejects.reasons) rewrite.stats.reject(reason);
       manifest.rejects = { ...manifest.rejects, count: rejects.kept };
-    } else if (path === MEDIA_ZIP) {
-      const bytes = rewrite.bytesOf.get(path) ?? 0;
-      const zip = await rewriteMediaZip(from, to, path, bytes, ids, rewrite.input.hashing);
-      if (zip === null) {
-        await rewrite.copy(path);
-        continue;
-      }
-      rewrite.recordings += zip.removed;
-      const media = manifest.media as { files?: number; bytes?: number; zip?: object } | null;
-      if (media && typeof media === 'object') {
-        if (typeof media.files === 'number') media.files -= rewrite.archived.files;
-        if (typeof media.bytes === 'number') media.bytes -= rewrite.archived.bytes;
-        media.zip = { entries: zip.entries, bytes: zip.bytes };
-      }
-    } else {
+    } else if (path !== MEDIA_ZIP) {
       await rewrite.copy(path);
     }
   }
@@ -318,6 +315,21 @@ async function rewriteOtherFiles(rewrite: Rewrite, listed: readonly string[]): P
       ? await rewriteStatisticsFiles({ ...of, to, fileName, formats, scratchDir: rewrite.input.scratchDir })
       : await studyColumns(of);
     rewrite.columns.set(study.study_id, columns);
+  }
+}
+
+/** media.zip as rewritten (its counts into the manifest), or left as it is when it held none. */
+async function keptMediaZip(rewrite: Rewrite, zip: ZipKept | null): Promise<void> {
+  if (zip === null) {
+    await rewrite.copy(MEDIA_ZIP);
+    return;
+  }
+  rewrite.recordings += zip.removed;
+  const media = rewrite.input.manifest.media as { files?: number; bytes?: number; zip?: object } | null;
+  if (media && typeof media === 'object') {
+    if (typeof media.files === 'number') media.files -= rewrite.archived.files;
+    if (typeof media.bytes === 'number') media.bytes -= rewrite.archived.bytes;
+    media.zip = { entries: zip.entries, bytes: zip.bytes };
   }
 }
 
