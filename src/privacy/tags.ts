@@ -146,6 +146,9 @@ export class StudyTags {
 
   private numbers(): Map<string, number> {
     if (this.#numbers) return this.#numbers;
+    // The first pass is over: what only it used goes.
+    this.#recent.clear();
+    this.#matched.trim();
     const numbers = new Map<string, number>();
     for (const kind of tagKinds) {
       const ranked = this.#things
@@ -202,22 +205,25 @@ function hashOf(text: string): number {
 
 /**
  * Where each text's matches are, by the text's hash: one array of numbers, a text's entry
- * [length, count, then start, end and thing for each match], found by its offset.
+ * [length, count, then start, end and thing for each match], found by its offset through an
+ * open-addressing table of hashes (12 bytes a slot, at most half of them used).
  */
 class MatchTable {
-  readonly #offsets = new Map<number, number>();
+  #hashes = new Float64Array(1024);
+  #offsets = new Uint32Array(1024).fill(EMPTY);
+  #size = 0;
   #data = new Uint32Array(4096);
   #used = 0;
 
   get size(): number {
-    return this.#offsets.size;
+    return this.#size;
   }
 
   keep(hash: number, length: number, matches: readonly Match[], things: readonly number[]): void {
-    if (this.#offsets.has(hash)) return;
+    if (this.#slotOf(hash) !== -1) return;
     const need = 2 + 3 * matches.length;
     if (this.#used + need > this.#data.length) {
-      const data = new Uint32Array(Math.max(this.#data.length * 2, this.#used + need));
+      const data = new Uint32Array(Math.max(Math.ceil(this.#data.length * 1.5), this.#used + need));
       data.set(this.#data.subarray(0, this.#used));
       this.#data = data;
     }
@@ -228,17 +234,55 @@ class MatchTable {
       this.#data.set([match.start, match.end, things[i] as number], at + 2 + 3 * i);
     });
     this.#used += need;
-    this.#offsets.set(hash, at);
+    if ((this.#size + 1) * 2 > this.#offsets.length) this.#grow();
+    this.#put(hash, at);
+    this.#size += 1;
   }
 
   /** The text's [start, end, thing] triples, when a text of this hash and length was kept. */
   get(hash: number, length: number): Uint32Array | undefined {
-    const at = this.#offsets.get(hash);
-    if (at === undefined || this.#data[at] !== length) return undefined;
+    const slot = this.#slotOf(hash);
+    if (slot === -1) return undefined;
+    const at = this.#offsets[slot] as number;
+    if (this.#data[at] !== length) return undefined;
     const count = this.#data[at + 1] as number;
     return this.#data.subarray(at + 2, at + 2 + 3 * count);
   }
+
+  /** Once every text is kept: the entries' array cut to what they use. */
+  trim(): void {
+    this.#data = this.#data.slice(0, this.#used);
+  }
+
+  #slotOf(hash: number): number {
+    const mask = this.#offsets.length - 1;
+    for (let i = (hash >>> 0) & mask; ; i = (i + 1) & mask) {
+      if (this.#offsets[i] === EMPTY) return -1;
+      if (this.#hashes[i] === hash) return i;
+    }
+  }
+
+  #put(hash: number, offset: number): void {
+    const mask = this.#offsets.length - 1;
+    let i = (hash >>> 0) & mask;
+    while (this.#offsets[i] !== EMPTY) i = (i + 1) & mask;
+    this.#hashes[i] = hash;
+    this.#offsets[i] = offset;
+  }
+
+  #grow(): void {
+    const hashes = this.#hashes;
+    const offsets = this.#offsets;
+    this.#hashes = new Float64Array(hashes.length * 2);
+    this.#offsets = new Uint32Array(offsets.length * 2).fill(EMPTY);
+    offsets.forEach((offset, i) => {
+      if (offset !== EMPTY) this.#put(hashes[i] as number, offset);
+    });
+  }
 }
+
+/** An empty slot of MatchTable's (no entry starts there: the array is never 4 GiB). */
+const EMPTY = 0xffffffff;
 
 /** A set of 32-bit numbers in one typed array (open addressing): 4 to 8 bytes a number. */
 class HashSet32 {
