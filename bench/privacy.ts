@@ -1,20 +1,26 @@
 /**
- * `npm run bench:privacy` (node --import tsx bench/privacy.ts [--rounds 3] [--responses 300]):
+ * `npm run bench:privacy` (node --import tsx bench/privacy.ts [--rounds 3] [--responses 3000]):
  * `study-export archive --tar` and `study-export share --zip` of the sandbox's text study with
  * the privacy profile (ids and an attribute pseudonymised, every text through the four detectors
  * and the sandbox's terms) against the same command identified, alternating, at N and 10 N
  * responses, in one run (media off: the profile leaves recordings out, which would flatter it).
  *
+ * N is 3,000 so that both sizes measure what a handoff holds, not V8 warming up: a handoff of
+ * 300 responses lasts about half a second, mostly start-up, and ends before V8 has grown its
+ * young generation and its old space's headroom, or compiled its optimised code, all of which a
+ * handoff of any size past a few thousand responses has (as bench:statistics compares 5,000 and
+ * 50,000). From 3,000 responses, what grows with 10 N is what is held per response.
+ *
  * Figures, for archive (the top-level names) and share (`share.`): profile_vs_identified = the
  * command's time with the profile / without it at 10 N (the median round; target at most 1.5);
  * rss_profile_vs_identified = peak RSS with the profile over without at 10 N (what the profile
  * adds); rss_10x_vs_1x = peak RSS at 10 N over N, the larger of the profile's and identified's
- * (target at most 1.15: flat in the number of responses). Writes
- * bench/results/<UTC time>-privacy.json and latest-privacy.json.
+ * (target at most 1.15: flat in the number of responses). The load average before and after is
+ * recorded with them. Writes bench/results/<UTC time>-privacy.json and latest-privacy.json.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { personalTerms } from '../src/sandbox/personal.ts';
@@ -144,7 +150,8 @@ function figures(bySize: Record<string, Measured[]>, responses: number) {
 
 async function main(): Promise<void> {
   const rounds = option('rounds', 3);
-  const responses = option('responses', 300);
+  const responses = option('responses', 3000);
+  const loadBefore = loadavg().map((n) => round(n, 1));
   const work = await mkdtemp(join(tmpdir(), 'study-export-bench-privacy-'));
   try {
     const commands: Command[] = ['archive', 'share'];
@@ -163,7 +170,8 @@ async function main(): Promise<void> {
     }
     const archive = figures(measured.archive, responses);
     const share = figures(measured.share, responses);
-    const result = { machine: machine(), ...archive, share };
+    const load_average = { before: loadBefore, after: loadavg().map((n) => round(n, 1)) };
+    const result = { machine: machine(), load_average, ...archive, share };
     await publishResults(result, '-privacy', log);
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
-import { appendHandoff, heldResponses } from '../ledger/index.ts';
+import { appendHandoff } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
 import { defaultFormats, type Format } from '../output/formats/index.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
@@ -43,6 +43,8 @@ export interface ArchiveOptions {
   profile?: HandoffProfile;
   /** Where files are written before they are added to a bag (default: the system's). */
   scratchDir?: string;
+  /** Whether each study's linkage table is wanted (--linkage): made only then. */
+  linkage?: boolean;
   /** Each bag once written. */
   onBag?: (bag: ArchivedStudy) => void;
 }
@@ -50,7 +52,7 @@ export interface ArchiveOptions {
 export interface ArchivedStudy extends StudyBagResult {
   study_id: string;
   link_id: string;
-  /** Every pseudonym in the bag and what it stands for (for --linkage, never in the bag). */
+  /** Every pseudonym in the bag and what it stands for (with `linkage`; never in the bag). */
   linkage: LinkageEntry[];
 }
 
@@ -103,7 +105,7 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
         ...result,
         study_id: study.study_id,
         link_id: study.link_id,
-        linkage: await handed.linkage(),
+        linkage: options.linkage ? await handed.linkage() : [],
       };
       // The ledger (handoffs/) records the bag and the responses it holds, once it is whole.
       await appendHandoff(output.storage, {
@@ -112,7 +114,7 @@ export async function archiveOutput(options: ArchiveOptions): Promise<ArchiveRes
         location: result.location,
         studies: [{ study_id: study.study_id, link_id: study.link_id }],
         identified: handed.privacy.identified,
-        responses: heldResponses(result.responseIds, bag.linkage),
+        responses: await handed.held(result.responseIds),
       });
       options.onBag?.(bag);
       bags.push(bag);

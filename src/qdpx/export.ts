@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../errors.ts';
-import { appendHandoff, heldResponses } from '../ledger/index.ts';
+import { appendHandoff } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
 import type { LinkageEntry } from '../privacy/index.ts';
 import { type HandoffProfile, OutputReader, openHandoff } from '../reader/index.ts';
@@ -27,6 +27,8 @@ export interface QdpxExportOptions {
   s3?: S3Settings;
   /** The privacy profile the projects are made with, 'identified' (--identified) or 'unprofiled' (the default: no privacy: section). */
   profile?: HandoffProfile;
+  /** Whether each study's linkage table is wanted (--linkage): made only then. */
+  linkage?: boolean;
   /** Tests only: a smaller limit for recordings inside the package. */
   internalLimitBytes?: number;
   onStudy?: (done: QdpxStudyDone) => void;
@@ -36,7 +38,7 @@ export interface QdpxStudyDone extends QdpxResult {
   study_id: string;
   link_id: string;
   file: string;
-  /** Every pseudonym in the project and what it stands for (for --linkage, never in the project). */
+  /** Every pseudonym in the project and what it stands for (with `linkage`; never in the project). */
   linkage: LinkageEntry[];
 }
 
@@ -81,10 +83,7 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       location: where,
       studies: [{ study_id: study.study_id, link_id: study.link_id }],
       identified: handed.privacy.identified,
-      responses: heldResponses(
-        input.responses.map((response) => response.response.response_id),
-        await handed.linkage(),
-      ),
+      responses: await handed.held(input.responses.map((response) => response.response.response_id)),
     });
     const all: QdpxWarning[] = [...warnings, ...result.warnings];
     const entry = {
@@ -93,7 +92,7 @@ export async function exportQdpx(options: QdpxExportOptions): Promise<QdpxStudyD
       study_id: study.study_id,
       link_id: study.link_id,
       file: where,
-      linkage: await handed.linkage(),
+      linkage: options.linkage ? await handed.linkage() : [],
     };
     done.push(entry);
     options.onStudy?.(entry);

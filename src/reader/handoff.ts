@@ -7,6 +7,7 @@
  * privacy: section) read the output as it is, and the package says which.
  */
 
+import { heldResponses } from '../ledger/index.ts';
 import type { ZipEntry, ZipIndex } from '../output/codecs/zip-index.ts';
 import {
   type HandoffPrivacy,
@@ -36,6 +37,8 @@ export interface HandoffStudy extends StudyReader {
    * identified): its ids and attributes read again, once.
    */
   linkage(): Promise<LinkageEntry[]>;
+  /** The responses a package holds, from their ids as it holds them, for the ledger (handoffs/). */
+  held(ids: readonly string[]): Promise<{ id: string; pseudonym?: string }[]>;
   /** A run's raw payloads of the study may go into a package only when it is identified. */
   rawFiles(run: RunReader): ReturnType<RunReader['rawFiles']>;
 }
@@ -61,6 +64,7 @@ export class HandoffReader {
           because: this.profile === 'identified' ? '--identified' : 'no privacy profile',
         },
         linkage: async () => [],
+        held: async (ids) => heldResponses(ids, []),
         rawFiles: (run) => run.rawFiles(),
       };
     const study = new StudyDeidentifier(this.profile);
@@ -91,6 +95,8 @@ export class HandoffReader {
         linkage ??= linkageOf(source, study);
         return linkage;
       },
+      // Only the responses' pseudonyms: the attributes' lines are --linkage's alone.
+      held: async (ids) => heldResponses(ids, study.linkage(await responseIdsOf(source), [])),
       rawFiles: () => [],
     };
   }
@@ -103,9 +109,7 @@ export function openHandoff(output: OutputReader, profile: HandoffProfile): Hand
 
 /** The study's linkage, from its response ids and attributes as current/ holds them. */
 async function linkageOf(source: StudyReader, study: StudyDeidentifier): Promise<LinkageEntry[]> {
-  const ids: string[] = [];
-  for await (const group of source.rows('responses', ['response_id']))
-    for (const row of group) ids.push(row.response_id);
+  const ids = await responseIdsOf(source);
   const attributes: LinkageEntry[] = [];
   for await (const group of source.rows('attributes', ['response_id', 'key', 'value']))
     for (const row of group) {
@@ -113,6 +117,13 @@ async function linkageOf(source: StudyReader, study: StudyDeidentifier): Promise
       if (entry) attributes.push(entry);
     }
   return study.linkage(ids, attributes);
+}
+
+async function responseIdsOf(source: StudyReader): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const group of source.rows('responses', ['response_id']))
+    for (const row of group) ids.push(row.response_id);
+  return ids;
 }
 
 async function* deidentified<T extends TableName>(

@@ -9,7 +9,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
-import { appendHandoff, heldResponses } from '../ledger/index.ts';
+import { appendHandoff } from '../ledger/index.ts';
 import { studyFileNames } from '../names.ts';
 import { defaultFormats, type Format } from '../output/formats/index.ts';
 import { CURRENT_DIR } from '../output/layout.ts';
@@ -49,6 +49,8 @@ export interface ShareOptions {
   profile?: HandoffProfile;
   /** Where a package for a bucket is built before it is uploaded (default: the system's). */
   scratchDir?: string;
+  /** Whether each study's linkage table is wanted (--linkage): made only then. */
+  linkage?: boolean;
   /** Each step as it happens, for a progress line. */
   onProgress?: (event: ShareProgress) => void;
 }
@@ -67,7 +69,7 @@ export interface SharedStudy {
   files: number;
   bytes: number;
   responses: number;
-  /** Every pseudonym of the package and what it stands for (for --linkage; none when identified). */
+  /** Every pseudonym of the package and what it stands for (with `linkage`; none when identified). */
   linkage: readonly LinkageEntry[];
 }
 
@@ -113,7 +115,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         location,
         studies: [{ study_id: study.study_id, link_id: study.link_id }],
         identified: handed.privacy.identified,
-        responses: heldResponses(responseIds, await handed.linkage()),
+        responses: await handed.held(responseIds),
       });
       const done: SharedStudy = {
         study_id: study.study_id,
@@ -122,7 +124,7 @@ export async function shareOutput(options: ShareOptions): Promise<SharedStudy[]>
         files: files.length,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
         responses: responseIds.length,
-        linkage: await handed.linkage(),
+        linkage: options.linkage ? await handed.linkage() : [],
       };
       shared.push(done);
       options.onProgress?.({ step: 'done', ...done });

@@ -72,6 +72,7 @@ export function archiveCommand(context: CliContext): CommandModule<object, Archi
         studies: args.study ?? [],
         to,
         profile,
+        linkage: linkage !== null,
         form: args.zip ? 'zip' : args.tar ? 'tar' : 'folder',
         info: {
           source_organization: args['source-organization'] ?? config?.archive?.source_organization,

@@ -46,6 +46,7 @@ export function qdpxCommand(context: CliContext): CommandModule<object, QdpxArgs
         to: args.to,
         s3,
         profile,
+        linkage: linkage !== null,
         onStudy: (study) => {
           for (const warning of study.warnings)
             context.stderr.write(

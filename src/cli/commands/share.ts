@@ -54,6 +54,7 @@ export function shareCommand(context: CliContext): CommandModule<object, ShareAr
         studies: args.study ?? [],
         to,
         profile,
+        linkage: linkage !== null,
         form: args.zip ? 'zip' : 'folder',
         onProgress: (event) => {
           if (event.step === 'reading')
