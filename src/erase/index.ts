@@ -150,7 +150,7 @@ async function carryOut(
   const erasure = { id: pending.id, at: pending.started_at };
   const counts: RunCounts[] = [];
   const idle = [...hashing];
-  await forEachBounded(inOrder(pending.runs.entries()), hashing.length, async ([index, run]) => {
+  await forEachBounded(pending.runs.entries(), hashing.length, async ([index, run]) => {
     const thread = idle.pop() as HashingThread;
     try {
       const erased = await eraseRun({
@@ -235,15 +235,11 @@ function erasureId(at: Date, runs: readonly OutputRun[]): string {
 }
 
 /**
- * Runs erased at once: a run's work is mostly copying media.zip while a thread hashes it, so
- * with a lane per core the hashes (the slowest part, about half a copy's speed) run side by side.
+ * Runs erased at once: most of a run's bytes are media.zip, which its lane's hashing thread
+ * reads, hashes and writes; with a lane per core those passes run side by side.
  */
 function runLanes(): number {
   return Math.max(1, Math.min(4, availableParallelism()));
-}
-
-async function* inOrder<T>(items: Iterable<T>): AsyncIterable<T> {
-  yield* items;
 }
 
 function countBy(values: Iterable<string>): Record<string, number> {

@@ -15,12 +15,12 @@ export function nextTurn(): Promise<void> {
 }
 
 /**
- * Consume an async iterable with at most `limit` calls of `fn` in flight, pulling the next
- * item only when a slot is free, so memory stays bounded whatever the source's length.
+ * Consume an iterable (async or not) with at most `limit` calls of `fn` in flight, pulling the
+ * next item only when a slot is free, so memory stays bounded whatever the source's length.
  * Rejects with the first error after letting the calls in flight settle.
  */
 export async function forEachBounded<T>(
-  source: AsyncIterable<T>,
+  source: AsyncIterable<T> | Iterable<T>,
   limit: number,
   fn: (item: T) => Promise<void>,
 ): Promise<void> {
