@@ -4,13 +4,13 @@
  * the same bytes, size and SHA-256 either way, and a source too short fails naming the file,
  * leaving nothing under the name.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HashingThread } from '../../src/media/hashing-thread.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
-import { withTempDir } from '../helpers/environment.ts';
+import { withRandomFile } from '../helpers/storage.ts';
 
 const thread = new HashingThread();
 afterAll(() => thread.close());
@@ -23,10 +23,7 @@ const ranges = [
 
 describe('Storage.copyRanges', () => {
   it('writes the ranges then the tail, the same on the thread and through this thread', async () => {
-    await withTempDir(async (dir) => {
-      const bytes = randomBytes(3_000_000);
-      await writeFile(join(dir, 'source.zip'), bytes);
-      const source = new LocalStorage(dir);
+    await withRandomFile('source.zip', 3_000_000, async (source, bytes, dir) => {
       const to = new LocalStorage(join(dir, 'out'));
       await source.put('out/.keep', '');
       const tail = Buffer.from('PK\u0005\u0006 the directory');
@@ -43,9 +40,7 @@ describe('Storage.copyRanges', () => {
   });
 
   it('fails naming the source when it ends before a range, and leaves no file', async () => {
-    await withTempDir(async (dir) => {
-      await writeFile(join(dir, 'source.zip'), randomBytes(1_000));
-      const source = new LocalStorage(dir);
+    await withRandomFile('source.zip', 1_000, async (source, _bytes, dir) => {
       const to = new LocalStorage(join(dir, 'out'));
       await source.put('out/.keep', '');
       const by = { storage: source, path: 'source.zip', ranges: [{ start: 0, end: 5_000 }] };
