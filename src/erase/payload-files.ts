@@ -10,10 +10,9 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { copyInto } from '../storage/copy.ts';
 import type { Storage } from '../storage/types.ts';
 
-export interface LinesKept {
+/** The rejects kept (rejects.jsonl), for the run's manifest and report. */
+export interface RejectsKept {
   kept: number;
-  removed: number;
-  /** The reasons of the rejects kept (rejects.jsonl), for the run's report. */
   reasons: string[];
 }
 
@@ -60,22 +59,16 @@ async function* lineBlocks(input: Readable): AsyncIterable<Buffer> {
   if (carry.length > 0) yield Buffer.concat([carry, Buffer.from('\n')]);
 }
 
-function countLines(block: Buffer): number {
-  let lines = 0;
-  for (let at = block.indexOf(LINE_FEED); at >= 0; at = block.indexOf(LINE_FEED, at + 1)) lines += 1;
-  return lines;
-}
-
 /**
- * Copies `input` to `output` without the erased responses' lines. A block of lines that names
- * no erased id at all (most of them) is copied as its bytes; the others line by line.
+ * Copies `input` to `output` without the erased responses' lines; `onKept` sees each line
+ * kept. Without it, a block of lines that names no erased id at all (most of them) is copied
+ * as its bytes; the others go line by line.
  */
 async function filterLines(
   input: Readable,
   output: PassThrough,
   ids: ReadonlySet<string>,
-  counts: LinesKept,
-  reasonOf?: (line: string) => string | undefined,
+  onKept?: (line: string) => void,
 ): Promise<void> {
   const needles = [...ids].map((id) => Buffer.from(id, 'utf8'));
   const write = async (bytes: string | Buffer) => {
@@ -83,22 +76,15 @@ async function filterLines(
   };
   try {
     for await (const block of lineBlocks(input)) {
-      if (reasonOf === undefined && !needles.some((needle) => block.includes(needle))) {
-        counts.kept += countLines(block);
+      if (onKept === undefined && !needles.some((needle) => block.includes(needle))) {
         await write(block);
         continue;
       }
       const kept: string[] = [];
       for (const line of block.toString('utf8').split('\n')) {
-        if (line === '') continue;
-        const left = keptLine(line, ids);
-        if (left === null) {
-          counts.removed += 1;
-          continue;
-        }
-        counts.kept += 1;
-        const reason = reasonOf?.(left);
-        if (reason !== undefined) counts.reasons.push(reason);
+        const left = line === '' ? null : keptLine(line, ids);
+        if (left === null) continue;
+        onKept?.(left);
         kept.push(`${left}\n`);
       }
       if (kept.length > 0) await write(kept.join(''));
@@ -115,21 +101,26 @@ export async function rewriteRejects(
   to: Storage,
   path: string,
   ids: ReadonlySet<string>,
-): Promise<LinesKept> {
-  const counts: LinesKept = { kept: 0, removed: 0, reasons: [] };
+): Promise<RejectsKept> {
+  const rejects: RejectsKept = { kept: 0, reasons: [] };
   const output = new PassThrough();
-  const reasonOf = (line: string) => {
-    try {
-      const reason = (JSON.parse(line) as { reason?: unknown }).reason;
-      return typeof reason === 'string' ? reason : undefined;
-    } catch {
-      return undefined;
-    }
-  };
   const copied = copyInto(output, to, path);
-  await filterLines(await from.readStream(path), output, ids, counts, reasonOf);
+  await filterLines(await from.readStream(path), output, ids, (line) => {
+    rejects.kept += 1;
+    const reason = reasonOf(line);
+    if (reason !== undefined) rejects.reasons.push(reason);
+  });
   await copied;
-  return counts;
+  return rejects;
+}
+
+function reasonOf(line: string): string | undefined {
+  try {
+    const reason = (JSON.parse(line) as { reason?: unknown }).reason;
+    return typeof reason === 'string' ? reason : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** raw/<operation>.jsonl.gz without the erased responses' payloads. */
@@ -138,15 +129,13 @@ export async function rewriteRaw(
   to: Storage,
   path: string,
   ids: ReadonlySet<string>,
-): Promise<LinesKept> {
-  const counts: LinesKept = { kept: 0, removed: 0, reasons: [] };
+): Promise<void> {
   const gunzip = createGunzip();
   (await from.readStream(path)).on('error', (error) => gunzip.destroy(error)).pipe(gunzip);
   const text = new PassThrough();
   const gzip = createGzip({ level: 3 });
   text.on('error', (error) => gzip.destroy(error)).pipe(gzip);
   const copied = copyInto(gzip, to, path);
-  await filterLines(gunzip, text, ids, counts);
+  await filterLines(gunzip, text, ids);
   await copied;
-  return counts;
 }
