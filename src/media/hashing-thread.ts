@@ -19,7 +19,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { MediaError } from '../errors.ts';
-import type { RangeCopier, RunningSha256 } from '../storage/types.ts';
+import type { ByteRange, RangeCopier, RunningSha256 } from '../storage/types.ts';
 
 const workerSource = `
 const { parentPort } = require('node:worker_threads');
@@ -210,7 +210,7 @@ export class HashingThread implements RangeCopier {
    */
   async copyRanges(
     path: string,
-    ranges: readonly { start: number; end: number }[],
+    ranges: readonly ByteRange[],
     tail: Uint8Array,
     to: string,
   ): Promise<{ bytes: number; sha256: string }> {

@@ -2,7 +2,7 @@
  * A file written as ranges of another followed by some bytes, through `create`: the bytes pass
  * through this thread a mebibyte at a time (object storage, or no other thread to copy on).
  */
-import type { ByteRange, RunningSha256, Storage, StoredFile } from './types.ts';
+import type { RangeSource, RunningSha256, Storage, StoredFile } from './types.ts';
 
 /** Ranges are read a mebibyte at a time: 64 KiB chunks spent more in round trips than in copying. */
 const COPY_CHUNK_BYTES = 1024 * 1024;
@@ -10,7 +10,7 @@ const COPY_CHUNK_BYTES = 1024 * 1024;
 export async function copyRangesThrough(
   to: Storage,
   path: string,
-  source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
+  source: RangeSource,
   tail: Uint8Array,
   sha256?: RunningSha256,
 ): Promise<StoredFile> {

@@ -4,10 +4,11 @@
  * the hash, where a read stream allocated a fresh buffer per chunk and faulted its pages in.
  */
 import { open } from 'node:fs/promises';
+import type { ByteRange } from './types.ts';
 
 export async function* localChunks(
   absolutePath: string,
-  range: { start: number; end: number },
+  range: ByteRange,
   chunkBytes: number,
 ): AsyncIterable<Uint8Array> {
   if (range.end <= range.start) return;

@@ -27,6 +27,7 @@ import type {
   ListedFile,
   OutputFile,
   RangeCopier,
+  RangeSource,
   StagedFolder,
   Storage,
   StoredFile,
@@ -196,7 +197,7 @@ export class LocalStorage implements Storage {
 
   async copyRanges(
     path: string,
-    source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
+    source: RangeSource,
     tail: Uint8Array,
     copier?: RangeCopier,
   ): Promise<StoredFile> {
@@ -217,11 +218,7 @@ export class LocalStorage implements Storage {
     }
   }
 
-  readChunks(
-    path: string,
-    range: { start: number; end: number },
-    chunkBytes: number,
-  ): AsyncIterable<Uint8Array> {
+  readChunks(path: string, range: ByteRange, chunkBytes: number): AsyncIterable<Uint8Array> {
     return localChunks(this.describe(path), range, chunkBytes);
   }
 

@@ -44,6 +44,7 @@ import type {
   ListedFile,
   OutputFile,
   RangeCopier,
+  RangeSource,
   StagedFolder,
   Storage,
   StoredFile,
@@ -223,16 +224,11 @@ class S3Storage implements Storage {
     return object.Body as Readable;
   }
 
-  copyRanges(
-    path: string,
-    source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
-    tail: Uint8Array,
-    copier?: RangeCopier,
-  ): Promise<StoredFile> {
+  copyRanges(path: string, source: RangeSource, tail: Uint8Array, copier?: RangeCopier): Promise<StoredFile> {
     return copyRangesThrough(this, path, source, tail, copier?.runningSha256());
   }
 
-  async *readChunks(path: string, range: { start: number; end: number }): AsyncIterable<Uint8Array> {
+  async *readChunks(path: string, range: ByteRange): AsyncIterable<Uint8Array> {
     for await (const chunk of await this.readStream(path, range)) yield chunk as Uint8Array;
   }
 

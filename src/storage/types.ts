@@ -37,6 +37,13 @@ export interface ByteRange {
   end: number;
 }
 
+/** Ranges of a storage's file, which `Storage.copyRanges` writes as a new file. */
+export interface RangeSource {
+  storage: Storage;
+  path: string;
+  ranges: readonly ByteRange[];
+}
+
 /**
  * Another thread that copies ranges of a local file into a new one and hashes them as it goes
  * (src/media/hashing-thread.ts), or hashes bytes written on this one.
@@ -136,22 +143,13 @@ export interface Storage {
    * `copier` and a local source on a local storage the copier's thread reads, hashes and writes
    * (this thread stays free for other files); otherwise the bytes pass through this thread.
    */
-  copyRanges(
-    path: string,
-    source: { storage: Storage; path: string; ranges: readonly ByteRange[] },
-    tail: Uint8Array,
-    copier?: RangeCopier,
-  ): Promise<StoredFile>;
+  copyRanges(path: string, source: RangeSource, tail: Uint8Array, copier?: RangeCopier): Promise<StoredFile>;
   /**
    * A range of the file in chunks of up to `chunkBytes` (`end` exclusive), each valid only
    * until the next is asked for: a local file is read into two buffers in turn; object
    * storage gives its body's chunks.
    */
-  readChunks(
-    path: string,
-    range: { start: number; end: number },
-    chunkBytes: number,
-  ): AsyncIterable<Uint8Array>;
+  readChunks(path: string, range: ByteRange, chunkBytes: number): AsyncIterable<Uint8Array>;
   /** Every file under `prefix` (recursively), paths relative to it. */
   list(prefix: string): AsyncIterable<ListedFile>;
   /** The names of the folders directly under `prefix`. */
