@@ -80,6 +80,12 @@ export class HandoffReader {
         study.recordingsExcluded += group.length;
     const rows = <T extends TableName>(table: T, columns?: readonly (keyof Row<T> & string)[]) =>
       deidentified(source.rows(table, columns), table, study);
+    // Read at most once, for the ledger and --linkage both.
+    let responseIds: Promise<string[]> | null = null;
+    const idsOnce = () => {
+      responseIds ??= responseIdsOf(source);
+      return responseIds;
+    };
     let linkage: Promise<LinkageEntry[]> | null = null;
     return {
       study: study.row('studies', source.study) as Row<'studies'>,
@@ -92,11 +98,11 @@ export class HandoffReader {
       recordings: () => (excluded ? none() : deidentifiedRecordings(source.recordings(), study)),
       privacy: { identified: false, profile: profileStatement(this.profile), counts: study.counts() },
       linkage: () => {
-        linkage ??= linkageOf(source, study);
+        linkage ??= linkageOf(source, study, idsOnce());
         return linkage;
       },
       // Only the responses' pseudonyms: the attributes' lines are --linkage's alone.
-      held: async (ids) => heldResponses(ids, study.linkage(await responseIdsOf(source), [])),
+      held: async (ids) => heldResponses(ids, study.linkage(await idsOnce(), [])),
       rawFiles: () => [],
     };
   }
@@ -108,15 +114,18 @@ export function openHandoff(output: OutputReader, profile: HandoffProfile): Hand
 }
 
 /** The study's linkage, from its response ids and attributes as current/ holds them. */
-async function linkageOf(source: StudyReader, study: StudyDeidentifier): Promise<LinkageEntry[]> {
-  const ids = await responseIdsOf(source);
+async function linkageOf(
+  source: StudyReader,
+  study: StudyDeidentifier,
+  responseIds: Promise<string[]>,
+): Promise<LinkageEntry[]> {
   const attributes: LinkageEntry[] = [];
   for await (const group of source.rows('attributes', ['response_id', 'key', 'value']))
     for (const row of group) {
       const entry = study.attributeLinkage(row);
       if (entry) attributes.push(entry);
     }
-  return study.linkage(ids, attributes);
+  return study.linkage(await responseIds, attributes);
 }
 
 async function responseIdsOf(source: StudyReader): Promise<string[]> {
