@@ -11,7 +11,7 @@ import { createReadStream } from 'node:fs';
 import { appendFile, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BagFile, BagSink, Digests } from './sink.ts';
-import { ALGORITHMS, type Algorithm } from './tags.ts';
+import { ALGORITHMS, type Algorithm, manifestLine, parseManifest } from './tags.ts';
 
 /** Forbidden in a bag's names: the manifests would need percent-encoding (RFC 8493 2.1.3). */
 const unportable = /[%\r\n\\]/;
@@ -73,8 +73,8 @@ export class Payload {
 
   /** Whether a file added has this lower-cased path: read back only when its hash was seen. */
   async #holds(lower: string): Promise<boolean> {
-    const text = await this.#manifests.sha256.text();
-    return text.split('\n').some((line) => line.slice(line.indexOf('  ') + 2).toLowerCase() === lower);
+    const { entries } = parseManifest(await this.#manifests.sha256.text(), 'manifest-sha256.txt');
+    return [...entries.keys()].some((path) => path.toLowerCase() === lower);
   }
 }
 
@@ -89,7 +89,7 @@ class ManifestSpill {
   ) {}
 
   async add(path: string, digests: Digests): Promise<void> {
-    this.#pending += `${digests[this.algorithm]}  ${path}\n`;
+    this.#pending += manifestLine(path, digests, this.algorithm);
     if (this.#pending.length >= manifestBatchBytes) await this.flush();
   }
 

@@ -44,7 +44,12 @@ export function manifestTxt(
   files: readonly { path: string; digests: Digests }[],
   algorithm: Algorithm,
 ): string {
-  return files.map((file) => `${file.digests[algorithm]}  ${file.path}\n`).join('');
+  return files.map((file) => manifestLine(file.path, file.digests, algorithm)).join('');
+}
+
+/** One line of a BagIt manifest: "<hex digest>  <path>". */
+export function manifestLine(path: string, digests: Digests, algorithm: Algorithm): string {
+  return `${digests[algorithm]}  ${path}\n`;
 }
 
 /** A manifest's lines back as path -> digest; a line that is not "<hex> <path>" is named. */
