@@ -18,10 +18,11 @@
  * bench/results/<UTC time>-erase.json and latest-erase.json.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { LocalStorage } from '../src/storage/local.ts';
 import { mediaScale } from './media-rounds.ts';
 import { repoRoot, runStep, startSandboxProcess } from './processes.ts';
 import { machine, medianBy, option, publishResults, round } from './report.ts';
@@ -31,8 +32,7 @@ const log = (message: string) => process.stderr.write(`[bench:erase] ${message}\
 
 async function bytesUnder(dir: string): Promise<number> {
   let bytes = 0;
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true }))
-    if (entry.isFile()) bytes += (await stat(join(entry.parentPath, entry.name))).size;
+  for await (const file of new LocalStorage(dir).list('')) bytes += file.bytes;
   return bytes;
 }
 
