@@ -83,7 +83,10 @@ export async function currentPackage(
   for (const format of currentFormats(options.formats)) {
     for (const table of tableNames) {
       const parts = newestParts(files, table, format);
-      if (parts.length === 0) continue;
+      if (parts.length === 0) {
+        tables.push({ table, format, path: [] });
+        continue;
+      }
       for (const part of parts) taken.add(part.path);
       const first = parts[0] as { path: string; bytes: number };
       const columns = await tableFormatNamed(format).columns(

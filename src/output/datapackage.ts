@@ -36,7 +36,10 @@ import { wideFormat } from './formats/wide.ts';
 
 export interface PackageResourceFile {
   table: TableName;
-  /** Path relative to the package's folder, with "/" separators; several for a table in parts. */
+  /**
+   * Path relative to the package's folder, with "/" separators; several for a table in parts;
+   * none for a table with no file yet (current/ of a shard that owns no study).
+   */
   path: string | readonly string[];
   format: TableFormat;
   /** Size and sha256, for a single file whose bytes are known. */
@@ -181,16 +184,34 @@ function tableResource(file: PackageResourceFile, formats: ReadonlySet<TableForm
   const others = [...formats].filter((format) => format !== file.format);
   const sameRows = others.map((format) => `"${resourceName(file.table, format)}" (${format})`);
   const { profile, ...besideSchema } = tableFormatNamed(file.format).resource;
+  const description = table.description + (sameRows.length ? ` Same rows as ${sameRows.join(', ')}.` : '');
+  if (file.path.length === 0) return emptyTableResource(file, description);
   return {
     profile,
     name: resourceName(file.table, file.format),
     table: file.table,
     path: typeof file.path === 'string' ? file.path : [...file.path],
-    description: table.description + (sameRows.length ? ` Same rows as ${sameRows.join(', ')}.` : ''),
+    description,
     ...tableFormatNamed(file.format).datapackage,
     ...besideSchema,
     ...sizeAndHash(file),
     schema: schema(table, file.format, file.columns),
+  };
+}
+
+/**
+ * A table with no file: its rows inline, none. A package lists at least one resource and a
+ * resource names at least one path, so a current/ that holds no row yet (a shard that owns no
+ * study) still describes every table, and foreign keys still find the resources they name.
+ */
+function emptyTableResource(file: PackageResourceFile, description: string) {
+  return {
+    profile: 'tabular-data-resource',
+    name: resourceName(file.table, file.format),
+    table: file.table,
+    data: [],
+    description: `${description} No rows yet: no file holds this table.`,
+    schema: schema(tables[file.table], file.format, file.columns),
   };
 }
 

@@ -19,7 +19,7 @@ const options = {
 };
 
 type Resource = ReturnType<typeof dataPackage>['resources'][number];
-type TableResource = Extract<Resource, { table: string }>;
+type TableResource = Extract<Resource, { table: string; path: unknown }>;
 
 describe('dataPackage', () => {
   const pkg = dataPackage({
@@ -69,7 +69,9 @@ describe('dataPackage', () => {
   });
 
   it('describes the files that are not tables by format and media type, and the wide sheets with a schema', () => {
-    const byPath = new Map(pkg.resources.map((r) => [r.path as string, r as Record<string, unknown>]));
+    const byPath = new Map(
+      pkg.resources.map((r) => [(r as { path?: unknown }).path as string, r as Record<string, unknown>]),
+    );
     expect(byPath.get('media.zip')).toMatchObject({
       profile: 'data-resource',
       name: 'media.zip',
