@@ -13,8 +13,8 @@
  *    the next `erase`, whatever its arguments.
  * 4. Each run changes whole, one after another (switch.ts says how, on a folder and on a
  *    bucket); a run already after is skipped, so doing it again is finishing it.
- * 5. current/, through its door (src/current/erase.ts): new parts, older parts removed, sheets
- *    rebuilt, its descriptor and guide.
+ * 5. current/, through its door (src/current/erase.ts), while the runs change: new parts, older
+ *    parts removed, sheets rebuilt, its descriptor and guide.
  * 6. erasures/<erasure id>.json (refs, runs, counts, when; no id, no content), then the plan goes.
  * The packages the ledger (handoffs/) lists as holding an erased response are returned, so the
  * recipients can be told.
@@ -30,11 +30,13 @@ import {
   CURRENT_DIR,
   MANIFEST_FILE,
   PENDING_DIR,
+  parseErasingRunName,
   parseShardLabel,
   RUNS_DIR,
   shardLabelOfRun,
   shardNames,
 } from '../output/layout.ts';
+import { type Manifest, readRunManifest } from '../output/manifest.ts';
 import { compareRunIds, runIdAt } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Lease, Storage } from '../storage/types.ts';
@@ -150,7 +152,11 @@ async function carryOut(
   const erasure = { id: pending.id, at: pending.started_at };
   const counts: RunCounts[] = [];
   const idle = [...hashing];
-  await forEachBounded(pending.runs.entries(), hashing.length, async ([index, run]) => {
+  // current/ is erased meanwhile: its work fits while the lanes wait for their hashing threads.
+  // Its settings are read first, while every run is in its place (a run switches by renames).
+  const settings = await currentSettings(storage);
+  const current = eraseCurrent(storage, scratchDir, pending, ids, settings);
+  const runs = forEachBounded(pending.runs.entries(), hashing.length, async ([index, run]) => {
     const thread = idle.pop() as HashingThread;
     try {
       const erased = await eraseRun({
@@ -174,8 +180,10 @@ async function carryOut(
       idle.push(thread);
     }
   });
-  await eraseCurrent(storage, scratchDir, pending, ids);
-  killPoint('erase-current-done');
+  await bothSettled(
+    runs,
+    current.then(() => killPoint('erase-current-done')),
+  );
   const handoffs = await handoffsHolding(storage, ids);
   const record: ErasureRecord = {
     id: pending.id,
@@ -192,18 +200,48 @@ async function carryOut(
   return record;
 }
 
+/** Waits for both; the first failure is thrown (neither is left running unwatched). */
+async function bothSettled(a: Promise<unknown>, b: Promise<unknown>): Promise<void> {
+  const [first, second] = await Promise.allSettled([a, b]);
+  if (first.status === 'rejected') throw first.reason;
+  if (second.status === 'rejected') throw second.reason;
+}
+
+interface CurrentSettings {
+  /** The newest run's, whose settings current/ is written with; none without a run. */
+  newest: Manifest | null;
+  /** The run `latest` names. */
+  latest: string | null;
+}
+
+/**
+ * What current/ is written with. The newest run read whole: a run a kill left between its two
+ * renames is only under its staged name, so runs are listed with those (`readRunManifest`).
+ */
+async function currentSettings(storage: Storage): Promise<CurrentSettings> {
+  const ids = (await storage.listFolders(RUNS_DIR))
+    .map((name) => (name.startsWith('.') ? parseErasingRunName(name)?.runId : name))
+    .filter((id): id is string => id !== undefined)
+    .sort(compareRunIds)
+    .reverse();
+  let newest: Manifest | null = null;
+  for (const id of ids) {
+    newest = await readRunManifest(storage, id);
+    if (newest !== null) break;
+  }
+  const latest = (await storage.read(shardNames(undefined).latest))?.toString('utf8').trim() || null;
+  return { newest, latest };
+}
+
 /** current/'s part, with the settings of the newest run (its formats, CSV options, name). */
 async function eraseCurrent(
   storage: Storage,
   scratchDir: string,
   pending: PendingErasure,
   ids: ReadonlySet<string>,
+  { newest, latest }: CurrentSettings,
 ): Promise<void> {
-  if (pending.current_studies.length === 0) return;
-  const runs = await outputRuns(storage);
-  const newest = runs.at(-1)?.manifest;
-  if (!newest) return;
-  const latest = (await storage.read(shardNames(undefined).latest))?.toString('utf8').trim() || null;
+  if (pending.current_studies.length === 0 || newest === null) return;
   const config = recordedPipeline(newest);
   await eraseFromCurrent(
     {
