@@ -58,6 +58,11 @@ import { eraseRun } from './switch.ts';
 
 export type { AttributeChoice, Choice } from './select.ts';
 
+/** Each step as it ends, for a progress line: a run rewritten, then current/. */
+export type EraseProgress =
+  | { step: 'run'; run_id: string; done: number; of: number }
+  | { step: 'current'; studies: number };
+
 export interface EraseResult {
   erasure: ErasureRecord;
   /** Erasures a kill had stopped, finished first. */
@@ -71,6 +76,7 @@ export async function eraseResponses(input: {
   s3?: S3Settings;
   choice: Choice;
   now?: () => Date;
+  onProgress?: (event: EraseProgress) => void;
 }): Promise<EraseResult> {
   const now = input.now ?? (() => new Date());
   const storage = await openStorage(input.output, input.s3 ?? {});
@@ -86,6 +92,7 @@ export async function eraseResponses(input: {
   const scratchDir = scratch.dir;
   // Each lane's media.zip hashed on a thread of its own while this thread copies the entries.
   const hashing = Array.from({ length: runLanes() }, () => new HashingThread());
+  const erasing: Erasing = { storage, scratchDir, hashing, now, progress: input.onProgress ?? (() => {}) };
   try {
     await refuseUnfinishedRuns(storage);
     await storage.removeLeftovers(RUNS_DIR, {
@@ -95,7 +102,7 @@ export async function eraseResponses(input: {
     });
     const finished: ErasureRecord[] = [];
     for (const pending of await pendingErasures(storage))
-      finished.push(await carryOut({ storage, scratchDir, hashing, now }, pending, 'response'));
+      finished.push(await carryOut(erasing, pending, 'response'));
     const done = new Set(finished.flatMap((record) => record.responses.map((r) => r.ref)));
     const asked = 'responses' in input.choice ? input.choice.responses : [];
     const finishedIds = new Set(asked.filter((id) => done.has(responseRef(id))));
@@ -119,11 +126,7 @@ export async function eraseResponses(input: {
         : await (async () => {
             await writePendingErasure(storage, pending);
             killPoint('erase-planned');
-            return carryOut(
-              { storage, scratchDir, hashing, now },
-              pending,
-              'attributes' in input.choice ? 'attribute' : 'response',
-            );
+            return carryOut(erasing, pending, 'attributes' in input.choice ? 'attribute' : 'response');
           })();
     const handoffs = (await handoffsHolding(storage, [...ids, ...finishedIds])).map((found) => found.handoff);
     return { erasure, finished, handoffs };
@@ -140,11 +143,12 @@ interface Erasing {
   /** One per lane: runs erased at once. */
   hashing: HashingThread[];
   now: () => Date;
+  progress: (event: EraseProgress) => void;
 }
 
 /** Steps 4 to 6 for a plan (a new one, or one a kill stopped). */
 async function carryOut(
-  { storage, scratchDir, hashing, now }: Erasing,
+  { storage, scratchDir, hashing, now, progress }: Erasing,
   pending: PendingErasure,
   chosenBy: ErasureRecord['chosen_by'],
 ): Promise<ErasureRecord> {
@@ -155,7 +159,11 @@ async function carryOut(
   // current/ is erased meanwhile: its work fits while the lanes wait for their hashing threads.
   // Its settings are read first, while every run is in its place (a run switches by renames).
   const settings = await currentSettings(storage);
-  const current = eraseCurrent(storage, scratchDir, pending, ids, settings);
+  const current = eraseCurrent(storage, scratchDir, pending, ids, settings).then(() => {
+    killPoint('erase-current-done');
+    progress({ step: 'current', studies: pending.current_studies.length });
+  });
+  let done = 0;
   const runs = forEachBounded(pending.runs.entries(), hashing.length, async ([index, run]) => {
     const thread = idle.pop() as HashingThread;
     try {
@@ -176,14 +184,12 @@ async function carryOut(
         recordings: erased?.recordings ?? 0,
       };
       killPoint('erase-run-done');
+      progress({ step: 'run', run_id: run.run_id, done: ++done, of: pending.runs.length });
     } finally {
       idle.push(thread);
     }
   });
-  await bothSettled(
-    runs,
-    current.then(() => killPoint('erase-current-done')),
-  );
+  await bothSettled(runs, current);
   const handoffs = await handoffsHolding(storage, ids);
   const record: ErasureRecord = {
     id: pending.id,

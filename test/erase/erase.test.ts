@@ -14,6 +14,7 @@ import { withTempDir } from '../helpers/environment.ts';
 import {
   currentRowsWithout,
   markResponses,
+  progressOnly,
   readJson,
   rowsWithout,
   tracesOf,
@@ -53,8 +54,18 @@ it('erases a response from every file of every run and from current/', async () 
     const groupsBefore = await Promise.all(runs.map((run) => rowGroups(join(run, 'transcript.parquet'))));
 
     const erased = await runCli(['erase', output, '--response', traces.id]);
-    expect(erased.stderr).toBe('');
     expect(erased.code).toBe(0);
+    // Progress on stderr, a line per run and one for current/ as each ends; never an id.
+    const lines = erased.stderr.trim().split('\n');
+    expect(lines.filter((line) => line.startsWith('current/'))).toEqual([
+      'current/: 1 study rewritten without them',
+    ]);
+    const runLines = lines.filter((line) => !line.startsWith('current/'));
+    expect(runLines.map((line) => line.slice(0, 5))).toEqual(['[1/2]', '[2/2]']);
+    expect(
+      runLines.map((line) => /^\[\d\/2\] run (\S+): rewritten without them$/.exec(line)?.[1]).sort(),
+    ).toEqual(runs.map((run) => run.split('/').at(-1)).sort());
+    expect(erased.stderr).not.toContain(traces.id);
     expect(erased.stdout).toMatch(/1 response\(s\) out of 2 run\(s\)/);
 
     expect(await scanOutput(output, [traces.id, ...traces.texts], traces.checksums)).toEqual([]);
@@ -163,7 +174,7 @@ it('chooses responses by attribute', async () => {
         .map((row) => row.response_id),
     );
     const erased = await runCli(['erase', output, '--attribute', `${chosen.key}=${chosen.value}`]);
-    expect(erased.stderr).toBe('');
+    expect(progressOnly(erased.stderr)).toEqual([]);
     expect(erased.code).toBe(0);
     for (const run of runs) {
       const left = (await readHyparquet(join(run, 'responses.parquet'))).map((row) => row.response_id);

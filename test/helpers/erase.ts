@@ -120,3 +120,11 @@ export async function currentRowsWithout(output: string, id: string): Promise<Re
 export async function readJson<T>(path: string): Promise<T> {
   return JSON.parse(await readFile(path, 'utf8')) as T;
 }
+
+/** The lines `erase` writes on stderr, none but its progress (a run rewritten, current/). */
+export function progressOnly(stderr: string): string[] {
+  const lines = stderr.split('\n').filter((line) => line !== '');
+  return lines.filter(
+    (line) => !/^(\[\d+\/\d+\] run \S+:|current\/: \d+ stud(y|ies)) rewritten without them$/.test(line),
+  );
+}

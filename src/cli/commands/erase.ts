@@ -47,6 +47,12 @@ export function eraseCommand(context: CliContext): CommandModule<object, EraseAr
         output,
         s3,
         choice: responses.length > 0 ? { responses } : { attributes },
+        onProgress: (event) =>
+          context.stderr.write(
+            event.step === 'run'
+              ? `[${event.done}/${event.of}] run ${event.run_id}: rewritten without them\n`
+              : `current/: ${event.studies} stud${event.studies === 1 ? 'y' : 'ies'} rewritten without them\n`,
+          ),
       });
       for (const record of [...result.finished, result.erasure].filter(
         (record, index, all) => all.indexOf(record) === index,
