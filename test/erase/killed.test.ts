@@ -66,9 +66,11 @@ it.each(points)('killed at %s, erase again finishes it', async (point) => {
     expect(await eraseKilledAt(output, id, point)).toBe('SIGKILL');
 
     // Between the two renames of a switch the run's folder is away; readers find it staged.
+    // Runs are erased two at once: at any point the other one may be between its renames too.
     const present = (await readdir(join(output, 'runs'))).filter((name) => !name.startsWith('.'));
     const missing = template.runs.filter((run) => !present.includes(run));
-    expect(missing.length).toBe(point === 'erase-run-aside' ? 1 : 0);
+    if (point === 'erase-run-aside') expect(missing.length).toBeGreaterThanOrEqual(1);
+    else expect(missing.length).toBeLessThanOrEqual(1);
     const reader = await OutputReader.open(output);
     expect((await reader.runs()).map((run) => run.id).sort()).toEqual([...template.runs].sort());
     for (const { runId } of await reader.latest()) expect(await reader.run(runId)).not.toBeNull();
