@@ -11,7 +11,7 @@
  *    input stops here, nothing changed (exit 2).
  * 3. The plan is written (erasures/.pending/<erasure id>.json): from here a kill is finished by
  *    the next `erase`, whatever its arguments.
- * 4. Each run changes whole, one after another (switch.ts says how, on a folder and on a
+ * 4. Each run changes whole, a lane per core at once (switch.ts says how, on a folder and on a
  *    bucket); a run already after is skipped, so doing it again is finishing it.
  * 5. current/, through its door (src/current/erase.ts), while the runs change: new parts, older
  *    parts removed, sheets rebuilt, its descriptor and guide.
