@@ -21,6 +21,7 @@ const steps: Record<string, () => Promise<Step>> = {
   statistics: async () => (await import('./statistics-step.ts')).statisticsStep,
   erase: async () => (await import('./erase-step.ts')).eraseStep,
   'copy-floor': async () => (await import('./copy-floor.ts')).copyFloorStep,
+  'hash-floor': async () => (await import('./copy-floor.ts')).hashFloorStep,
 };
 
 async function main(): Promise<void> {

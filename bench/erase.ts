@@ -13,13 +13,17 @@
  * most 2), erase_s_per_gb = erase's seconds per GB of the runs it rewrote, cp_s_per_gb beside
  * it; floor_vs_cp and erase_vs_floor against the floor of any erasure that rewrites the runs
  * (bench/copy-floor.ts: every byte read, written and SHA-256'd, a thread per core); `small_media`
- * the same at the small scale. Each round works on a fresh copy of the output (made by that
+ * the same at the small scale. In CPU seconds (every thread's): erase_cpu_s, cp_cpu_s, and
+ * hash_cpu_s, the SHA-256 of the runs' bytes alone (bench/copy-floor.ts `hashFloorStep`);
+ * least_vs_cp = (hash_cpu_s + cp_cpu_s) / cores / cp's time: the least erase_vs_cp any erasure
+ * can have on this machine, its hash and a copy as cheap as cp's spread perfectly over every
+ * core. Each round works on a fresh copy of the output (made by that
  * cp); before each timed step dirty pages are written out and what it reads is read once. Writes
  * bench/results/<UTC time>-erase.json and latest-erase.json.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { LocalStorage } from '../src/storage/local.ts';
@@ -85,6 +89,24 @@ interface Measured {
   floor_ms: number;
   erase_ms: number;
   rows: number;
+  /** CPU seconds, every thread's: cp's, erase's, and the SHA-256 of the runs' bytes alone. */
+  cp_cpu_s: number;
+  erase_cpu_s: number;
+  hash_cpu_s: number;
+}
+
+/** `cp -r` of `from` to `to`: its wall time and its CPU time (the shell's `times` for its child). */
+async function timedCp(from: string, to: string): Promise<{ ms: number; cpu_s: number }> {
+  const started = performance.now();
+  const { stdout } = await exec('sh', ['-c', 'cp -r "$1" "$2" && times', 'sh', from, to]);
+  const ms = performance.now() - started;
+  // `times` prints the shell's user and system time, then its children's: "0m0.000s 0m0.340s".
+  const children = stdout.trim().split('\n').at(-1) ?? '';
+  const cpu_s = [...children.matchAll(/(\d+)m([\d.]+)s/g)].reduce(
+    (sum, match) => sum + Number(match[1]) * 60 + Number(match[2]),
+    0,
+  );
+  return { ms, cpu_s };
 }
 
 /**
@@ -115,24 +137,32 @@ async function measureAt(
     const floorCopy = join(dir, `floor-${round}`);
     // The baseline: cp of the runs the erasure rewrites (every run holds the response).
     await settle(prepared.output);
-    const started = performance.now();
-    await exec('cp', ['-r', prepared.output, copy]);
-    const cpMs = performance.now() - started;
+    const cp = await timedCp(prepared.output, copy);
     await settle(prepared.output);
     const floor = await runStep<{ ms: number }>('copy-floor', {
       from: join(prepared.output, 'runs'),
       to: floorCopy,
     });
     await rm(floorCopy, { recursive: true, force: true });
+    await settle(prepared.output);
+    const hash = await runStep<{ cpu_s: number }>('hash-floor', { from: join(prepared.output, 'runs') });
     await settle(copy);
-    const erased = await runStep<{ ms: number; rows: number }>('erase', {
+    const erased = await runStep<{ ms: number; cpu_s: number; rows: number }>('erase', {
       output: copy,
       response: prepared.response,
     });
     log(
-      `scale ${spec.scale} round ${round + 1}: cp ${Math.round(cpMs)} ms, copy and hash ${Math.round(floor.ms)} ms, erase ${Math.round(erased.ms)} ms (${erased.rows} rows)`,
+      `scale ${spec.scale} round ${round + 1}: cp ${Math.round(cp.ms)} ms (CPU ${cp.cpu_s.toFixed(2)} s), copy and hash ${Math.round(floor.ms)} ms, SHA-256 alone CPU ${hash.cpu_s.toFixed(2)} s, erase ${Math.round(erased.ms)} ms (CPU ${erased.cpu_s.toFixed(2)} s; ${erased.rows} rows)`,
     );
-    measured.push({ cp_ms: cpMs, floor_ms: floor.ms, erase_ms: erased.ms, rows: erased.rows });
+    measured.push({
+      cp_ms: cp.ms,
+      floor_ms: floor.ms,
+      erase_ms: erased.ms,
+      rows: erased.rows,
+      cp_cpu_s: cp.cpu_s,
+      erase_cpu_s: erased.cpu_s,
+      hash_cpu_s: hash.cpu_s,
+    });
     await rm(copy, { recursive: true, force: true });
   }
   await rm(dir, { recursive: true, force: true });
@@ -146,6 +176,15 @@ async function measureAt(
     floor_vs_cp: round(median.floor_ms / median.cp_ms, 3),
     erase_vs_floor: round(median.erase_ms / median.floor_ms, 3),
     floor_s_per_gb: round(median.floor_ms / 1000 / gb, 2),
+    erase_cpu_s: round(median.erase_cpu_s, 2),
+    cp_cpu_s: round(median.cp_cpu_s, 2),
+    hash_cpu_s: round(median.hash_cpu_s, 2),
+    // The least erase_vs_cp any erasure can have here: the runs' SHA-256 and at least cp's copy,
+    // spread perfectly over every core, nothing else.
+    least_vs_cp: round(
+      (median.hash_cpu_s + median.cp_cpu_s) / availableParallelism() / (median.cp_ms / 1000),
+      3,
+    ),
     media_scale: spec.scale,
     runs: spec.runs,
     runs_bytes: prepared.runsBytes,
