@@ -263,6 +263,13 @@ describe('study-export view', () => {
       expect(expected).toBeGreaterThan(0);
       const page = await open(`/response/${encodeURIComponent(row.response_id as string)}`);
       const src = `/media/${encodeURIComponent(row.response_id as string)}/${row.turn}/${kind}`;
+      // Requests whose whole body the browser received: the first one whole (on a loaded machine
+      // it can be, before the seek; else the browser leaves it paused) leaves a seek nothing to
+      // ask for.
+      const received: string[] = [];
+      page.on('requestfinished', (request) => {
+        if (new URL(request.url()).pathname === src) received.push(request.headers().range ?? '');
+      });
       const element = page.locator(`${kind}[src="${src}"]`);
       await element.scrollIntoViewIfNeeded();
       await element.evaluate(metadataLoaded);
@@ -282,7 +289,7 @@ describe('study-export view', () => {
       for (const r of media)
         expect(r.range, 'every media request asks for a range').toMatch(/^bytes=\d+-\d*$/);
       expect(media.every((r) => r.status === 206)).toBe(true);
-      if (kind === 'audio') {
+      if (kind === 'audio' && !received.includes('bytes=0-')) {
         // The MP3's frames run to its end: a seek to 80% asks for bytes from there.
         const afterSeek = requests.slice(from).filter((r) => r.path === src);
         const seekRange = afterSeek.find((r) => r.range && !r.range.startsWith('bytes=0-'));
