@@ -30,13 +30,12 @@ import {
   CURRENT_DIR,
   MANIFEST_FILE,
   PENDING_DIR,
-  parseErasingRunName,
   parseShardLabel,
   RUNS_DIR,
   shardLabelOfRun,
   shardNames,
 } from '../output/layout.ts';
-import { type Manifest, readRunManifest } from '../output/manifest.ts';
+import type { Manifest } from '../output/manifest.ts';
 import { compareRunIds, runIdAt } from '../run-id.ts';
 import { openStorage, type S3Settings } from '../storage/index.ts';
 import type { Lease, Storage } from '../storage/types.ts';
@@ -220,21 +219,9 @@ interface CurrentSettings {
   latest: string | null;
 }
 
-/**
- * What current/ is written with. The newest run read whole: a run a kill left between its two
- * renames is only under its staged name, so runs are listed with those (`readRunManifest`).
- */
+/** What current/ is written with: the newest run's settings, and the run `latest` names. */
 async function currentSettings(storage: Storage): Promise<CurrentSettings> {
-  const ids = (await storage.listFolders(RUNS_DIR))
-    .map((name) => (name.startsWith('.') ? parseErasingRunName(name)?.runId : name))
-    .filter((id): id is string => id !== undefined)
-    .sort(compareRunIds)
-    .reverse();
-  let newest: Manifest | null = null;
-  for (const id of ids) {
-    newest = await readRunManifest(storage, id);
-    if (newest !== null) break;
-  }
+  const newest = (await outputRuns(storage)).at(-1)?.manifest ?? null;
   const latest = (await storage.read(shardNames(undefined).latest))?.toString('utf8').trim() || null;
   return { newest, latest };
 }

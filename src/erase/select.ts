@@ -5,8 +5,8 @@
  */
 import { currentHolders } from '../current/index.ts';
 import { ConfigError, RunError } from '../errors.ts';
-import { RUNS_DIR, runPath } from '../output/layout.ts';
-import { type Manifest, readRunManifest } from '../output/manifest.ts';
+import { parseErasingRunName, RUNS_DIR } from '../output/layout.ts';
+import { type Manifest, readManifest, runFolder } from '../output/manifest.ts';
 import { compareRunIds } from '../run-id.ts';
 import type { Storage } from '../storage/types.ts';
 import type { TableName } from '../tables/index.ts';
@@ -23,16 +23,25 @@ export type Choice = { responses: readonly string[] } | { attributes: readonly A
 
 export interface OutputRun {
   id: string;
+  /** Where it is: runs/<id>, or the staged folder an erasure's switch left it in. */
+  folder: string;
   manifest: Manifest;
 }
 
-/** Committed runs (those with a manifest), oldest first. */
+/**
+ * Committed runs (those with a manifest), oldest first: a run a kill left between the two
+ * renames of an erasure's switch is found under its staged name (output/manifest.ts runFolder).
+ */
 export async function outputRuns(storage: Storage): Promise<OutputRun[]> {
-  const ids = (await storage.listFolders(RUNS_DIR)).filter((id) => !id.startsWith('.')).sort(compareRunIds);
+  const names = await storage.listFolders(RUNS_DIR);
+  const ids = new Set(
+    names.flatMap((name) => (name.startsWith('.') ? (parseErasingRunName(name)?.runId ?? []) : [name])),
+  );
   const runs: OutputRun[] = [];
-  for (const id of ids) {
-    const manifest = await readRunManifest(storage, id);
-    if (manifest !== null) runs.push({ id, manifest });
+  for (const id of [...ids].sort(compareRunIds)) {
+    const folder = await runFolder(storage, id);
+    const manifest = folder === null ? null : await readManifest(storage.at(folder));
+    if (folder !== null && manifest !== null) runs.push({ id, folder, manifest });
   }
   return runs;
 }
@@ -55,7 +64,7 @@ async function* tableRows(
   if (!file) return;
   const of = tableFormatOf(file.path);
   if (!of) return;
-  const runStorage = storage.at(runPath(run.id));
+  const runStorage = storage.at(run.folder);
   for await (const rows of of.format.read(runStorage, file.path, table, file.bytes, { columns }))
     yield* rows as Record<string, unknown>[];
 }
