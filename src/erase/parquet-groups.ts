@@ -10,7 +10,7 @@ import { parquetMetadataAsync, type RowGroup } from 'hyparquet';
 import { ColumnBuffers } from '../output/formats/column-buffers.ts';
 import { encodeRowGroup, ParquetFile, placed } from '../output/formats/parquet.ts';
 import { storeBuffer } from '../output/formats/parquet-read.ts';
-import type { Storage } from '../storage/types.ts';
+import type { ByteRange, Storage } from '../storage/types.ts';
 import type { Row, TableName } from '../tables/index.ts';
 
 const asStored = {
@@ -20,7 +20,7 @@ const asStored = {
 };
 
 /** Where a group's column chunks lie, when nothing of it lies elsewhere (page indexes, blooms). */
-function spanOf(group: RowGroup): { start: number; end: number } | null {
+function spanOf(group: RowGroup): ByteRange | null {
   let start = Number.POSITIVE_INFINITY;
   let end = 0;
   for (const chunk of group.columns) {

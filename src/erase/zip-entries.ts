@@ -13,7 +13,7 @@ import type { HashingThread } from '../media/hashing-thread.ts';
 import { nameOf } from '../names.ts';
 import { endRecords } from '../output/codecs/zip-format.ts';
 import { type CentralRecord, readCentralDirectory, recordAtOffset } from '../output/codecs/zip-index.ts';
-import type { Storage } from '../storage/types.ts';
+import type { ByteRange, Storage } from '../storage/types.ts';
 
 export interface ZipKept {
   entries: number;
@@ -59,7 +59,7 @@ export async function rewriteMediaZip(
   const removed = spans.filter((span) => !span.kept).length;
   if (removed === 0) return null;
   const central: Buffer[] = [];
-  const stretches: { start: number; end: number }[] = [];
+  const stretches: ByteRange[] = [];
   let offset = 0;
   for (const span of spans) {
     if (!span.kept) continue;

@@ -4,7 +4,7 @@
  */
 import type { RangeSource, RunningSha256, Storage, StoredFile } from './types.ts';
 
-/** Ranges are read a mebibyte at a time: 64 KiB chunks spent more in round trips than in copying. */
+/** Ranges are read a mebibyte at a time: each chunk is a round trip through the event loop. */
 const COPY_CHUNK_BYTES = 1024 * 1024;
 
 export async function copyRangesThrough(

@@ -1,7 +1,7 @@
 /**
  * A local file's bytes read into two buffers in turn, the next read under way while the
- * caller uses the last: a large copy (erase's media.zip) runs at the speed of the disk and
- * the hash, where a read stream allocated a fresh buffer per chunk and faulted its pages in.
+ * caller uses the last: a large copy (erase's media.zip) allocates no buffer per chunk, whose
+ * fresh pages would cost more than the copy.
  */
 import { open } from 'node:fs/promises';
 import type { ByteRange } from './types.ts';

@@ -183,7 +183,7 @@ export class LocalStorage implements Storage {
     }
   }
 
-  async readStream(path: string, range?: { start: number; end: number }): Promise<Readable> {
+  async readStream(path: string, range?: ByteRange): Promise<Readable> {
     const absolute = this.describe(path);
     if (range && range.end <= range.start) return Readable.from([]);
     const stream = createReadStream(absolute, range ? { start: range.start, end: range.end - 1 } : {});

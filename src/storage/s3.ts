@@ -210,7 +210,7 @@ class S3Storage implements Storage {
     }
   }
 
-  async readStream(path: string, range?: { start: number; end: number }): Promise<Readable> {
+  async readStream(path: string, range?: ByteRange): Promise<Readable> {
     if (range && range.end <= range.start) return Readable.from([]);
     const object = await this.guard('read', path, () =>
       this.client.send(

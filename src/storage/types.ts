@@ -137,7 +137,7 @@ export interface Storage {
   /** The file's size in bytes, or null when there is none; reads none of its bytes. */
   size(path: string): Promise<number | null>;
   /** The file's bytes as a stream; `end` is exclusive. */
-  readStream(path: string, range?: { start: number; end: number }): Promise<Readable>;
+  readStream(path: string, range?: ByteRange): Promise<Readable>;
   /**
    * Writes `path` as `ranges` of `source`'s file followed by `tail`; gives it as stored. With
    * `copier` and a local source on a local storage the copier's thread reads, hashes and writes
