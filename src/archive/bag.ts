@@ -175,9 +175,12 @@ function descriptor(input: StudyBagInput, payload: Payload, handed: HandoffFiles
   });
 }
 
-function digestFields(payload: Payload, path: string): { bytes?: number; sha256?: string } {
+/** A described file's size and SHA-256; one added without `described` is a bug, not a file without. */
+function digestFields(payload: Payload, path: string): { bytes: number; sha256: string } {
   const digests = payload.digestsOf(path);
-  return digests ? { bytes: digests.bytes, sha256: digests.sha256 } : {};
+  if (!digests)
+    throw new Error(`data/${path}: datapackage.json describes it, but it was not added as described`);
+  return { bytes: digests.bytes, sha256: digests.sha256 };
 }
 
 /**
