@@ -65,7 +65,8 @@ describe('the bag as tar', () => {
       { path: 'data/a.csv', digests: digests(1200) },
       { path: 'data/b c.txt', digests: digests(34) },
     ];
-    expect(payloadOxum(1234, files.length)).toBe('1234.2');
+    const payloadBytes = files.reduce((sum, file) => sum + file.digests.bytes, 0);
+    expect(payloadOxum(payloadBytes, files.length)).toBe('1234.2');
     expect(bagSize(512)).toBe('512 bytes');
     expect(bagSize(2_500_000)).toBe('2.50 MB');
     const text = manifestTxt(files, 'sha256');
