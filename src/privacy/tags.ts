@@ -20,8 +20,8 @@ export type KindCounts = Record<TagKind, number>;
 const recentTexts = 4096;
 const longText = 512;
 /**
- * Texts holding a match whose matches are kept for the second pass (about 60 bytes a text and
- * 12 a match): beyond this many the second pass searches the others again.
+ * Texts holding a match whose matches are kept for the second pass (a slot of the table and
+ * three words a match): beyond this many the second pass searches the others again.
  */
 const matchedTexts = 100_000;
 
@@ -231,7 +231,10 @@ class MatchTable {
     this.#data[at] = length;
     this.#data[at + 1] = matches.length;
     matches.forEach((match, i) => {
-      this.#data.set([match.start, match.end, things[i] as number], at + 2 + 3 * i);
+      const slot = at + 2 + 3 * i;
+      this.#data[slot] = match.start;
+      this.#data[slot + 1] = match.end;
+      this.#data[slot + 2] = things[i] as number;
     });
     this.#used += need;
     if ((this.#size + 1) * 2 > this.#offsets.length) this.#grow();
