@@ -5,11 +5,11 @@
  * and the sandbox's terms) against the same command identified, alternating, at N and 10 N
  * responses, in one run (media off: the profile leaves recordings out, which would flatter it).
  *
- * N is 3,000 so that both sizes measure what a handoff holds, not V8 warming up: a handoff of
- * 300 responses lasts about half a second, mostly start-up, and ends before V8 has grown its
- * young generation and its old space's headroom, or compiled its optimised code, all of which a
- * handoff of any size past a few thousand responses has (as bench:statistics compares 5,000 and
- * 50,000). From 3,000 responses, what grows with 10 N is what is held per response.
+ * N is 3,000 so that both sizes measure what a handoff holds, not V8 warming up: a small
+ * handoff is mostly start-up and ends before V8 has grown its young generation and its old
+ * space's headroom, or compiled its optimised code, all of which a handoff of a few thousand
+ * responses has (as bench:statistics compares 5,000 and 50,000). From 3,000 responses, what
+ * grows with 10 N is what is held per response.
  *
  * Figures, for archive (the top-level names) and share (`share.`): profile_vs_identified = the
  * command's time with the profile / without it at 10 N (the median round; target at most 1.5);

@@ -33,8 +33,8 @@ export type HandoffProfile = PrivacyProfile | 'identified' | 'unprofiled';
 export interface HandoffStudy extends StudyReader {
   privacy: HandoffPrivacy;
   /**
-   * Every pseudonym of the study and what it stands for (for --linkage and the ledger; none when
-   * identified): its ids and attributes read again, once.
+   * Every pseudonym of the study and what it stands for (for --linkage; none when identified):
+   * its ids and attributes read again, once.
    */
   linkage(): Promise<LinkageEntry[]>;
   /** The responses a package holds, from their ids as it holds them, for the ledger (handoffs/). */
