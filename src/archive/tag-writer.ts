@@ -3,8 +3,8 @@
  * given, then Payload-Oxum and Bag-Size counted from the payload), a manifest per algorithm,
  * and a tag manifest per algorithm over those four files; then ends the bag.
  */
-import { diskFile, type Payload } from './payload.ts';
-import type { BagSink, Digests } from './sink.ts';
+import { diskFile, memoryFile, type Payload } from './payload.ts';
+import type { BagFile, BagSink, Digests } from './sink.ts';
 import {
   ALGORITHMS,
   BAG_INFO_TXT,
@@ -28,24 +28,17 @@ export async function writeTagFiles(
     ['Payload-Oxum', payloadOxum(payload.bytes, payload.files)],
     ['Bag-Size', bagSize(payload.bytes)],
   ]);
+  // The files the tag manifests list, with their digests.
   const tags: { path: string; digests: Digests }[] = [];
-  const add = async (path: string, text: string) => {
-    const content = Buffer.from(text, 'utf8');
-    const digests: Digests = await sink.add({ path, size: content.length, open: async () => [content] });
-    tags.push({ path, digests });
+  const add = async (file: BagFile) => {
+    tags.push({ path: file.path, digests: await sink.add(file) });
   };
-  await add(BAGIT_TXT, bagitTxt());
-  await add(BAG_INFO_TXT, info);
+  await add(memoryFile(BAGIT_TXT, bagitTxt()));
+  await add(memoryFile(BAG_INFO_TXT, info));
   const manifests = await payload.manifests();
-  for (const algorithm of ALGORITHMS) {
-    const path = manifestName(algorithm);
-    tags.push({ path, digests: await sink.add(await diskFile(path, manifests[algorithm])) });
-  }
-  const tagged = [...tags];
-  for (const algorithm of ALGORITHMS) {
-    const text = manifestTxt(tagged, algorithm);
-    const content = Buffer.from(text, 'utf8');
-    await sink.add({ path: tagManifestName(algorithm), size: content.length, open: async () => [content] });
-  }
+  for (const algorithm of ALGORITHMS)
+    await add(await diskFile(manifestName(algorithm), manifests[algorithm]));
+  for (const algorithm of ALGORITHMS)
+    await sink.add(memoryFile(tagManifestName(algorithm), manifestTxt(tags, algorithm)));
   await sink.finish();
 }
