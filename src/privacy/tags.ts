@@ -107,6 +107,7 @@ export class StudyTags {
       const key = detached(match.key);
       index = this.#things.length;
       this.#things.push({ kind: match.kind, key });
+      // The index's key built again from the copy: `id` may share the answer's memory too.
       this.#thingIndex.set(idOf({ kind: match.kind, key }), index);
     }
     return index;
